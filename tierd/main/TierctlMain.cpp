@@ -18,6 +18,8 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"topology", &tierd::cli::topologyCommand,
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
+    {"bench", &tierd::cli::benchCommand,
+     "measurements: bench heat (heat model ingest rate, memory)"},
 };
 
 void usage(std::ostream& out) {
