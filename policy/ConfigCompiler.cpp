@@ -549,6 +549,9 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
   cfg.sampling.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
   if (s.count("trace")) {
     cfg.sampling.trace = s["trace"].s;
+    if (std::filesystem::path(cfg.sampling.trace).is_relative())  // relative to the config file
+      cfg.sampling.trace =
+          (std::filesystem::path(path).parent_path() / cfg.sampling.trace).lexically_normal();
     if (cfg.sampling.source != SampleSource::Replay)
       c.error(path, s["trace"].pos, "sampling.trace", "only used with source = \"replay\"");
   } else if (cfg.sampling.source == SampleSource::Replay) {

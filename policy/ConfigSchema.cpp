@@ -40,7 +40,8 @@ const std::vector<KeySpec>& configSchema() {
        "Events between two perf samples (perf_event_attr.sample_period); a prime avoids "
        "lock-step with loops."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
-       "Recorded trace file; required with source = \"replay\", not allowed otherwise."},
+       "Recorded trace file (relative to the config file's directory); required with source = "
+       "\"replay\", not allowed otherwise."},
       // [migration]
       {"migration", "page_granularity", ValueType::Enum, "\"huge\"", 0, 0, "huge|base", false,
        false, "",

@@ -130,6 +130,8 @@ Result<double> parsePercent(std::string_view text) {
     return Error::input(
         "invalid percentage " + quoted + ": expected a number followed by '%', like '25%'", "");
   rest.remove_suffix(1);
+  if (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
+    return Error::input("invalid percentage " + quoted + ": no space allowed before '%'", "");
   std::string_view frac;
   if (!rest.empty()) {
     if (rest.front() != '.' || rest.size() < 2 || rest.size() > 4)
