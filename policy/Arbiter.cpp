@@ -203,30 +203,42 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
     }
     bool overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
     NodeId target = overQuota ? -1 : pickTarget(r, TierKind::Fast);
-    if (target < 0 && !r.hugetlb) {
-      // Exchange: demote colder fast-tier regions of this workload until it fits.
+    if (target < 0 && !r.hugetlb && promote.allows(r.length)) {
+      // Exchange: demote colder fast-tier regions of this workload, coldest first, until the
+      // promotion fits. Tentative: undone unless the promotion then fits.
       const WorkloadProposal& p = *byId[c->workload];
       size_t& i = nextCold[c->workload];
-      std::vector<const Candidate*> give;
-      int64_t freed = 0;
-      int64_t need = static_cast<int64_t>(r.length);
+      auto savedRooms = rooms;
+      auto savedUsed = used;
+      Bucket savedDemote = demote;
+      ArbiterStats savedStats = st;
+      int64_t savedShortfall = shortfall;
+      size_t savedCount = demotions.size();
+      std::vector<std::pair<pid_t, uint64_t>> added;
       size_t j = i;
-      while (freed < need && j < p.demotable.size()) {
+      while (target < 0 && j < p.demotable.size()) {
         const Candidate& d = p.demotable[j++];
         if (planned.count({d.region.pid, d.region.start}) || d.region.hugetlb) continue;
         if (!(d.region.heat * kExchangeRatio < r.heat)) break;  // coldest first: none colder
-        give.push_back(&d);
-        freed += static_cast<int64_t>(d.region.length);
+        if (!tryDemote(d, MoveReason::Exchange)) break;
+        added.push_back({d.region.pid, d.region.start});
+        overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
+        target = overQuota ? -1 : pickTarget(r, TierKind::Fast);
       }
-      if (freed >= need) {
-        size_t done = 0;
-        for (const Candidate* d : give)
-          if (tryDemote(*d, MoveReason::Exchange)) ++done;
+      if (target >= 0) {
         i = j;
-        if (done == give.size()) {
-          overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
-          target = overQuota ? -1 : pickTarget(r, TierKind::Fast);
-        }
+      } else {  // undo
+        rooms = std::move(savedRooms);
+        used = std::move(savedUsed);
+        demote = savedDemote;
+        st = savedStats;
+        shortfall = savedShortfall;
+        demotions.resize(savedCount);
+        demoteReasons.resize(savedCount);
+        demoteWorkloads.resize(savedCount);
+        for (auto& k : added)
+          planned.erase(k);
+        overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
       }
     }
     if (target < 0) {

@@ -35,7 +35,8 @@ std::string errorLines(const CompileOutcome& out) {
     std::string line = e.describe();
     std::string prefix = kFixtures + "/";
     if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-    for (size_t p; (p = line.find(prefix)) != std::string::npos;) line.erase(p, prefix.size());
+    for (size_t p; (p = line.find(prefix)) != std::string::npos;)
+      line.erase(p, prefix.size());
     s += line + "\n";
   }
   return s;
@@ -48,8 +49,8 @@ TEST_CASE("byte sizes parse strictly") {
   CHECK(*parseByteSize("512MiB") == 512 * kMiB);
   CHECK(*parseByteSize("0B") == 0);
   CHECK(*parseByteSize("1TiB") == 1024 * kGiB);
-  for (const char* bad : {"2 GB", "2GB", "2gb", "2gib", "2", "-1GiB", "+1GiB", "1.5GiB", "GiB",
-                          "", "2GiBs", "99999999999999999999B", "17179869184GiB"})
+  for (const char* bad : {"2 GB", "2GB", "2gb", "2gib", "2", "-1GiB", "+1GiB", "1.5GiB", "GiB", "",
+                          "2GiBs", "99999999999999999999B", "17179869184GiB"})
     CHECK_MESSAGE(!parseByteSize(bad).ok(), bad);
   CHECK(parseByteSize("2GB").error().message.find("did you mean '2GiB'") != std::string::npos);
   CHECK(parseByteSize("16777215TiB").ok());
@@ -85,7 +86,8 @@ TEST_CASE("formatting picks the largest exact unit and round-trips") {
   CHECK(formatPercent(100) == "100%");
   for (uint64_t v : {uint64_t{1}, 4096 * kKiB, 3 * kGiB + 1, kGiB * 1024 * 5})
     CHECK(*parseByteSize(formatByteSize(v)) == v);
-  for (uint64_t v : {uint64_t{1}, uint64_t{1500}, uint64_t{60'000'000'000}, uint64_t{7'200'000'000'000}})
+  for (uint64_t v :
+       {uint64_t{1}, uint64_t{1500}, uint64_t{60'000'000'000}, uint64_t{7'200'000'000'000}})
     CHECK(*parseDuration(formatDuration(v)) == v);
 }
 
@@ -141,10 +143,10 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   CHECK(kv.selector.kind == WorkloadSelector::Kind::Cgroup);
   CHECK(kv.selector.cgroup == "/system.slice/redis.service");
   CHECK(kv.profilePath == kFixtures + "/config/valid/profiles/custom.toml");
-  CHECK(kv.policy.fastQuota == ByteAmount{false, 8 * kGiB, 0});    // workload
-  CHECK(kv.policy.cooldownNs == 60'000'000'000);                   // workload
-  CHECK(kv.policy.hotThreshold == doctest::Approx(6.0));            // profile
-  CHECK(kv.policy.heatHalfLifeNs == 20'000'000'000);               // profile
+  CHECK(kv.policy.fastQuota == ByteAmount{false, 8 * kGiB, 0});  // workload
+  CHECK(kv.policy.cooldownNs == 60'000'000'000);                 // workload
+  CHECK(kv.policy.hotThreshold == doctest::Approx(6.0));         // profile
+  CHECK(kv.policy.heatHalfLifeNs == 20'000'000'000);             // profile
   const WorkloadConfig& batch = c.workloads[1];
   CHECK(batch.selector.pids == std::vector<pid_t>{17, 4242});
   CHECK(batch.policy.fastQuota.isPercent);
@@ -154,7 +156,7 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   CHECK(batch.profile.empty());
   const WorkloadConfig& gups = c.workloads[2];
   CHECK(gups.selector.command == "tierd-gups");
-  CHECK(gups.policy.hotThreshold == doctest::Approx(9.5));  // workload beats profile 6.0
+  CHECK(gups.policy.hotThreshold == doctest::Approx(9.5));   // workload beats profile 6.0
   CHECK(gups.policy.coldThreshold == doctest::Approx(1.5));  // profile
   CHECK(gups.policy.fastQuota.percent == doctest::Approx(50));
 }
@@ -195,7 +197,8 @@ TEST_CASE("config/tierd.toml, every example and every profile compile") {
 }
 
 TEST_CASE("the printed config compiles back to the same value") {
-  for (const std::string& f : {kFixtures + "/config/valid/full.toml", kRepo + "/config/tierd-redis.toml"}) {
+  for (const std::string& f :
+       {kFixtures + "/config/valid/full.toml", kRepo + "/config/tierd-redis.toml"}) {
     CompileOutcome a = compileConfigFile(f);
     REQUIRE(a.ok());
     CompileOutcome b = compileConfigText(configToText(*a.config), f);
@@ -232,7 +235,8 @@ TEST_CASE("docs/configuration.md is the schema table rendered") {
 }
 
 TEST_CASE("ConfigStore swaps only good configs, at the tick boundary, and counts reloads") {
-  std::string dir = std::filesystem::temp_directory_path() / ("tierd-store-" + std::to_string(::getpid()));
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("tierd-store-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string path = dir + "/tierd.toml";
   auto write = [&](const std::string& text) { std::ofstream(path) << text; };
@@ -255,8 +259,9 @@ TEST_CASE("ConfigStore swaps only good configs, at the tick boundary, and counts
   write("[daemon]\ninterval = \"3 s\"\nbogus = 1\n");
   std::vector<ConfigError> errs = store.requestReload(path);
   REQUIRE(errs.size() == 2);
-  CHECK(errs[0].describe() == path + ":2:12: daemon.interval: invalid duration '3 s': no space "
-                                     "allowed between number and unit");
+  CHECK(errs[0].describe() == path +
+                                  ":2:12: daemon.interval: invalid duration '3 s': no space "
+                                  "allowed between number and unit");
   CHECK(errs[1].line == 3);
   CHECK_FALSE(store.hasPending());
   CHECK_FALSE(store.applyPending());

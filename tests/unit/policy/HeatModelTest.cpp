@@ -53,7 +53,8 @@ TEST_CASE("steady sampling converges to the geometric sum") {
   HeatModel m = oneWorkload(hl);
   const int n = 400;
   std::vector<AccessSample> b;
-  for (int i = 1; i <= n; ++i) b.push_back(at(100, kBase + 4096, static_cast<uint64_t>(i) * dt));
+  for (int i = 1; i <= n; ++i)
+    b.push_back(at(100, kBase + 4096, static_cast<uint64_t>(i) * dt));
   m.ingest(b, n * dt);
   double q = std::exp2(-static_cast<double>(dt) / static_cast<double>(hl));
   double expected = (1 - std::pow(q, n)) / (1 - q);
@@ -76,16 +77,18 @@ TEST_CASE("weights, batching and out-of-order times") {
 
 TEST_CASE("samples fall into 2 MiB regions, 1 GiB for 1 GiB hugetlb, clipped to mappings") {
   HeatModel m = oneWorkload();
-  REQUIRE(m.setMappings(100, {{kBase, kBase + 8 * kMiB, 2 * kMiB, false},
-                              {kBase + 2 * kGiB, kBase + 4 * kGiB, kGiB, true},
-                              {kBase + 5 * kGiB + 4096, kBase + 5 * kGiB + 5 * 4096, 4096, false}}));
+  REQUIRE(
+      m.setMappings(100, {{kBase, kBase + 8 * kMiB, 2 * kMiB, false},
+                          {kBase + 2 * kGiB, kBase + 4 * kGiB, kGiB, true},
+                          {kBase + 5 * kGiB + 4096, kBase + 5 * kGiB + 5 * 4096, 4096, false}}));
   std::vector<AccessSample> b = {
-      at(100, kBase + 1, kSec),  at(100, kBase + 2 * kMiB - 1, kSec),
-      at(100, kBase + 2 * kMiB, kSec),                                  // next region
-      at(100, kBase + 3 * kGiB + 12345, kSec),                          // second 1 GiB page
-      at(100, kBase + 5 * kGiB + 3 * 4096, kSec),                       // base pages, clipped
-      at(100, kBase + 9 * kMiB, kSec),                                  // outside every mapping
-      at(999, kBase, kSec),                                             // unknown pid
+      at(100, kBase + 1, kSec),
+      at(100, kBase + 2 * kMiB - 1, kSec),
+      at(100, kBase + 2 * kMiB, kSec),             // next region
+      at(100, kBase + 3 * kGiB + 12345, kSec),     // second 1 GiB page
+      at(100, kBase + 5 * kGiB + 3 * 4096, kSec),  // base pages, clipped
+      at(100, kBase + 9 * kMiB, kSec),             // outside every mapping
+      at(999, kBase, kSec),                        // unknown pid
   };
   m.ingest(b, kSec);
   auto r = m.regions(0, kSec);
@@ -120,13 +123,15 @@ TEST_CASE("memory stays under 32 KiB per tracked GiB and is released with worklo
   for (pid_t pid : {100, 200}) {
     m.assignPid(pid, pid == 100 ? 0 : 1);
     std::vector<std::pair<uint64_t, NodeId>> where;
-    for (uint64_t r = 0; r < gib * kGiB / (2 * kMiB) / 2; ++r) where.push_back({kBase + r * 2 * kMiB, 1});
+    for (uint64_t r = 0; r < gib * kGiB / (2 * kMiB) / 2; ++r)
+      where.push_back({kBase + r * 2 * kMiB, 1});
     m.setLocations(pid, where);
   }
   // And samples over it (zipf), which must not grow the model beyond the regions.
   ZipfGenerator z(16384, 0.99, 7);
   std::vector<AccessSample> b;
-  for (int i = 0; i < 100000; ++i) b.push_back(at(100, kBase + z.next() * 2 * kMiB, kSec));
+  for (int i = 0; i < 100000; ++i)
+    b.push_back(at(100, kBase + z.next() * 2 * kMiB, kSec));
   m.ingest(b, kSec);
   CHECK(m.trackedBytes() == gib * kGiB);
   double perGiB = static_cast<double>(m.modelBytes()) / gib;
@@ -207,10 +212,15 @@ TEST_CASE("hottest and coldest rank by heat within the given nodes, ties by addr
   HeatModel m = oneWorkload(10 * kSec);
   std::vector<AccessSample> b;
   for (int r = 0; r < 6; ++r)
-    for (int k = 0; k < (r % 3) + 1; ++k) b.push_back(at(100, kBase + r * 2 * kMiB, kSec));
+    for (int k = 0; k < (r % 3) + 1; ++k)
+      b.push_back(at(100, kBase + r * 2 * kMiB, kSec));
   m.ingest(b, kSec);
-  m.setLocations(100, {{kBase, 1}, {kBase + 2 * kMiB, 1}, {kBase + 4 * kMiB, 1},
-                       {kBase + 6 * kMiB, 0}, {kBase + 8 * kMiB, 0}, {kBase + 10 * kMiB, 0}});
+  m.setLocations(100, {{kBase, 1},
+                       {kBase + 2 * kMiB, 1},
+                       {kBase + 4 * kMiB, 1},
+                       {kBase + 6 * kMiB, 0},
+                       {kBase + 8 * kMiB, 0},
+                       {kBase + 10 * kMiB, 0}});
   auto hot = m.hottest(0, {1}, 2, kSec);
   REQUIRE(hot.size() == 2);
   CHECK(hot[0].start == kBase + 4 * kMiB);  // heat 3
