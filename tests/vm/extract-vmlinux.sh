@@ -22,7 +22,7 @@ try() {
   shift 2
   command -v "$1" >/dev/null || return 1
   local pos
-  for pos in $(LC_ALL=C grep -obUaP "$pattern" "$img" | cut -d: -f1); do
+  while read -r pos; do
     # Trailing data after the stream makes some decompressors complain: judge by the output.
     tail -c "+$((pos + 1))" "$img" | "$@" >"$tmp" 2>/dev/null || true
     if [ -s "$tmp" ] && is_elf "$tmp"; then
@@ -30,7 +30,7 @@ try() {
       echo "extract-vmlinux: $name payload at offset $pos -> $out ($(stat -c %s "$out") bytes)"
       return 0
     fi
-  done
+  done < <(LC_ALL=C grep -obUaP "$pattern" "$img" | cut -d: -f1)
   return 1
 }
 

@@ -96,13 +96,13 @@ esac
 version="$(apt-cache "${apt_opts[@]}" show "$pkg/$suite" | awk '/^Version:/ { print $2; exit }')"
 echo "fetch-kernel: linux-image-amd64/$suite -> $pkg $version"
 
-deb="$(ls "$aptdir/debs/${pkg}_"*.deb 2>/dev/null | head -n1 || true)"
+deb="$(find "$aptdir/debs" -name "${pkg}_*.deb" | head -n1)"
 if [ -z "$deb" ]; then
   if ! (cd "$aptdir/debs" && apt-get -q "${apt_opts[@]}" download "$pkg/$suite") >"$aptdir/download.log" 2>&1; then
     cat "$aptdir/download.log" >&2
     die "apt-get download $pkg/$suite failed - see above"
   fi
-  deb="$(ls "$aptdir/debs/${pkg}_"*.deb 2>/dev/null | head -n1 || true)"
+  deb="$(find "$aptdir/debs" -name "${pkg}_*.deb" | head -n1)"
   [ -n "$deb" ] || die "apt-get download reported success but no ${pkg}_*.deb in $aptdir/debs"
 fi
 
@@ -112,7 +112,7 @@ rm -rf "$tmp"
 mkdir -p "$tmp"
 echo "fetch-kernel: unpacking $(basename "$deb")"
 dpkg-deb -x "$deb" "$tmp/root" || die "dpkg -x $deb failed"
-bz="$(ls "$tmp"/root/boot/vmlinuz-* 2>/dev/null | head -n1 || true)"
+bz="$(find "$tmp/root/boot" -name 'vmlinuz-*' | head -n1)"
 [ -n "$bz" ] || die "no /boot/vmlinuz-* in $deb"
 release="${bz##*/vmlinuz-}"
 "$here/extract-vmlinux.sh" "$bz" "$tmp/vmlinux" || die "cannot extract vmlinux from $bz"

@@ -72,7 +72,8 @@ share out /mnt/out rw
 
 scenario=""
 topology=""
-for arg in $(cat /proc/cmdline); do
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
   case "$arg" in
     rig.scenario=*) scenario="${arg#rig.scenario=}" ;;
     rig.topology=*) topology="${arg#rig.topology=}" ;;

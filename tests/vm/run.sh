@@ -26,7 +26,7 @@ export TIERD_VM_CACHE="${TIERD_VM_CACHE:-$repo/build/vm}"
 cache="$TIERD_VM_CACHE"
 build="${TIERD_BUILD_DIR:-$repo/build}"
 default_timeout="${TIERD_VM_TIMEOUT:-300}"
-qemu=qemu-system-x86_64
+qemu="qemu-system-x86_64"
 marker="RIG: /init reached"
 
 die() {
@@ -34,7 +34,7 @@ die() {
   exit 1
 }
 
-[ $# -ge 1 ] || die "usage: $0 SCENARIO... (one of: $(ls "$here/scenarios" | tr '\n' ' '))"
+[ $# -ge 1 ] || die "usage: $0 SCENARIO... (files in $here/scenarios)"
 command -v "$qemu" >/dev/null || die "$qemu not found (package qemu-system-x86; run scripts/install-deps)"
 command -v timeout >/dev/null || die "timeout not found (coreutils)"
 
@@ -91,7 +91,7 @@ qemu_args() {
   fi
   append="$(header "$file" append)"
 
-  args=(-machine q35,hmat=on -accel tcg,thread=multi -cpu max,erms=off -smp 2)
+  args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "max,erms=off" -smp 2)
   for ((i = 0; i < NODES; i++)); do
     mib="$(to_mib "${T[MEM_$i]:?topology $topo: MEM_$i missing}")"
     total=$((total + mib))
@@ -114,7 +114,7 @@ qemu_args() {
   done
   args+=(
     -nodefaults -nographic -no-reboot -monitor none -serial stdio
-    -device isa-debug-exit,iobase=0xf4,iosize=0x01
+    -device "isa-debug-exit,iobase=0xf4,iosize=0x01"
     -virtfs "local,path=/usr,mount_tag=usr,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$repo,mount_tag=src,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$build,mount_tag=build,security_model=none,readonly=on,multidevs=remap"
