@@ -1,0 +1,85 @@
+#include <doctest/doctest.h>
+
+#include "tierd/sys/Parsers.h"
+
+using namespace tierd;
+using namespace tierd::sys;
+
+TEST_CASE("parseU64 and parseI64 are strict") {
+  CHECK(parseU64(" 42\n", "f").value() == 42);
+  CHECK(parseI64("-7", "f").value() == -7);
+  for (const char* bad : {"", "  ", "4x", "x4", "-1", "+1", "1 2", "18446744073709551616"}) {
+    INFO("input: '" << bad << "'");
+    auto r = parseU64(bad, "/sys/f");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::Input);
+    CHECK(r.error().context == "/sys/f");
+  }
+  CHECK_FALSE(parseI64("9223372036854775808", "f").ok());
+  auto e = parseU64("abc", "/sys/x");
+  CHECK(e.error().describe() == "/sys/x: expected an unsigned integer, got 'abc'");
+}
+
+TEST_CASE("parseIdList reads the kernel's cpulist format") {
+  CHECK(parseIdList("0-3,8,10-11\n", "f").value() == std::set<int>{0, 1, 2, 3, 8, 10, 11});
+  CHECK(parseIdList("\n", "f").value().empty());
+  CHECK(parseIdList("0,1,16-17", "f").value() == std::set<int>{0, 1, 16, 17});
+  for (const char* bad : {"0-", "-1", "3-1", "0,,1", "a", "0-3,", "1 2"}) {
+    INFO("input: '" << bad << "'");
+    auto r = parseIdList(bad, "/sys/devices/system/node/online");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().context == "/sys/devices/system/node/online");
+    CHECK(r.error().message.find(bad) != std::string::npos);
+  }
+  CHECK(formatIdList({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
+  CHECK(formatIdList({}) == "");
+}
+
+TEST_CASE("parseMeminfo reads /proc/meminfo and node meminfo in bytes") {
+  auto node = parseMeminfo(
+      "Node 1 MemTotal:        4194304 kB\nNode 1 MemFree:         4000000 kB\n"
+      "Node 1 HugePages_Total:     2\n",
+      "f");
+  REQUIRE(node.ok());
+  CHECK(node->at("MemTotal") == 4194304ull * 1024);
+  CHECK(node->at("MemFree") == 4000000ull * 1024);
+  CHECK(node->at("HugePages_Total") == 2);
+  auto proc = parseMeminfo("MemTotal:       16384 kB\nHugePages_Free:        0\n", "f");
+  REQUIRE(proc.ok());
+  CHECK(proc->at("MemTotal") == 16384ull * 1024);
+  auto bad = parseMeminfo("Node 0 MemTotal: 10 kB\nNode 0 MemFree: lots kB\n", "/n/meminfo");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().context == "/n/meminfo:2");
+  CHECK_FALSE(parseMeminfo("MemTotal 12 kB\n", "f").ok());
+  CHECK_FALSE(parseMeminfo("MemTotal: 12 MB\n", "f").ok());
+}
+
+TEST_CASE("parseKeyValue reads vmstat-style files") {
+  auto r = parseKeyValue("pgmigrate_success 10\npgpromote_success 3\n\n", "f");
+  REQUIRE(r.ok());
+  CHECK(r->at("pgmigrate_success") == 10);
+  CHECK(r->size() == 2);
+  auto bad = parseKeyValue("a 1\nb\n", "/proc/vmstat");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().context == "/proc/vmstat:2");
+  CHECK_FALSE(parseKeyValue("a 1 2\n", "f").ok());
+}
+
+TEST_CASE("parseBracketChoice finds the active THP mode") {
+  CHECK(parseBracketChoice("always [madvise] never\n", "f").value() == "madvise");
+  CHECK(parseBracketChoice("[always] madvise never", "f").value() == "always");
+  CHECK_FALSE(parseBracketChoice("always madvise never", "f").ok());
+  CHECK_FALSE(parseBracketChoice("[always] [madvise] never", "f").ok());
+  CHECK_FALSE(parseBracketChoice("", "f").ok());
+}
+
+TEST_CASE("parseU64Row and parseKbSize") {
+  CHECK(parseU64Row("10 20 40\n", "f").value() == std::vector<uint64_t>{10, 20, 40});
+  CHECK_FALSE(parseU64Row("10 x", "f").ok());
+  CHECK_FALSE(parseU64Row("", "f").ok());
+  CHECK(parseKbSize("2048kB", "f").value() == 2097152);
+  CHECK(parseKbSize("1048576kB", "f").value() == 1073741824);
+  CHECK_FALSE(parseKbSize("2048", "f").ok());
+  CHECK_FALSE(parseKbSize("0kB", "f").ok());
+  CHECK_FALSE(parseKbSize("kB", "f").ok());
+}

@@ -1,0 +1,39 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "tierd/sys/SysRoot.h"
+
+using namespace tierd;
+
+TEST_CASE("SysRoot resolves absolute kernel paths under its root") {
+  sys::SysRoot live;
+  CHECK(live.isLive());
+  CHECK(live.path("/proc/meminfo") == "/proc/meminfo");
+  sys::SysRoot fx("/tmp/fx/");
+  CHECK_FALSE(fx.isLive());
+  CHECK(fx.path("/sys/a") == "/tmp/fx/sys/a");
+}
+
+TEST_CASE("SysRoot reads, lists and reports errors with the resolved path") {
+  char tmpl[] = "/tmp/sysroot-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  std::string dir = tmpl;
+  REQUIRE(std::system(("mkdir -p " + dir + "/sys/x").c_str()) == 0);
+  std::ofstream(dir + "/sys/x/attr") << "  42\n";
+  sys::SysRoot root(dir);
+  CHECK(root.readAttr("/sys/x/attr").value() == "42");
+  CHECK(root.read("/sys/x/attr").value() == "  42\n");
+  CHECK(root.exists("/sys/x"));
+  CHECK(root.list("/sys/x").value() == std::vector<std::string>{"attr"});
+  auto missing = root.read("/sys/x/nope");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ENOENT);
+  CHECK(missing.error().context == dir + "/sys/x/nope");
+  CHECK(root.write("/sys/x/attr", "7").ok());
+  CHECK(root.readAttr("/sys/x/attr").value() == "7");
+  CHECK_FALSE(root.write("/sys/x/nope", "7").ok());
+  REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
+}

@@ -1,0 +1,5 @@
+#include <doctest/doctest.h>
+
+#include "tierd/topology/Topology.h"
+
+using namespace tierd;

@@ -1,0 +1,220 @@
+#include "tierd/sys/Parsers.h"
+
+#include <charconv>
+#include <limits>
+
+namespace tierd::sys {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\n\r");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t\n\r");
+  return s.substr(b, e - b + 1);
+}
+
+std::string quote(std::string_view s) {
+  constexpr size_t kMax = 80;
+  std::string out = "'";
+  out += s.size() > kMax ? std::string(s.substr(0, kMax)) + "..." : std::string(s);
+  out += "'";
+  return out;
+}
+
+template <typename T>
+Result<T> parseInt(std::string_view text, const std::string& context, const char* what) {
+  std::string_view t = trim(text);
+  if (t.empty()) return Error::input(std::string("expected ") + what + ", got empty text", context);
+  if (t.front() == '+')
+    return Error::input(std::string("expected ") + what + ", got " + quote(t), context);
+  T v{};
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range)
+    return Error::input(std::string(what) + " out of range: " + quote(t), context);
+  if (ec != std::errc() || p != t.data() + t.size())
+    return Error::input(std::string("expected ") + what + ", got " + quote(t), context);
+  return v;
+}
+
+std::vector<std::string_view> splitBlanks(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t'))
+      ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t')
+      ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+template <typename F>
+Status forEachLine(std::string_view text, const std::string& context, F&& fn) {
+  size_t lineNo = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    ++lineNo;
+    pos = nl + 1;
+    if (trim(line).empty()) continue;
+    Status s = fn(line, context + ":" + std::to_string(lineNo));
+    if (!s) return s;
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<uint64_t> parseU64(std::string_view text, const std::string& context) {
+  std::string_view t = trim(text);
+  if (!t.empty() && t.front() == '-')
+    return Error::input("expected an unsigned integer, got " + quote(t), context);
+  return parseInt<uint64_t>(text, context, "an unsigned integer");
+}
+
+Result<int64_t> parseI64(std::string_view text, const std::string& context) {
+  return parseInt<int64_t>(text, context, "an integer");
+}
+
+Result<std::set<int>> parseIdList(std::string_view text, const std::string& context) {
+  std::set<int> ids;
+  std::string_view t = trim(text);
+  if (t.empty()) return ids;
+  size_t pos = 0;
+  while (pos <= t.size()) {
+    size_t comma = t.find(',', pos);
+    if (comma == std::string_view::npos) comma = t.size();
+    std::string_view item = t.substr(pos, comma - pos);
+    if (item.empty()) return Error::input("empty item in id list " + quote(t), context);
+    size_t dash = item.find('-');
+    auto first = parseInt<int>(item.substr(0, dash), context, "an id");
+    if (!first || first.value() < 0)
+      return Error::input("bad id " + quote(item) + " in list " + quote(t), context);
+    int last = first.value();
+    if (dash != std::string_view::npos) {
+      auto l = parseInt<int>(item.substr(dash + 1), context, "an id");
+      if (!l || l.value() < first.value())
+        return Error::input("bad range " + quote(item) + " in list " + quote(t), context);
+      last = l.value();
+    }
+    if (last - first.value() > 1 << 20)
+      return Error::input("range too large " + quote(item), context);
+    for (int i = first.value(); i <= last; ++i)
+      ids.insert(i);
+    pos = comma + 1;
+    if (comma == t.size()) break;
+  }
+  return ids;
+}
+
+std::string formatIdList(const std::set<int>& ids) {
+  std::string out;
+  auto it = ids.begin();
+  while (it != ids.end()) {
+    int start = *it;
+    int end = start;
+    auto next = std::next(it);
+    while (next != ids.end() && *next == end + 1) {
+      end = *next;
+      ++next;
+    }
+    if (!out.empty()) out += ",";
+    out += std::to_string(start);
+    if (end != start) out += "-" + std::to_string(end);
+    it = next;
+  }
+  return out;
+}
+
+Result<std::map<std::string, uint64_t>> parseMeminfo(std::string_view text,
+                                                     const std::string& context) {
+  std::map<std::string, uint64_t> out;
+  Status s =
+      forEachLine(text, context, [&](std::string_view line, const std::string& where) -> Status {
+        auto f = splitBlanks(line);
+        size_t i = 0;
+        if (f.size() >= 2 && f[0] == "Node") i = 2;  // "Node 0 MemTotal: ..."
+        if (i == 2) {
+          auto n = parseU64(f[1], where);
+          if (!n) return Error::input("bad node number in " + quote(line), where);
+        }
+        if (f.size() < i + 2 || f.size() > i + 3 || f[i].size() < 2 || f[i].back() != ':')
+          return Error::input("expected 'Key: value [kB]', got " + quote(line), where);
+        auto v = parseU64(f[i + 1], where);
+        if (!v) return v.error();
+        uint64_t value = v.value();
+        if (f.size() == i + 3) {
+          if (f[i + 2] != "kB") return Error::input("unknown unit in " + quote(line), where);
+          if (value > std::numeric_limits<uint64_t>::max() / 1024)
+            return Error::input("value out of range in " + quote(line), where);
+          value *= 1024;
+        }
+        out[std::string(f[i].substr(0, f[i].size() - 1))] = value;
+        return Ok{};
+      });
+  if (!s) return s.error();
+  return out;
+}
+
+Result<std::map<std::string, int64_t>> parseKeyValue(std::string_view text,
+                                                     const std::string& context) {
+  std::map<std::string, int64_t> out;
+  Status s =
+      forEachLine(text, context, [&](std::string_view line, const std::string& where) -> Status {
+        auto f = splitBlanks(line);
+        if (f.size() != 2) return Error::input("expected 'key value', got " + quote(line), where);
+        auto v = parseI64(f[1], where);
+        if (!v) return v.error();
+        out[std::string(f[0])] = v.value();
+        return Ok{};
+      });
+  if (!s) return s.error();
+  return out;
+}
+
+Result<std::string> parseBracketChoice(std::string_view text, const std::string& context) {
+  std::string active;
+  int count = 0;
+  for (std::string_view w : splitBlanks(trim(text))) {
+    if (w.size() >= 3 && w.front() == '[' && w.back() == ']') {
+      active = std::string(w.substr(1, w.size() - 2));
+      ++count;
+    }
+  }
+  if (count != 1)
+    return Error::input("expected exactly one [bracketed] choice, got " + quote(trim(text)),
+                        context);
+  return active;
+}
+
+Result<std::vector<uint64_t>> parseU64Row(std::string_view text, const std::string& context) {
+  std::vector<uint64_t> out;
+  std::string_view t = trim(text);
+  if (t.find('\n') != std::string_view::npos)
+    return Error::input("expected one line, got " + quote(t), context);
+  for (std::string_view w : splitBlanks(t)) {
+    auto v = parseU64(w, context);
+    if (!v) return Error::input("expected integers, got " + quote(t), context);
+    out.push_back(v.value());
+  }
+  if (out.empty()) return Error::input("expected integers, got empty text", context);
+  return out;
+}
+
+Result<uint64_t> parseKbSize(std::string_view text, const std::string& context) {
+  std::string_view t = trim(text);
+  if (t.size() < 3 || t.substr(t.size() - 2) != "kB")
+    return Error::input("expected '<n>kB', got " + quote(t), context);
+  auto v = parseU64(t.substr(0, t.size() - 2), context);
+  if (!v) return Error::input("expected '<n>kB', got " + quote(t), context);
+  if (v.value() == 0 || v.value() > std::numeric_limits<uint64_t>::max() / 1024)
+    return Error::input("size out of range: " + quote(t), context);
+  return v.value() * 1024;
+}
+
+}  // namespace tierd::sys

@@ -1,0 +1,55 @@
+#pragma once
+/// \file
+/// Strict parsers for the kernel's text formats. Each takes the text and a `context` (the path it
+/// came from, used in errors) and either returns the parsed value or an Input error naming the
+/// context and the offending text. None returns 0 for garbage: empty, signs where none belong,
+/// trailing junk and overflow are all errors.
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tierd/core/Result.h"
+
+namespace tierd::sys {
+
+/// Parses a whole string (surrounding blanks allowed) as a base-10 unsigned 64-bit integer.
+Result<uint64_t> parseU64(std::string_view text, const std::string& context);
+/// Parses a whole string (surrounding blanks allowed) as a base-10 signed 64-bit integer.
+Result<int64_t> parseI64(std::string_view text, const std::string& context);
+
+/// Parses the kernel's list format used by cpulist, nodelist, possible, online, has_cpu:
+/// "0-3,8,10-11" (a trailing newline allowed; empty text = empty set). Ranges must be ascending.
+/// Source: Documentation/admin-guide/cputopology.rst ("cpulist format").
+Result<std::set<int>> parseIdList(std::string_view text, const std::string& context);
+
+/// Formats a set back into the kernel's list format ("0-3,8").
+std::string formatIdList(const std::set<int>& ids);
+
+/// Parses meminfo: /proc/meminfo ("MemTotal:  16 kB") and per-node
+/// /sys/devices/system/node/nodeN/meminfo ("Node 0 MemTotal:  16 kB"). Values with "kB" are
+/// returned in BYTES; unitless values (HugePages_Total) as they are. Keys without the "Node N"
+/// prefix and without the colon. Errors on a line that does not match.
+Result<std::map<std::string, uint64_t>> parseMeminfo(std::string_view text,
+                                                     const std::string& context);
+
+/// Parses "key value" lines (/proc/vmstat, memory.stat, memory.numa_stat's first field aside):
+/// each non-empty line is exactly a key and a signed 64-bit integer separated by blanks.
+Result<std::map<std::string, int64_t>> parseKeyValue(std::string_view text,
+                                                     const std::string& context);
+
+/// Parses a bracketed choice such as /sys/kernel/mm/transparent_hugepage/enabled
+/// "always [madvise] never" and returns the active word ("madvise"). Exactly one bracketed word.
+Result<std::string> parseBracketChoice(std::string_view text, const std::string& context);
+
+/// Parses a whitespace-separated row of non-negative integers (nodeN/distance: "10 20 40").
+Result<std::vector<uint64_t>> parseU64Row(std::string_view text, const std::string& context);
+
+/// Parses a size with a kernel unit suffix as used in hugepage directory names
+/// ("hugepages-2048kB" -> 2097152). Input is the part after "hugepages-".
+Result<uint64_t> parseKbSize(std::string_view text, const std::string& context);
+
+}  // namespace tierd::sys

@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// SysRoot: every /proc, /sys and cgroupfs path tierd reads or writes is resolved under one root
+/// directory (DESIGN.md principle 2). Production uses "/" ; tests point it at a checked-in
+/// fixture tree (tests/fixtures/...) so the real parsers run on real layouts. Set from the
+/// hidden `--sys-root DIR` option of tierd and tierctl.
+
+#include <string>
+#include <vector>
+
+#include "tierd/core/Result.h"
+
+namespace tierd::sys {
+
+/// A root directory under which absolute kernel paths ("/sys/...", "/proc/...") are resolved.
+/// Cheap to copy; immutable.
+class SysRoot {
+ public:
+  /// `root` is a directory; "" or "/" mean the live system.
+  explicit SysRoot(std::string root = "/");
+
+  /// The live system ("/").
+  static SysRoot live() { return SysRoot("/"); }
+
+  /// The root directory as given ("/" for the live system, no trailing slash otherwise).
+  const std::string& root() const { return root_; }
+  /// True when this is the live system, so syscalls about the current machine make sense.
+  bool isLive() const { return root_ == "/"; }
+
+  /// Resolves an absolute kernel path: "/sys/x" -> "<root>/sys/x". `abs` must start with '/'.
+  std::string path(const std::string& abs) const;
+
+  /// Reads a whole file. Errors: Environment with errno and the resolved path.
+  Result<std::string> read(const std::string& abs) const;
+  /// Reads a file and strips one trailing newline and surrounding blanks (sysfs attribute form).
+  Result<std::string> readAttr(const std::string& abs) const;
+  /// True when the resolved path exists (file, dir or symlink target).
+  bool exists(const std::string& abs) const;
+  /// Names of the entries of a directory (no "." / ".."), sorted. Errors carry errno and path.
+  Result<std::vector<std::string>> list(const std::string& abs) const;
+  /// Writes `data` to an existing file (sysfs attributes). Errors carry errno and path.
+  Status write(const std::string& abs, const std::string& data) const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace tierd::sys

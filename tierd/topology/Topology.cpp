@@ -1,0 +1,462 @@
+#include "tierd/topology/Topology.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "tierd/core/Units.h"
+#include "tierd/sys/Parsers.h"
+
+namespace tierd::topology {
+namespace {
+
+const std::string kNodeDir = "/sys/devices/system/node";
+const std::string kTierDir = "/sys/devices/virtual/memory_tiering";
+const std::string kDamonDir = "/sys/kernel/mm/damon/admin";
+
+std::string nodePath(int id) {
+  return kNodeDir + "/node" + std::to_string(id);
+}
+
+// Reads an id list file; a missing file is an error only when `required`.
+Result<std::optional<std::set<int>>> readIdList(const sys::SysRoot& root, const std::string& abs,
+                                                bool required) {
+  if (!root.exists(abs)) {
+    if (required) return Error::env("missing kernel file", root.path(abs));
+    return std::optional<std::set<int>>();
+  }
+  auto text = root.read(abs);
+  if (!text) return text.error();
+  auto ids = sys::parseIdList(text.value(), root.path(abs));
+  if (!ids) return ids.error();
+  return std::optional<std::set<int>>(std::move(ids.value()));
+}
+
+// Reads an optional unsigned attribute: absent -> nullopt, garbage -> error.
+Result<std::optional<uint64_t>> readOptU64(const sys::SysRoot& root, const std::string& abs) {
+  if (!root.exists(abs)) return std::optional<uint64_t>();
+  auto text = root.read(abs);
+  if (!text) return text.error();
+  auto v = sys::parseU64(text.value(), root.path(abs));
+  if (!v) return v.error();
+  return std::optional<uint64_t>(v.value());
+}
+
+Status readHugePages(const sys::SysRoot& root, Node& node) {
+  const std::string dir = nodePath(node.id) + "/hugepages";
+  if (!root.exists(dir)) return Ok{};
+  auto names = root.list(dir);
+  if (!names) return names.error();
+  for (const std::string& name : names.value()) {
+    const std::string prefix = "hugepages-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    auto size = sys::parseKbSize(name.substr(prefix.size()), root.path(dir + "/" + name));
+    if (!size) return size.error();
+    HugePagePool pool;
+    pool.pageSize = size.value();
+    auto nr = readOptU64(root, dir + "/" + name + "/nr_hugepages");
+    if (!nr) return nr.error();
+    auto fr = readOptU64(root, dir + "/" + name + "/free_hugepages");
+    if (!fr) return fr.error();
+    if (!nr.value() || !fr.value())
+      return Error::env("missing nr_hugepages or free_hugepages", root.path(dir + "/" + name));
+    pool.total = *nr.value();
+    pool.free = *fr.value();
+    node.hugePages.push_back(pool);
+  }
+  std::sort(node.hugePages.begin(), node.hugePages.end(),
+            [](const HugePagePool& a, const HugePagePool& b) { return a.pageSize < b.pageSize; });
+  return Ok{};
+}
+
+Status readHmat(const sys::SysRoot& root, Node& node) {
+  const std::string dir = nodePath(node.id) + "/access0/initiators";
+  if (!root.exists(dir)) return Ok{};
+  HmatAccess h;
+  struct Attr {
+    const char* file;
+    std::optional<uint64_t> HmatAccess::*field;
+  };
+  const Attr attrs[] = {{"read_latency", &HmatAccess::readLatencyNs},
+                        {"write_latency", &HmatAccess::writeLatencyNs},
+                        {"read_bandwidth", &HmatAccess::readBandwidthMBps},
+                        {"write_bandwidth", &HmatAccess::writeBandwidthMBps}};
+  for (const Attr& a : attrs) {
+    auto v = readOptU64(root, dir + "/" + a.file);
+    if (!v) return v.error();
+    h.*(a.field) = v.value();
+  }
+  auto names = root.list(dir);
+  if (!names) return names.error();
+  for (const std::string& n : names.value()) {
+    if (n.rfind("node", 0) != 0) continue;
+    auto id = sys::parseU64(n.substr(4), root.path(dir + "/" + n));
+    if (!id) return id.error();
+    h.initiators.insert(static_cast<int>(id.value()));
+  }
+  node.hmat = h;
+  return Ok{};
+}
+
+Result<Node> readNode(const sys::SysRoot& root, int id, const std::set<int>& hasCpu,
+                      const std::optional<std::set<int>>& hasMemory) {
+  Node node;
+  node.id = id;
+  node.online = true;
+  const std::string dir = nodePath(id);
+  if (!root.exists(dir)) return Error::env("online node has no directory", root.path(dir));
+
+  auto cpus = readIdList(root, dir + "/cpulist", false);
+  if (!cpus) return cpus.error();
+  if (cpus.value()) node.cpus = *cpus.value();
+  node.hasCpu = hasCpu.count(id) != 0 || !node.cpus.empty();
+
+  auto meminfoText = root.read(dir + "/meminfo");
+  if (!meminfoText) return meminfoText.error();
+  auto meminfo = sys::parseMeminfo(meminfoText.value(), root.path(dir + "/meminfo"));
+  if (!meminfo) return meminfo.error();
+  auto total = meminfo->find("MemTotal");
+  auto free = meminfo->find("MemFree");
+  if (total == meminfo->end() || free == meminfo->end())
+    return Error::input("meminfo lacks MemTotal or MemFree", root.path(dir + "/meminfo"));
+  node.memTotal = total->second;
+  node.memFree = free->second;
+  node.hasMemory = hasMemory ? hasMemory->count(id) != 0 : node.memTotal > 0;
+
+  auto distText = root.read(dir + "/distance");
+  if (!distText) return distText.error();
+  auto row = sys::parseU64Row(distText.value(), root.path(dir + "/distance"));
+  if (!row) return row.error();
+  // The row is indexed by position in the online list; the caller maps positions to ids.
+  for (size_t i = 0; i < row->size(); ++i)
+    node.distance[static_cast<int>(i)] = (*row)[i];
+
+  if (Status s = readHugePages(root, node); !s) return s.error();
+  if (Status s = readHmat(root, node); !s) return s.error();
+  return node;
+}
+
+Status readMemoryTiers(const sys::SysRoot& root, Topology& topo) {
+  if (!root.exists(kTierDir)) return Ok{};
+  auto names = root.list(kTierDir);
+  if (!names) return names.error();
+  const std::string prefix = "memory_tier";
+  for (const std::string& n : names.value()) {
+    if (n.rfind(prefix, 0) != 0) continue;
+    const std::string dir = kTierDir + "/" + n;
+    auto num = sys::parseU64(n.substr(prefix.size()), root.path(dir));
+    if (!num) return num.error();
+    auto ids = readIdList(root, dir + "/nodelist", true);
+    if (!ids) return ids.error();
+    topo.memoryTiers[static_cast<int>(num.value())] = *ids.value();
+  }
+  return Ok{};
+}
+
+template <typename T>
+std::optional<T> readOptInt(const sys::SysRoot& root, const std::string& abs) {
+  auto text = root.readAttr(abs);
+  if (!text) return std::nullopt;
+  auto v = sys::parseI64(text.value(), root.path(abs));
+  if (!v) return std::nullopt;
+  return static_cast<T>(v.value());
+}
+
+uint64_t basePageSizeOf(const sys::SysRoot& root) {
+  if (root.isLive()) return static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  auto smaps = root.read("/proc/self/smaps");
+  if (!smaps) return 0;
+  std::istringstream in(smaps.value());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("KernelPageSize:", 0) != 0) continue;
+    auto info = sys::parseMeminfo(line, root.path("/proc/self/smaps"));
+    if (info && info->count("KernelPageSize")) return info->at("KernelPageSize");
+  }
+  return 0;
+}
+
+Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>& warnings) {
+  Capabilities c;
+  if (auto r = root.readAttr("/proc/sys/kernel/osrelease")) c.kernelRelease = r.value();
+  if (auto t = root.read("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    auto mode = sys::parseBracketChoice(t.value(),
+                                        root.path("/sys/kernel/mm/transparent_hugepage/enabled"));
+    if (mode)
+      c.thpMode = mode.value();
+    else
+      warnings.push_back(mode.error().describe());
+  }
+  if (auto v = readOptInt<int64_t>(root, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"))
+    c.pmdPageSize = static_cast<uint64_t>(*v);
+  c.basePageSize = basePageSizeOf(root);
+  c.numaBalancing = readOptInt<int>(root, "/proc/sys/kernel/numa_balancing");
+  if (auto d = root.readAttr("/sys/kernel/mm/numa/demotion_enabled")) {
+    if (d.value() == "true" || d.value() == "1") c.demotionEnabled = true;
+    if (d.value() == "false" || d.value() == "0") c.demotionEnabled = false;
+  }
+  c.perfEventParanoid = readOptInt<int>(root, "/proc/sys/kernel/perf_event_paranoid");
+  if (auto pmus = root.list("/sys/bus/event_source/devices")) c.perfPmus = pmus.value();
+  c.damonSysfs = root.exists(kDamonDir);
+  if (c.damonSysfs) {
+    const std::string kd = kDamonDir + "/kdamonds";
+    c.damonKdamonds = readOptInt<int>(root, kd + "/nr_kdamonds").value_or(0);
+    for (int i = 0; i < c.damonKdamonds; ++i) {
+      const std::string dir = kd + "/" + std::to_string(i);
+      if (auto st = root.readAttr(dir + "/state"); st && st.value() == "on")
+        ++c.damonKdamondsRunning;
+      // avail_operations lives in a context; read it where one exists (never create one).
+      if (c.damonOperations.empty()) {
+        if (auto ops = root.readAttr(dir + "/contexts/0/avail_operations")) {
+          std::istringstream in(ops.value());
+          std::string w;
+          while (in >> w)
+            c.damonOperations.push_back(w);
+        }
+      }
+    }
+  }
+  return c;
+}
+
+std::string joinIds(const std::set<int>& ids) {
+  return sys::formatIdList(ids);
+}
+
+}  // namespace
+
+const char* tierName(Tier t) {
+  switch (t) {
+    case Tier::Fast:
+      return "fast";
+    case Tier::Slow:
+      return "slow";
+    case Tier::None:
+      return "none";
+  }
+  return "none";
+}
+
+const Node* Topology::node(int id) const {
+  for (const Node& n : nodes)
+    if (n.id == id) return &n;
+  return nullptr;
+}
+
+std::vector<int> Topology::nodesIn(Tier t) const {
+  std::vector<int> out;
+  for (const Node& n : nodes)
+    if (n.tier == t) out.push_back(n.id);
+  return out;
+}
+
+Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& override) {
+  Topology topo;
+  auto possible = readIdList(root, kNodeDir + "/possible", false);
+  if (!possible) return possible.error();
+  auto online = readIdList(root, kNodeDir + "/online", true);
+  if (!online) return online.error();
+  topo.online = *online.value();
+  topo.possible = possible.value() ? *possible.value() : topo.online;
+  if (topo.online.empty())
+    return Error::input("no online NUMA node", root.path(kNodeDir + "/online"));
+
+  auto hasCpu = readIdList(root, kNodeDir + "/has_cpu", false);
+  if (!hasCpu) return hasCpu.error();
+  auto hasMemory = readIdList(root, kNodeDir + "/has_memory", false);
+  if (!hasMemory) return hasMemory.error();
+
+  std::vector<int> order(topo.online.begin(), topo.online.end());
+  for (int id : order) {
+    auto node = readNode(root, id, hasCpu.value().value_or(std::set<int>{}), hasMemory.value());
+    if (!node) return node.error();
+    // nodeN/distance lists one entry per online node, in ascending id order (drivers/base/node.c).
+    if (node->distance.size() != order.size())
+      return Error::input("distance row has " + std::to_string(node->distance.size()) +
+                              " entries for " + std::to_string(order.size()) + " online nodes",
+                          root.path(nodePath(id) + "/distance"));
+    std::map<int, uint64_t> byId;
+    for (size_t i = 0; i < order.size(); ++i)
+      byId[order[i]] = node->distance[static_cast<int>(i)];
+    node->distance = std::move(byId);
+    topo.nodes.push_back(std::move(node.value()));
+  }
+
+  if (Status s = readMemoryTiers(root, topo); !s) return s.error();
+  for (const auto& [tier, ids] : topo.memoryTiers)
+    for (int id : ids)
+      for (Node& n : topo.nodes)
+        if (n.id == id) n.memoryTier = tier;
+
+  topo.caps = readCapabilities(root, topo.warnings);
+  if (Status s = classify(topo, override); !s) return s.error();
+  return topo;
+}
+
+Status classify(Topology& topo, const TierOverride& override) {
+  std::vector<Node*> mem;
+  for (Node& n : topo.nodes) {
+    n.tier = Tier::None;
+    n.reason.clear();
+    if (n.hasMemory && n.memTotal > 0) {
+      mem.push_back(&n);
+    } else {
+      n.reason = n.hasCpu ? "has CPUs but no memory: not a memory tier" : "no memory";
+    }
+  }
+
+  // 1. Explicit mapping from the config.
+  if (!override.empty()) {
+    for (int id : override.fastNodes)
+      if (override.slowNodes.count(id))
+        return Error::input("node " + std::to_string(id) + " is listed as both fast and slow",
+                            "[tiers]");
+    for (const std::set<int>* set : {&override.fastNodes, &override.slowNodes})
+      for (int id : *set) {
+        const Node* n = topo.node(id);
+        if (!n) return Error::input("node " + std::to_string(id) + " does not exist", "[tiers]");
+        if (!(n->hasMemory && n->memTotal > 0))
+          return Error::input("node " + std::to_string(id) + " has no memory", "[tiers]");
+      }
+    for (Node* n : mem) {
+      if (override.fastNodes.count(n->id)) {
+        n->tier = Tier::Fast;
+        n->reason = "configured as fast in [tiers]";
+      } else if (override.slowNodes.count(n->id)) {
+        n->tier = Tier::Slow;
+        n->reason = "configured as slow in [tiers]";
+      } else {
+        n->tier = Tier::None;
+        n->reason = "not listed in [tiers]: left alone";
+      }
+    }
+    topo.method = "config";
+    return Ok{};
+  }
+
+  if (mem.empty()) {
+    topo.method = "single-tier";
+    topo.warnings.push_back("no node has memory");
+    return Ok{};
+  }
+
+  // 2. Kernel memory tiers: lowest tier number (abstract distance chunk) holding memory is fast.
+  std::set<int> tiersWithMemory;
+  bool allTiered = true;
+  for (Node* n : mem) {
+    if (n->memoryTier)
+      tiersWithMemory.insert(*n->memoryTier);
+    else
+      allTiered = false;
+  }
+  if (allTiered && tiersWithMemory.size() >= 2) {
+    const int fastTier = *tiersWithMemory.begin();
+    for (Node* n : mem) {
+      const int t = *n->memoryTier;
+      n->tier = t == fastTier ? Tier::Fast : Tier::Slow;
+      n->reason = "kernel memory tier memory_tier" + std::to_string(t) +
+                  (t == fastTier ? " is the lowest (fastest) of "
+                                 : " is below memory_tier" + std::to_string(fastTier) + " of ") +
+                  std::to_string(tiersWithMemory.size()) + " tiers";
+    }
+    topo.method = "memory-tiers";
+    return Ok{};
+  }
+  if (!allTiered && !tiersWithMemory.empty())
+    topo.warnings.push_back("some memory nodes are in no kernel memory tier; tiers ignored");
+
+  // 3. HMAT: every memory node reports read latency; a node whose latency is at least 1.5x the
+  //    best, or whose read bandwidth is at most half the best, is slow.
+  bool allHmat = true;
+  for (Node* n : mem)
+    if (!n->hmat || !n->hmat->readLatencyNs) allHmat = false;
+  if (allHmat) {
+    uint64_t bestLat = UINT64_MAX, bestBw = 0;
+    for (Node* n : mem) {
+      bestLat = std::min(bestLat, *n->hmat->readLatencyNs);
+      if (n->hmat->readBandwidthMBps) bestBw = std::max(bestBw, *n->hmat->readBandwidthMBps);
+    }
+    bool anySlow = false;
+    for (Node* n : mem) {
+      const uint64_t lat = *n->hmat->readLatencyNs;
+      const auto bw = n->hmat->readBandwidthMBps;
+      const bool slowLat = lat * 2 >= bestLat * 3;
+      const bool slowBw = bw && bestBw > 0 && *bw * 2 <= bestBw;
+      std::string facts = "HMAT read latency " + std::to_string(lat) + " ns (best " +
+                          std::to_string(bestLat) + " ns)";
+      if (bw)
+        facts += ", read bandwidth " + std::to_string(*bw) + " MB/s (best " +
+                 std::to_string(bestBw) + " MB/s)";
+      n->tier = (slowLat || slowBw) ? Tier::Slow : Tier::Fast;
+      n->reason =
+          facts + (n->tier == Tier::Slow ? ": slower than the best node" : ": near the best");
+      anySlow |= n->tier == Tier::Slow;
+    }
+    if (anySlow) {
+      topo.method = "hmat";
+      if (tiersWithMemory.size() == 1)
+        topo.warnings.push_back("the kernel put all memory in one tier (memory_tier" +
+                                std::to_string(*tiersWithMemory.begin()) +
+                                "); HMAT tells the nodes apart");
+      return Ok{};
+    }
+  }
+
+  // 4. CPU-less memory nodes are slow; memory nodes with CPUs are fast. Distances are checked,
+  //    never used to rank a CPU-less node above DRAM.
+  std::vector<Node*> cpuNodes;
+  for (Node& n : topo.nodes)
+    if (n.hasCpu) cpuNodes.push_back(&n);
+  bool anySlow = false;
+  for (Node* n : mem) {
+    if (n->hasCpu) {
+      n->tier = Tier::Fast;
+      n->reason = "has CPUs " + joinIds(n->cpus) + " and memory (DRAM)";
+      continue;
+    }
+    n->tier = Tier::Slow;
+    anySlow = true;
+    uint64_t nearest = UINT64_MAX;
+    int nearestId = -1;
+    for (Node* c : cpuNodes) {
+      auto d = c->distance.find(n->id);
+      if (d != c->distance.end() && d->second < nearest) {
+        nearest = d->second;
+        nearestId = c->id;
+      }
+    }
+    n->reason = "CPU-less memory node";
+    if (nearestId >= 0) {
+      const Node* nearCpu = topo.node(nearestId);
+      auto self = nearCpu->distance.find(nearestId);
+      const uint64_t local = self != nearCpu->distance.end() ? self->second : 10;
+      n->reason += " at distance " + std::to_string(nearest) + " from nearest CPU node " +
+                   std::to_string(nearestId);
+      if (nearest <= local)
+        topo.warnings.push_back("node " + std::to_string(n->id) +
+                                " has no CPUs but local distance; treated as slow, check firmware");
+      // A CPU-less node closer by number than a remote DRAM node is still slow (REFERENCE.md §7).
+      for (Node* d : cpuNodes) {
+        auto dd = nearCpu->distance.find(d->id);
+        if (d != nearCpu && d->hasMemory && dd != nearCpu->distance.end() && dd->second > nearest) {
+          n->reason += " (closer than remote DRAM node " + std::to_string(d->id) +
+                       " by distance, but memory without CPUs is far memory)";
+          break;
+        }
+      }
+    }
+  }
+  topo.method = anySlow ? "cpu-less" : "single-tier";
+  if (!anySlow) {
+    for (Node* n : mem)
+      n->reason += "; no slow memory found: nothing to tier";
+  }
+  if (tiersWithMemory.size() == 1 && anySlow)
+    topo.warnings.push_back("the kernel put all memory in one tier (memory_tier" +
+                            std::to_string(*tiersWithMemory.begin()) +
+                            "); CPU-less nodes are treated as slow");
+  return Ok{};
+}
+
+}  // namespace tierd::topology

@@ -1,0 +1,131 @@
+#pragma once
+/// \file
+/// The machine's memory topology as tierd sees it: NUMA nodes, their CPUs and memory, huge page
+/// pools, distances, the kernel's memory tiers, HMAT performance, and which nodes tierd treats as
+/// the fast tier (DRAM) and the slow tier (CXL), with the reason in words.
+///
+/// Everything is read under a SysRoot (DESIGN.md principle 2) from these kernel files:
+///   /sys/devices/system/node/{possible,online,has_cpu,has_memory}
+///   /sys/devices/system/node/nodeN/{cpulist,meminfo,distance}
+///   /sys/devices/system/node/nodeN/hugepages/hugepages-<size>kB/{nr,free}_hugepages
+///   /sys/devices/system/node/nodeN/access0/initiators/{read,write}_{latency,bandwidth}, nodeX
+///   /sys/devices/virtual/memory_tiering/memory_tierT/nodelist
+///   /sys/kernel/mm/transparent_hugepage/{enabled,hpage_pmd_size}
+///   /sys/kernel/mm/numa/demotion_enabled, /proc/sys/kernel/{osrelease,numa_balancing,
+///   perf_event_paranoid}, /sys/bus/event_source/devices/*, /sys/kernel/mm/damon/admin/...
+///
+/// Classification (first rule that applies wins; see classify()):
+///   1. an explicit mapping from the config's [tiers] section;
+///   2. kernel memory tiers, when memory nodes sit in two or more tiers (lowest tier = fast);
+///   3. HMAT access0 read latency/bandwidth, when every memory node has it;
+///   4. CPU-less memory nodes are slow, nodes with CPUs are fast, checked against distances.
+/// A node with CPUs but no memory is not a memory tier. Distances alone never rank a CPU-less
+/// node above a DRAM node (a CXL node may be "closer" by number than remote-socket DRAM).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tierd/core/Result.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::topology {
+
+/// Which tier tierd manages a node as.
+enum class Tier {
+  Fast,  ///< DRAM: promotion target
+  Slow,  ///< CXL or other far memory: demotion target
+  None,  ///< no memory (CPU-only node): not a memory tier
+};
+
+/// "fast", "slow" or "none".
+const char* tierName(Tier t);
+
+/// A huge page pool of one size on one node
+/// (nodeN/hugepages/hugepages-<kB>kB/{nr_hugepages,free_hugepages}).
+struct HugePagePool {
+  uint64_t pageSize = 0;  ///< bytes (2 MiB, 1 GiB, ...)
+  uint64_t total = 0;     ///< pages reserved (nr_hugepages)
+  uint64_t free = 0;      ///< pages free (free_hugepages)
+};
+
+/// HMAT access class 0 performance of a memory node, as the kernel exports it from the ACPI HMAT
+/// (Documentation/admin-guide/mm/numaperf.rst). Each attribute may be missing.
+struct HmatAccess {
+  std::optional<uint64_t> readLatencyNs;
+  std::optional<uint64_t> writeLatencyNs;
+  std::optional<uint64_t> readBandwidthMBps;  ///< MB/s as the kernel reports it
+  std::optional<uint64_t> writeBandwidthMBps;
+  std::set<int> initiators;  ///< nodes listed as nodeX entries under access0/initiators
+};
+
+/// One NUMA node.
+struct Node {
+  int id = -1;
+  bool online = false;
+  std::set<int> cpus;                   ///< from nodeN/cpulist
+  bool hasCpu = false;                  ///< in has_cpu
+  bool hasMemory = false;               ///< in has_memory (falls back to MemTotal > 0)
+  uint64_t memTotal = 0;                ///< bytes, nodeN/meminfo MemTotal
+  uint64_t memFree = 0;                 ///< bytes, nodeN/meminfo MemFree
+  std::vector<HugePagePool> hugePages;  ///< one per size, ascending page size
+  std::map<int, uint64_t> distance;     ///< node id -> SLIT distance (nodeN/distance)
+  std::optional<int> memoryTier;        ///< kernel memory_tier number (abstract distance chunk)
+  std::optional<HmatAccess> hmat;       ///< absent when the node has no access0 directory
+  Tier tier = Tier::None;               ///< tierd's classification
+  std::string reason;                   ///< why, in words
+};
+
+/// What the kernel and hardware offer tierd (read-only probes; nothing is written to find out).
+struct Capabilities {
+  std::string kernelRelease;         ///< /proc/sys/kernel/osrelease
+  std::string thpMode;               ///< active word of transparent_hugepage/enabled, "" if absent
+  uint64_t pmdPageSize = 0;          ///< transparent_hugepage/hpage_pmd_size, bytes, 0 if absent
+  uint64_t basePageSize = 0;         ///< bytes; sysconf on the live system, else smaps, else 0
+  std::optional<int> numaBalancing;  ///< /proc/sys/kernel/numa_balancing (2 = memory tiering)
+  std::optional<bool> demotionEnabled;  ///< /sys/kernel/mm/numa/demotion_enabled
+  std::optional<int> perfEventParanoid;
+  std::vector<std::string> perfPmus;  ///< /sys/bus/event_source/devices entries (cpu, ibs_op, ...)
+  bool damonSysfs = false;            ///< /sys/kernel/mm/damon/admin exists
+  std::vector<std::string> damonOperations;  ///< avail_operations of an existing context, if any
+  int damonKdamonds = 0;                     ///< nr_kdamonds
+  int damonKdamondsRunning = 0;              ///< kdamonds whose state is "on"
+};
+
+/// The whole snapshot.
+struct Topology {
+  std::set<int> possible;                    ///< node ids in /sys/devices/system/node/possible
+  std::set<int> online;                      ///< node ids in .../online
+  std::vector<Node> nodes;                   ///< online nodes, ascending id
+  std::map<int, std::set<int>> memoryTiers;  ///< kernel memory tier number -> nodes
+  Capabilities caps;
+  std::string method;  ///< which classification rule applied ("config", "memory-tiers", "hmat",
+                       ///< "cpu-less", "single-tier")
+  std::vector<std::string> warnings;  ///< things an operator should know (odd layouts)
+
+  /// The node with this id, or nullptr.
+  const Node* node(int id) const;
+  /// Ids of nodes in a tier, ascending.
+  std::vector<int> nodesIn(Tier t) const;
+};
+
+/// Explicit tier mapping from the config ([tiers] fast_nodes / slow_nodes). Empty = detect.
+struct TierOverride {
+  std::set<int> fastNodes;
+  std::set<int> slowNodes;
+  bool empty() const { return fastNodes.empty() && slowNodes.empty(); }
+};
+
+/// Reads the topology under `root` and classifies it. Errors: missing mandatory files
+/// (node/online, nodeN/meminfo, nodeN/distance) or malformed content, naming the path and text;
+/// an override naming a node that does not exist or naming one node twice.
+Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& override = {});
+
+/// Assigns Node::tier and Node::reason and Topology::method from the facts already in `topo`.
+/// Pure: reads only `topo` and `override`. Errors as in readTopology for bad overrides.
+Status classify(Topology& topo, const TierOverride& override);
+
+}  // namespace tierd::topology
