@@ -35,6 +35,16 @@ need_bin() {
   echo "$RIG_BIN/$1"
 }
 
+# jcheck WHAT FILE FILTER: a check that jq FILTER on the JSON in FILE is true (host jq via /usr).
+jcheck() {
+  check "$1" jq_true "$2" "$3"
+}
+
+# jq_true FILE FILTER: whether jq FILTER on FILE yields true (quietly).
+jq_true() {
+  jq -e "$2" "$1" >/dev/null
+}
+
 # tier_of NODE: the memory_tier number the kernel put NODE in (empty if none).
 tier_of() {
   for d in /sys/devices/virtual/memory_tiering/memory_tier*; do
