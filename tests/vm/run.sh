@@ -66,11 +66,11 @@ header() {
 # qemu_args SCENARIO_FILE NAME OUTDIR -> fills the global array args
 qemu_args() {
   local file="$1" name="$2" outdir="$3"
-  local topo mem append n total=0 i mib cpus
+  local topo mem append total=0 i mib cpus
   topo="$(header "$file" topology)"
   topo="${topo:-2node}"
   [ -r "$here/topologies/$topo" ] || die "$name: unknown topology '$topo'"
-  # Topology files are data: read them in a subshell-free way but only their KEY=VALUE lines.
+  # Topology files are data: only their known KEY=VALUE lines are read, nothing is executed.
   local NODES="" DIST=""
   declare -A T=()
   while IFS='=' read -r k v; do
@@ -104,21 +104,24 @@ qemu_args() {
     fi
   done
   args+=(-m "${total}M")
-  local d
-  for d in $DIST; do
-    args+=(-numa "dist,src=${d%%-*},dst=$(n="${d#*-}" && echo "${n%%=*}"),val=${d##*=}")
+  local d pair
+  for d in $DIST; do # "A-B=D"
+    pair="${d%%=*}"
+    args+=(-numa "dist,src=${pair%-*},dst=${pair#*-},val=${d##*=}")
   done
   for ((i = 0; i < NODES; i++)); do
     args+=(-numa "hmat-lb,initiator=0,target=$i,hierarchy=memory,data-type=access-latency,latency=${T[LAT_$i]:?LAT_$i missing}")
     args+=(-numa "hmat-lb,initiator=0,target=$i,hierarchy=memory,data-type=access-bandwidth,bandwidth=${T[BW_$i]:?BW_$i missing}")
   done
+  # QEMU option values escape a comma by doubling it.
+  local usr_p=/usr src_p="${repo//,/,,}" build_p="${build//,/,,}" out_p="${outdir//,/,,}"
   args+=(
     -nodefaults -nographic -no-reboot -monitor none -serial stdio
     -device "isa-debug-exit,iobase=0xf4,iosize=0x01"
-    -virtfs "local,path=/usr,mount_tag=usr,security_model=none,readonly=on,multidevs=remap"
-    -virtfs "local,path=$repo,mount_tag=src,security_model=none,readonly=on,multidevs=remap"
-    -virtfs "local,path=$build,mount_tag=build,security_model=none,readonly=on,multidevs=remap"
-    -virtfs "local,path=$outdir,mount_tag=out,security_model=none"
+    -virtfs "local,path=$usr_p,mount_tag=usr,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$src_p,mount_tag=src,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$build_p,mount_tag=build,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$out_p,mount_tag=out,security_model=none"
     -kernel "$vmlinux" -initrd "$initrd"
     -append "console=ttyS0 panic=-1 oops=panic numa_balancing=disable nokaslr mitigations=off rdinit=/init rig.scenario=$name rig.topology=$topo${append:+ $append}"
   )
@@ -130,9 +133,7 @@ boot() {
   rm -rf "$outdir"
   mkdir -p "$outdir"
   qemu_args "$file" "$name" "$outdir"
-  {
-    echo "# $qemu ${args[*]}"
-  } >"$log"
+  echo "# $qemu ${args[*]}" >"$log"
   timeout -k 10 "$limit" "$qemu" "${args[@]}" </dev/null >>"$log" 2>&1 || status=$?
   return "$status"
 }
