@@ -12,6 +12,7 @@
 #   TIERD_VM_CACHE   kernel, initramfs, logs and results (default <repo>/build/vm)
 #   TIERD_BUILD_DIR  CMake build folder shared with the guest at /mnt/build (default <repo>/build)
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
+#   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
 # scenario passed. A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
@@ -67,7 +68,7 @@ header() {
 qemu_args() {
   local file="$1" name="$2" outdir="$3"
   local topo mem append total=0 i mib cpus
-  topo="$(header "$file" topology)"
+  topo="${TIERD_VM_TOPOLOGY:-$(header "$file" topology)}"
   topo="${topo:-2node}"
   [ -r "$here/topologies/$topo" ] || die "$name: unknown topology '$topo'"
   # Topology files are data: only their known KEY=VALUE lines are read, nothing is executed.
