@@ -76,7 +76,7 @@ TEST_CASE("qemu-2node: the rig's CPU-less node is slow by kernel memory tiers, w
   CHECK(t.nodesIn(Tier::Slow) == ids({1}));
   const Node* n1 = t.node(1);
   REQUIRE(n1);
-  CHECK(n1->reason == "kernel memory tier memory_tier10 is below memory_tier4 of 2 tiers");
+  CHECK(n1->reason == "kernel memory tier memory_tier22 is below memory_tier4 of 2 tiers");
   REQUIRE(n1->hmat);
   CHECK(n1->hmat->readLatencyNs == 250u);
   CHECK(n1->hmat->readBandwidthMBps == 10240u);
@@ -95,7 +95,8 @@ TEST_CASE("qemu-3node: two CXL nodes of different speed are both slow") {
   CHECK(t.method == "memory-tiers");
   CHECK(t.nodesIn(Tier::Fast) == ids({0}));
   CHECK(t.nodesIn(Tier::Slow) == ids({1, 2}));
-  CHECK(t.node(2)->memoryTier == 14);
+  CHECK(t.node(1)->memoryTier == 22);
+  CHECK(t.node(2)->memoryTier == 72);
 }
 
 TEST_CASE("zen-nps2-cxl: NPS2 DRAM nodes fast, CXL node 2 slow by memory tiers") {
@@ -213,10 +214,10 @@ TEST_CASE("broken trees give errors naming the file and the offending text") {
       {"hugepages missing", n1 + "/hugepages/hugepages-2048kB/free_hugepages", "",
        "missing nr_hugepages or free_hugepages"},
       {"hmat garbage", n1 + "/access0/initiators/read_latency", "250ns\n", "'250ns'"},
-      {"tier nodelist garbage", "/sys/devices/virtual/memory_tiering/memory_tier10/nodelist",
+      {"tier nodelist garbage", "/sys/devices/virtual/memory_tiering/memory_tier22/nodelist",
        "one\n", "'one'"},
-      {"tier nodelist missing", "/sys/devices/virtual/memory_tiering/memory_tier10/nodelist", "",
-       "memory_tier10/nodelist: missing kernel file"},
+      {"tier nodelist missing", "/sys/devices/virtual/memory_tiering/memory_tier22/nodelist", "",
+       "memory_tier22/nodelist: missing kernel file"},
   };
   for (const Breakage& b : cases) {
     CAPTURE(b.what);
@@ -262,7 +263,7 @@ TEST_CASE("JSON form is stable: schema, tiers and per-node fields") {
   CHECK(j["nodes"][1]["distances"]["0"] == 20);
   CHECK(j["nodes"][1]["huge_pages"][1]["page_size_bytes"] == 1073741824ull);
   CHECK(j["nodes"][0]["hmat"]["initiators"] == nlohmann::json::array({0}));
-  CHECK(j["memory_tiers"][1]["tier"] == 10);
+  CHECK(j["memory_tiers"][1]["tier"] == 22);
   CHECK(j["capabilities"]["thp_mode"] == "always");
   std::string text = topologyToText(t);
   CHECK(contains(text, "classified by: memory-tiers"));
