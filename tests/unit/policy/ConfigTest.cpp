@@ -6,6 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigFormat.h"
 #include "policy/ConfigSchema.h"
@@ -272,4 +275,50 @@ TEST_CASE("ConfigStore swaps only good configs, at the tick boundary, and counts
   CHECK(store.reloadsOk() == 1);
   CHECK(store.reloadsFailed() == 2);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Runs a command line, returns its exit status; stdout and stderr go to `out` and `err`.
+int run(const std::string& cmd, std::string& out, std::string& err) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("tierd-run-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  int rc = std::system((cmd + " >" + dir + "/out 2>" + dir + "/err").c_str());
+  out = readText(dir + "/out");
+  err = readText(dir + "/err");
+  std::filesystem::remove_all(dir);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("tierd --check-config exits 0 on good files and 1 with every error on bad ones") {
+  std::string out, err;
+  const std::string tierd = std::string(TIERD_BIN_DIR) + "/tierd";
+  for (const char* f : {"tierd.toml", "tierd-redis.toml", "tierd-gapbs.toml", "tierd-gups.toml"}) {
+    CHECK_MESSAGE(run(tierd + " --check-config --config " + kRepo + "/config/" + f, out, err) == 0,
+                  f);
+    CHECK(out.find("[daemon]") != std::string::npos);
+  }
+  CHECK(run("cd " + kFixtures + " && " + tierd +
+                " --check-config --config config/invalid/broken.toml",
+            out, err) == 1);
+  CHECK(err == readText(kFixtures + "/config/invalid/broken.errors") +
+                   "tierd: config/invalid/broken.toml: 23 errors\n");
+  CHECK(run(tierd + " --check-config --json --config " + kFixtures + "/config/valid/full.toml", out,
+            err) == 0);
+  CHECK(out.find("\"fast_quota\" : \"12.5%\"") != std::string::npos);
+  CHECK(run(tierd + " --print-config-schema", out, err) == 0);
+  CHECK(out == renderSchemaMarkdown());
+}
+
+TEST_CASE("tierctl bench heat --json prints its figures") {
+  std::string out, err;
+  REQUIRE(run(std::string(TIERD_BIN_DIR) +
+                  "/tierctl bench heat --json --gib 1 --samples 20000 --runs 1",
+              out, err) == 0);
+  for (const char* key : {"\"ingest_samples_per_cpu_second\"", "\"model_bytes_per_tracked_gib\"",
+                          "\"tracked_bytes\": 1073741824", "\"regions\": 512"})
+    CHECK_MESSAGE(out.find(key) != std::string::npos, key);
 }
