@@ -16,4 +16,14 @@ using CommandFn = int (*)(const std::vector<std::string>& args, size_t begin);
 /// `tierctl topology [--json] [--sys-root DIR]`: nodes, tiers, reasons, capacity, capabilities.
 int topologyCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl sampling --probe [--json]`: hotness sources of this machine, their events, why (not).
+int samplingCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl record --cgroup PATH|--pid PID --seconds N --out FILE`: record a sample trace.
+int recordCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl hotness --source NAME|--trace FILE --truth FILE [--pid PID] [--seconds N] [--json]`:
+/// precision/recall of the detected hot 2 MiB regions against ground truth.
+int hotnessCommand(const std::vector<std::string>& args, size_t begin);
+
 }  // namespace tierd::cli

@@ -18,6 +18,11 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"topology", &tierd::cli::topologyCommand,
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
+    {"sampling", &tierd::cli::samplingCommand,
+     "hotness sources available here (PEBS/IBS, DAMON, page faults), events, why (not)"},
+    {"record", &tierd::cli::recordCommand, "record a sample trace of a cgroup or pid"},
+    {"hotness", &tierd::cli::hotnessCommand,
+     "precision/recall of detected hot 2 MiB regions against a known hot set"},
 };
 
 void usage(std::ostream& out) {
