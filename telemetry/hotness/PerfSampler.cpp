@@ -83,6 +83,59 @@ Result<int> PerfSampler::openOne(perf_event_attr attr, pid_t pid, int cpu, unsig
   }
 }
 
+Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bool cgroupMode) {
+  const size_t pageSize = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t length = (1 + config_.ringPages) * pageSize;
+  for (const auto& ev : config_.events) {
+    perf_event_attr attr = ev.attr;
+    attr.size = sizeof attr;
+    attr.sample_period = config_.period;
+    attr.disabled = 1;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr.wakeup_events = 0;  // we poll; never woken
+    // The kernel refuses to mmap an inherit event opened with cpu -1 (perf_mmap: EINVAL), so pid
+    // mode opens each thread without inherit (and drain() picks up new threads); cgroup mode sees
+    // every thread anyway.
+    attr.inherit = 0;
+    for (const auto& [who, cpu] : targets) {
+      auto fd = openOne(attr, who, cpu, cgroupMode ? PERF_FLAG_PID_CGROUP : 0);
+      if (!fd) {
+        if (!cgroupMode && fd.error().code == ESRCH) continue;  // thread exited meanwhile
+        return fd.error().within(ev.name);
+      }
+      auto base = opener_.map(fd.value(), length);
+      if (!base) {
+        opener_.close(fd.value());
+        return base.error();
+      }
+      rings_.push_back({fd.value(), base.value(), length});
+      if (!cgroupMode) openedTids_.insert(who);
+      if (started_) {  // a thread found after start: enable at once
+        if (auto s = opener_.enable(fd.value(), true); !s) return s;
+      }
+    }
+  }
+  return Ok{};
+}
+
+void PerfSampler::openNewThreads(uint64_t nowNs) {
+  if (!config_.cgroupPath.empty() || nowNs - lastTaskScanNs_ < config_.mapsRefreshNs) return;
+  lastTaskScanNs_ = nowNs;
+  const std::string dir = "/proc/" + std::to_string(config_.pid) + "/task";
+  auto tasks = root_.list(dir);
+  if (!tasks) return;  // the process has gone: its rings just stay empty
+  std::vector<std::pair<pid_t, int>> fresh;
+  for (const auto& t : tasks.value()) {
+    auto tid = sys::parseU64(t, root_.path(dir));
+    if (tid && !openedTids_.count(static_cast<pid_t>(tid.value())))
+      fresh.push_back({static_cast<pid_t>(tid.value()), -1});
+  }
+  if (!fresh.empty() && !openOn(fresh, false)) ++threadOpenFailures_;
+}
+
 Status PerfSampler::start() {
   if (started_) return Ok{};
   if (config_.events.empty()) return Error{0, ErrorKind::Internal, "no events", name()};
@@ -119,6 +172,7 @@ Status PerfSampler::start() {
       if (tid) targets.push_back({static_cast<pid_t>(tid.value()), -1});
     }
   }
+  lastTaskScanNs_ = clockNs(CLOCK_MONOTONIC);
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
   uint64_t inUse = 0;
@@ -127,39 +181,7 @@ Status PerfSampler::start() {
     if (cgroupFd >= 0) ::close(cgroupFd);
     return s;
   }
-  const size_t pageSize = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t length = (1 + config_.ringPages) * pageSize;
-  Status status = Ok{};
-  for (const auto& ev : config_.events) {
-    perf_event_attr attr = ev.attr;
-    attr.size = sizeof attr;
-    attr.sample_period = config_.period;
-    attr.disabled = 1;
-    attr.exclude_kernel = 1;
-    attr.exclude_hv = 1;
-    attr.use_clockid = 1;
-    attr.clockid = CLOCK_MONOTONIC;
-    attr.wakeup_events = 0;  // we poll; never woken
-    // The kernel refuses to mmap an inherit event opened with cpu -1 (perf_mmap: EINVAL), so pid
-    // mode opens each existing thread without inherit; cgroup mode sees every thread anyway.
-    attr.inherit = 0;
-    for (const auto& [who, cpu] : targets) {
-      auto fd = openOne(attr, who, cpu, cgroupMode ? PERF_FLAG_PID_CGROUP : 0);
-      if (!fd) {
-        if (!cgroupMode && fd.error().code == ESRCH) continue;  // thread exited meanwhile
-        status = fd.error().within(ev.name);
-        break;
-      }
-      auto base = opener_.map(fd.value(), length);
-      if (!base) {
-        opener_.close(fd.value());
-        status = base.error();
-        break;
-      }
-      rings_.push_back({fd.value(), base.value(), length});
-    }
-    if (!status) break;
-  }
+  Status status = openOn(targets, cgroupMode);
   if (cgroupFd >= 0) ::close(cgroupFd);
   if (status && rings_.empty())
     status =
@@ -181,6 +203,7 @@ Status PerfSampler::start() {
 
 Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
   const uint64_t cpu0 = clockNs(CLOCK_THREAD_CPUTIME_ID);
+  if (started_) openNewThreads(clockNs(CLOCK_MONOTONIC));
   std::vector<PerfSample> raw;
   RingCounts counts;
   Status firstError = Ok{};
@@ -249,6 +272,7 @@ void PerfSampler::stop() {
     opener_.close(r.fd);
   }
   rings_.clear();
+  openedTids_.clear();
   started_ = false;
 }
 

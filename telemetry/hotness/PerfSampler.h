@@ -4,8 +4,8 @@
 /// PmuEvents) are opened system-wide, one per CPU per event, scoped to the workload's cgroup with
 /// PERF_FLAG_PID_CGROUP so every thread is seen. Software page-fault sampling
 /// (PERF_COUNT_SW_PAGE_FAULTS with PERF_SAMPLE_ADDR) is the fallback where there is no PMU; it
-/// runs per cgroup the same way, or per pid (one event per thread that exists at start();
-/// threads created later are seen only in cgroup mode).
+/// runs per cgroup the same way, or per pid (one event per thread, cpu -1; drain() opens threads
+/// that appeared since its last scan, every mapsRefreshNs).
 /// Rings are drained without blocking; LOST and THROTTLE records are counted; samples with
 /// address 0 or outside the process's mappings are discarded. The sampler keeps its own CPU use
 /// (thread CPU time spent draining / wall time) within a budget by doubling or halving the
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ struct PerfSamplerConfig {
   std::vector<EventChoice> events;  ///< attrs from PmuEvents or pageFaultEvent()
   uint64_t sampleType = kPreferredSampleType;
   std::string cgroupPath;  ///< perf_event cgroup directory (absolute, under the SysRoot)
-  pid_t pid = 0;           ///< or one process: every thread that exists at start()
+  pid_t pid = 0;           ///< or one process: each of its threads (new ones found by drain())
   std::vector<int> cpus;   ///< cgroup mode: CPUs to open on; empty = /sys/devices/system/cpu/online
   size_t ringPages = 64;   ///< data pages per ring (power of two)
   uint64_t period = 10007;  ///< initial sample period (events per sample); prime avoids aliasing
@@ -92,6 +93,10 @@ class PerfSampler final : public HotnessSource {
     size_t length = 0;
   };
   Result<int> openOne(perf_event_attr attr, pid_t pid, int cpu, unsigned long flags);
+  /// Opens, maps (and, once started, enables) every event on each (pid or cgroup fd, cpu).
+  Status openOn(const std::vector<std::pair<pid_t, int>>& targets, bool cgroupMode);
+  /// pid mode: opens threads that appeared since the last scan (every mapsRefreshNs).
+  void openNewThreads(uint64_t nowNs);
 
   PerfSamplerConfig config_;
   PerfEventOpener& opener_;
@@ -104,6 +109,9 @@ class PerfSampler final : public HotnessSource {
   uint64_t lastWallNs_ = 0;
   uint64_t cpuNsSinceAdapt_ = 0;
   uint64_t lostSinceAdapt_ = 0;
+  std::set<pid_t> openedTids_;
+  uint64_t lastTaskScanNs_ = 0;
+  uint64_t threadOpenFailures_ = 0;
   bool started_ = false;
 };
 

@@ -169,3 +169,31 @@ TEST_CASE("/proc/PID/maps parsing is strict") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().context == "maps:1");
 }
+
+TEST_CASE("pid mode opens every thread (cpu -1, no flags) and picks up new threads in drain") {
+  TempTree t;
+  fillTree(t);
+  t.mkdir("/proc/100/task/100");
+  t.mkdir("/proc/100/task/101");
+  FakePerfEventOpener opener;
+  PerfSamplerConfig c;
+  c.events = {pageFaultEvent()};
+  c.pid = 100;
+  c.mapsRefreshNs = 0;  // rescan threads on every drain
+  PerfSampler s(c, opener, sys::SysRoot(t.dir()));
+  REQUIRE(s.start().ok());
+  REQUIRE(opener.opens.size() == 2);
+  CHECK(opener.opens[0].pid == 100);
+  CHECK(opener.opens[1].pid == 101);
+  CHECK(opener.opens[0].cpu == -1);
+  CHECK(opener.opens[0].flags == 0);
+  CHECK(unsigned(opener.opens[0].attr.inherit) ==
+        0);  // the kernel refuses mmap of inherit + cpu -1
+  t.mkdir("/proc/100/task/102");
+  REQUIRE(s.drain(0).ok());
+  REQUIRE(opener.opens.size() == 3);
+  CHECK(opener.opens[2].pid == 102);
+  CHECK(opener.log.back() == "enable 1002");  // enabled at once, since sampling is running
+  REQUIRE(s.drain(0).ok());
+  CHECK(opener.opens.size() == 3);  // no thread opened twice
+}
