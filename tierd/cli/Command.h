@@ -22,5 +22,14 @@ int benchCommand(const std::vector<std::string>& args, size_t begin);
 /// `tierctl bench heat [--json] [--gib N] [--samples N] [--runs N] [--zipf S]`: heat model
 /// samples ingested per CPU second and bytes of model per tracked GiB (policy/HeatModel.h).
 int benchHeatCommand(const std::vector<std::string>& args, size_t begin);
+/// `tierctl sampling --probe [--json]`: hotness sources of this machine, their events, why (not).
+int samplingCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl record --cgroup PATH|--pid PID --seconds N --out FILE`: record a sample trace.
+int recordCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl hotness --source NAME|--trace FILE --truth FILE [--pid PID] [--seconds N] [--json]`:
+/// precision/recall of the detected hot 2 MiB regions against ground truth.
+int hotnessCommand(const std::vector<std::string>& args, size_t begin);
 
 }  // namespace tierd::cli

@@ -20,6 +20,11 @@ const Subcommand kSubcommands[] = {
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
     {"bench", &tierd::cli::benchCommand,
      "measurements: bench heat (heat model ingest rate, memory)"},
+    {"sampling", &tierd::cli::samplingCommand,
+     "hotness sources available here (PEBS/IBS, DAMON, page faults), events, why (not)"},
+    {"record", &tierd::cli::recordCommand, "record a sample trace of a cgroup or pid"},
+    {"hotness", &tierd::cli::hotnessCommand,
+     "precision/recall of detected hot 2 MiB regions against a known hot set"},
 };
 
 void usage(std::ostream& out) {
