@@ -16,4 +16,13 @@ using CommandFn = int (*)(const std::vector<std::string>& args, size_t begin);
 /// `tierctl topology [--json] [--sys-root DIR]`: nodes, tiers, reasons, capacity, capabilities.
 int topologyCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl locate --pid PID [--json] [--verbose]`: bytes per node and page size (docs/migrate.md).
+int locateCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl move --pid PID --to NODE [--range A-B] [--json]`: one migration, per-errno results.
+int moveCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl bench migrate|locate ...`: the field's measurements side by side (docs/migrate.md).
+int benchCommand(const std::vector<std::string>& args, size_t begin);
+
 }  // namespace tierd::cli

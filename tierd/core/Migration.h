@@ -52,30 +52,30 @@ struct OutcomeCounts {
 /// What happened to one MoveRange of a batch. Page counts are in units of the page size the
 /// migrator used for each address (one per THP / hugetlb page, one per base page elsewhere).
 struct RangeResult {
-  MoveRange range;               ///< as planned (pageSize as given by the caller)
-  OutcomeCounts outcomes;        ///< pages by outcome
-  uint64_t bytesMoved = 0;       ///< bytes of pages counted Moved
-  bool dropped = false;          ///< the range (or its process) is gone: do not plan it again
-  std::vector<uint64_t> busy;    ///< addresses still -EBUSY after the retry (caller backs off)
+  MoveRange range;             ///< as planned (pageSize as given by the caller)
+  OutcomeCounts outcomes;      ///< pages by outcome
+  uint64_t bytesMoved = 0;     ///< bytes of pages counted Moved
+  bool dropped = false;        ///< the range (or its process) is gone: do not plan it again
+  std::vector<uint64_t> busy;  ///< addresses still -EBUSY after the retry (caller backs off)
 };
 
 /// Totals of one batch (one Migrator::execute call).
 struct MigrationStats {
   uint64_t pagesMoved = 0;
-  uint64_t bytesMoved = 0;        ///< bytes copied to the target node
-  uint64_t queryCalls = 0;        ///< move_pages(nodes=NULL) calls
-  uint64_t moveCalls = 0;         ///< move_pages calls with target nodes
-  uint64_t failedCalls = 0;       ///< calls that returned < 0
-  uint64_t partialReturns = 0;    ///< calls that returned > 0
-  uint64_t partialPages = 0;      ///< sum of the positive returns
+  uint64_t bytesMoved = 0;             ///< bytes copied to the target node
+  uint64_t queryCalls = 0;             ///< move_pages(nodes=NULL) calls
+  uint64_t moveCalls = 0;              ///< move_pages calls with target nodes
+  uint64_t failedCalls = 0;            ///< calls that returned < 0
+  uint64_t partialReturns = 0;         ///< calls that returned > 0
+  uint64_t partialPages = 0;           ///< sum of the positive returns
   std::map<int, uint64_t> errnoPages;  ///< errno (positive, e.g. EBUSY) -> pages with that status
   std::map<int, uint64_t> errnoCalls;  ///< errno -> calls that failed with it
-  int64_t wallNs = 0;             ///< wall time of the batch (monotonic clock)
-  int64_t kernelCpuNs = 0;        ///< CPU time the calling thread spent in the kernel
-                                  ///< (getrusage(RUSAGE_THREAD).ru_stime difference)
-  int64_t maxCallNs = 0;          ///< longest single move_pages call (latency bound check)
-  bool deadlineReached = false;   ///< pages were left NotAttempted because of the deadline
-  bool stopped = false;           ///< pages were left NotAttempted because stop was requested
+  int64_t wallNs = 0;                  ///< wall time of the batch (monotonic clock)
+  int64_t kernelCpuNs = 0;             ///< CPU time the calling thread spent in the kernel
+                                       ///< (getrusage(RUSAGE_THREAD).ru_stime difference)
+  int64_t maxCallNs = 0;               ///< longest single move_pages call (latency bound check)
+  bool deadlineReached = false;        ///< pages were left NotAttempted because of the deadline
+  bool stopped = false;                ///< pages were left NotAttempted because stop was requested
 
   /// Copy throughput: bytesMoved / wallNs in GiB/s (0 when nothing moved).
   double gibPerSecond() const;
@@ -111,9 +111,9 @@ struct LocatedRun {
 /// covered exactly once, ascending inside a range).
 struct LocateResult {
   std::vector<LocatedRun> runs;
-  uint64_t queryCalls = 0;      ///< move_pages(nodes=NULL) calls made
-  uint64_t queriedPages = 0;    ///< addresses passed to those calls
-  uint64_t skippedBytes = 0;    ///< bytes answered from numa_maps without a query
+  uint64_t queryCalls = 0;    ///< move_pages(nodes=NULL) calls made
+  uint64_t queriedPages = 0;  ///< addresses passed to those calls
+  uint64_t skippedBytes = 0;  ///< bytes answered from numa_maps without a query
 
   /// The per-base-page view: one status per `basePageSize` page, in run order (what the naive
   /// query of every base page address would give).

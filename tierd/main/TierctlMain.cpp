@@ -18,6 +18,10 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"topology", &tierd::cli::topologyCommand,
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
+    {"locate", &tierd::cli::locateCommand,
+     "where a process's memory lives, per node and page size"},
+    {"move", &tierd::cli::moveCommand, "move a process's pages to a node, with per-errno results"},
+    {"bench", &tierd::cli::benchCommand, "bench migrate|locate: GiB/s and query speed vs naive"},
 };
 
 void usage(std::ostream& out) {

@@ -34,7 +34,7 @@ void FakePageSystem::map(pid_t pid, uint64_t start, uint64_t length, FakeBacking
   v.start = start;
   v.end = start + length;
   v.backing = backing;
-  v.pageSize = backing == FakeBacking::Base ? base_
+  v.pageSize = backing == FakeBacking::Base  ? base_
                : backing == FakeBacking::Thp ? thp_
                                              : hugePageSize;
   procs_[pid].vmas[start] = v;
@@ -65,7 +65,9 @@ void FakePageSystem::setCapacity(NodeId node, uint64_t pageSize, uint64_t freePa
   capacity_[{node, pageSize}] = freePages;
 }
 
-void FakePageSystem::setNodes(std::set<NodeId> nodes) { nodes_ = std::move(nodes); }
+void FakePageSystem::setNodes(std::set<NodeId> nodes) {
+  nodes_ = std::move(nodes);
+}
 
 void FakePageSystem::scriptPageError(pid_t pid, uint64_t addr, int err, int times) {
   const Proc& p = procs_[pid];
@@ -249,8 +251,12 @@ Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counte
   return out;
 }
 
-Result<std::vector<sys::SmapsVma>> FakePageSystem::maps(pid_t pid) { return render(pid, false); }
-Result<std::vector<sys::SmapsVma>> FakePageSystem::smaps(pid_t pid) { return render(pid, true); }
+Result<std::vector<sys::SmapsVma>> FakePageSystem::maps(pid_t pid) {
+  return render(pid, false);
+}
+Result<std::vector<sys::SmapsVma>> FakePageSystem::smaps(pid_t pid) {
+  return render(pid, true);
+}
 
 Result<std::vector<sys::NumaMapsVma>> FakePageSystem::numaMaps(pid_t pid) {
   auto pit = procs_.find(pid);

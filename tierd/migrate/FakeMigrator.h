@@ -96,8 +96,8 @@ class FakePageSystem final : public PageSystem {
   };
   struct Proc {
     bool exited = false;
-    std::map<uint64_t, Vma> vmas;       // by start
-    std::map<uint64_t, NodeId> pages;   // page start -> node
+    std::map<uint64_t, Vma> vmas;      // by start
+    std::map<uint64_t, NodeId> pages;  // page start -> node
   };
   struct ScriptedError {
     int err = 0;

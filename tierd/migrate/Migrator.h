@@ -80,7 +80,7 @@ std::unique_ptr<PageSystem> makeLinuxPageSystem(sys::SysRoot root = sys::SysRoot
 
 /// Tuning of MovePagesMigrator. Units are in the names.
 struct MigratorConfig {
-  int64_t callLatencyTargetNs = 20'000'000;  ///< aim for each move_pages call to take ~20 ms
+  int64_t callLatencyTargetNs = 20'000'000;    ///< aim for each move_pages call to take ~20 ms
   uint64_t initialBytesPerCall = 16ull << 20;  ///< first call size before any measurement
   uint64_t maxPagesPerCall = 1u << 16;         ///< hard cap on addresses per call
   uint64_t promoteBytesPerSecond = 0;  ///< byte-rate budget for Direction::Promote; 0 = none

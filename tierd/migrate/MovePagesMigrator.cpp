@@ -13,11 +13,19 @@ namespace {
 
 constexpr int kUntouched = INT_MIN;  // status value the kernel never writes
 
-uint64_t alignDown(uint64_t v, uint64_t a) { return v / a * a; }
-uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-uint64_t ceilDiv(uint64_t v, uint64_t a) { return (v + a - 1) / a; }
+uint64_t alignDown(uint64_t v, uint64_t a) {
+  return v / a * a;
+}
+uint64_t alignUp(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+uint64_t ceilDiv(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a;
+}
 
-size_t dirIndex(Direction d) { return d == Direction::Promote ? 0 : 1; }
+size_t dirIndex(Direction d) {
+  return d == Direction::Promote ? 0 : 1;
+}
 
 }  // namespace
 
@@ -29,6 +37,7 @@ struct MovePagesMigrator::BatchState {
   std::map<pid_t, PidState> pids;
   std::set<std::pair<uint64_t, NodeId>> blocked;  // (page size, node) that returned -ENOMEM
   std::vector<PageRef> busy;
+  const std::atomic<bool>* stop = nullptr;
   std::vector<bool> halted;  // per range: stop sending its pages (-EFAULT, process gone/denied)
   int64_t deadlineNs = 0;
 
@@ -253,10 +262,51 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
       classify(st, call[i], status[i], false, busy);
   }
   if (send.empty()) return busy;
+  const uint64_t maxPages = std::max<uint64_t>(config_.maxPagesPerCall, 1);
+  size_t i = 0;
+  while (i < send.size()) {
+    if (i > 0 && halted(st)) {
+      for (; i < send.size(); ++i)
+        st.add(send[i].range, MoveOutcome::NotAttempted, 1);
+      break;
+    }
+    const uint64_t limit = bytesPerCall();
+    std::vector<PageRef> sub;
+    uint64_t bytes = 0;
+    while (i < send.size() && sub.size() < maxPages && bytes < limit) {
+      const PageRef& p = send[i++];
+      const PidState ps = st.pids[pid];
+      if (ps != PidState::Ok || st.halted[p.range]) {
+        st.add(p.range, ps == PidState::Denied ? MoveOutcome::Denied : MoveOutcome::Gone, 1);
+        continue;
+      }
+      if (st.blocked.count({p.pageSize, st.range(p.range).target})) {
+        st.add(p.range, MoveOutcome::NoMemory, 1);
+        continue;
+      }
+      sub.push_back(p);
+      bytes += p.pageSize;
+    }
+    if (!sub.empty()) moveSubBatch(st, pid, sub, busy);
+  }
+  return busy;
+}
+
+bool MovePagesMigrator::halted(BatchState& st) {
+  MigrationStats& s = st.result.stats;
+  if (s.stopped || s.deadlineReached) return true;
+  if (st.stop && st.stop->load(std::memory_order_relaxed)) s.stopped = true;
+  if (!s.stopped && sys_->nowNs() >= st.deadlineNs) s.deadlineReached = true;
+  return s.stopped || s.deadlineReached;
+}
+
+void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
+                                     std::vector<PageRef>& busy) {
+  MigrationStats& s = st.result.stats;
   if (!waitForBudget(st, send)) {
     for (const auto& p : send)
       st.add(p.range, MoveOutcome::NotAttempted, 1);
-    return busy;
+    return;
   }
   std::vector<void*> sendAddrs(send.size());
   std::vector<int> nodes(send.size());
@@ -269,13 +319,13 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
   std::vector<int> moved(send.size(), kUntouched);
   const int flags = config_.moveShared ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
   int64_t t0 = sys_->nowNs();
-  ret = sys_->movePages(pid, send.size(), sendAddrs.data(), nodes.data(), moved.data(), flags);
+  long ret = sys_->movePages(pid, send.size(), sendAddrs.data(), nodes.data(), moved.data(), flags);
   int64_t dt = sys_->nowNs() - t0;
   s.moveCalls += 1;
   s.maxCallNs = std::max(s.maxCallNs, dt);
   if (ret < 0) {
     callFailed(st, pid, send, -ret);
-    return busy;
+    return;
   }
   if (bytes > 0 && dt > 0) {
     double sample = static_cast<double>(dt) / static_cast<double>(bytes);
@@ -291,15 +341,14 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
     s.queryCalls += 1;
     if (q < 0) {
       callFailed(st, pid, send, -q);
-      return busy;
+      return;
     }
     for (size_t i = 0; i < send.size(); ++i)
       classify(st, send[i], now[i], true, busy);
-    return busy;
+    return;
   }
   for (size_t i = 0; i < send.size(); ++i)
     classify(st, send[i], moved[i], true, busy);
-  return busy;
 }
 
 BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
@@ -307,6 +356,7 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
   BatchState st;
   st.batch = &batch;
   st.deadlineNs = deadlineNs;
+  st.stop = stop;
   st.result.ranges.resize(batch.size());
   st.halted.assign(batch.size(), false);
   for (size_t i = 0; i < batch.size(); ++i)
@@ -319,32 +369,23 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
     planRange(st, i);
 
   const uint64_t maxPages = std::max<uint64_t>(config_.maxPagesPerCall, 1);
-  auto halted = [&]() {
-    if (s.stopped || s.deadlineReached) return true;
-    if (stop && stop->load(std::memory_order_relaxed)) s.stopped = true;
-    if (!s.stopped && sys_->nowNs() >= deadlineNs) s.deadlineReached = true;
-    return s.stopped || s.deadlineReached;
-  };
 
   size_t si = 0;
   uint64_t pos = 0;
   while (si < st.segments.size()) {
-    if (halted()) {
+    if (halted(st)) {
       for (; si < st.segments.size(); ++si, pos = 0)
         st.add(st.segments[si].range, MoveOutcome::NotAttempted, st.segments[si].count - pos);
       break;
     }
     const pid_t pid = st.range(st.segments[si].range).pid;
-    const uint64_t limit = bytesPerCall();
     std::vector<PageRef> call;
-    uint64_t bytes = 0;
-    while (si < st.segments.size() && call.size() < maxPages && bytes < limit) {
+    while (si < st.segments.size() && call.size() < maxPages) {
       const Segment& sg = st.segments[si];
       const MoveRange& r = st.range(sg.range);
       if (r.pid != pid) break;
       PidState ps = st.pids[pid];
-      if (ps != PidState::Ok || st.halted[sg.range] ||
-          st.blocked.count({sg.pageSize, r.target})) {
+      if (ps != PidState::Ok || st.halted[sg.range] || st.blocked.count({sg.pageSize, r.target})) {
         MoveOutcome o = ps == PidState::Denied ? MoveOutcome::Denied
                         : ps == PidState::Gone ? MoveOutcome::Gone
                         : st.halted[sg.range]  ? MoveOutcome::Gone
@@ -355,7 +396,6 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
         continue;
       }
       call.push_back({sg.range, sg.start + pos * sg.pageSize, sg.pageSize});
-      bytes += sg.pageSize;
       if (++pos == sg.count) {
         ++si;
         pos = 0;
@@ -368,7 +408,7 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
 
   // -EBUSY pages: back off, then try again (they are often under migration or pinned briefly).
   for (int attempt = 0; attempt < config_.busyRetries && !st.busy.empty(); ++attempt) {
-    if (halted()) break;
+    if (halted(st)) break;
     int64_t at = sys_->nowNs() + config_.busyBackoffNs;
     if (at >= deadlineNs) break;
     sys_->sleepUntilNs(at);
@@ -378,7 +418,7 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
       st.result.ranges[p.range].outcomes[MoveOutcome::Busy] -= 1;
     size_t i = 0;
     while (i < pending.size()) {
-      if (halted()) {
+      if (halted(st)) {
         for (; i < pending.size(); ++i) {
           st.result.ranges[pending[i].range].outcomes[MoveOutcome::Busy] += 1;
           st.busy.push_back(pending[i]);
@@ -428,8 +468,7 @@ Result<std::vector<int>> queryPages(PageSystem& system, pid_t pid,
 
 }  // namespace
 
-Result<LocateResult> MovePagesMigrator::locate(pid_t pid,
-                                               const std::vector<AddressRange>& ranges) {
+Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<AddressRange>& ranges) {
   const uint64_t base = sys_->basePageSize();
   const uint64_t thp = sys_->thpSize();
   constexpr uint64_t kQueryBatch = 1u << 16;

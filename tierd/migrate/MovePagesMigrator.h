@@ -8,10 +8,10 @@
 ///      one per PMD THP where the VMA's AnonHugePages covers all its resident memory (Rss), one
 ///      per base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4 KiB).
 ///      Parts of a range with no VMA are Gone and drop the range.
-///   2. Works in calls sized to a latency target: each call first queries its pages
-///      (move_pages nodes=NULL; pages already on the target are AlreadyThere and not sent, -ENOENT
-///      pages are NotPresent), then moves the rest. Call size in bytes = latency target / measured
-///      ns per byte (EWMA), capped by maxPagesPerCall.
+///   2. Queries up to maxPagesPerCall pages at a time (move_pages nodes=NULL, cheap: pages already
+///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
+///      rest in calls sized to a latency target: bytes per call = latency target / measured ns
+///      per byte (EWMA of earlier move calls), at least one page, at most maxPagesPerCall.
 ///   3. A per-direction byte-rate budget (token bucket, debt allowed, burst <= 1 s) is waited for
 ///      before each move call; the deadline and the stop flag are checked between calls.
 ///   4. Every result is read: a failed call (ESRCH: the process is gone, all its ranges drop;
@@ -71,6 +71,9 @@ class MovePagesMigrator final : public Migrator {
 
   void planRange(BatchState& st, size_t index);
   std::vector<PageRef> processCall(BatchState& st, pid_t pid, const std::vector<PageRef>& call);
+  void moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
+                    std::vector<PageRef>& busy);
+  bool halted(BatchState& st);
   void callFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& pages, long err);
   void classify(BatchState& st, const PageRef& p, int status, bool moveCall,
                 std::vector<PageRef>& busy);
@@ -78,7 +81,7 @@ class MovePagesMigrator final : public Migrator {
 
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
-  double nsPerByte_ = 0;  ///< EWMA of move call time per byte sent; 0 = not measured yet
+  double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet
   double tokens_[2] = {0, 0};  ///< budget bytes per Direction (may go negative: debt)
   int64_t tokensAtNs_[2] = {0, 0};
 };

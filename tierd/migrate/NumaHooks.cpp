@@ -25,5 +25,7 @@ extern "C" void numa_warn(int num, char* fmt, ...) {
 }
 
 namespace tierd::migrate {
-uint64_t libnumaHookCalls() { return gHookCalls.load(std::memory_order_relaxed); }
+uint64_t libnumaHookCalls() {
+  return gHookCalls.load(std::memory_order_relaxed);
+}
 }  // namespace tierd::migrate

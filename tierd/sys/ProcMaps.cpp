@@ -224,8 +224,8 @@ Result<std::vector<NumaMapsVma>> parseNumaMaps(std::string_view text, const std:
       else
         rest = save;
     }
-    static const char* kModes[] = {"default",       "prefer", "bind", "interleave", "local",
-                                   "prefer (many)", "weighted interleave"};
+    static const char* kModes[] = {
+        "default", "prefer", "bind", "interleave", "local", "prefer (many)", "weighted interleave"};
     bool known = false;
     for (const char* m : kModes) {
       std::string_view mode(m);

@@ -30,9 +30,10 @@ struct SmapsVma {
   uint64_t end = 0;    ///< one past the last byte
   std::string perms;   ///< "rw-p": r/w/x/- then p (private) or s (shared)
   uint64_t offset = 0;
-  std::string dev;     ///< "00:11"
+  std::string dev;  ///< "00:11"
   uint64_t inode = 0;
-  std::string path;    ///< "" for anonymous, "[heap]", "/usr/lib/libc.so.6", "/anon_hugepage (deleted)"
+  std::string
+      path;  ///< "" for anonymous, "[heap]", "/usr/lib/libc.so.6", "/anon_hugepage (deleted)"
 
   bool hasCounters = false;                ///< true when parsed from smaps
   std::map<std::string, uint64_t> fields;  ///< every "Key: n kB" line, in bytes (e.g. "Rss")
@@ -52,14 +53,14 @@ struct SmapsVma {
 /// normal and THP mappings, huge pages for hugetlb); only pages present in the page tables are
 /// counted (not-present, zero-page and special mappings are not).
 struct NumaMapsVma {
-  uint64_t start = 0;         ///< VMA start address (numa_maps has no end: take it from maps)
-  std::string policy;         ///< "default", "bind:0-1", "prefer (many):1", "interleave=static:0-3"
-  std::map<int, uint64_t> pagesPerNode;  ///< "N<node>=<pages>"
-  uint64_t kernelPageSize = 0;           ///< bytes from "kernelpagesize_kB=" (0 when absent)
-  bool huge = false;                     ///< "huge": a hugetlb mapping
-  bool heap = false;                     ///< "heap"
-  bool stack = false;                    ///< "stack"
-  std::string file;                      ///< "file=" value, kernel-escaped ("\040" for blank)
+  uint64_t start = 0;  ///< VMA start address (numa_maps has no end: take it from maps)
+  std::string policy;  ///< "default", "bind:0-1", "prefer (many):1", "interleave=static:0-3"
+  std::map<int, uint64_t> pagesPerNode;    ///< "N<node>=<pages>"
+  uint64_t kernelPageSize = 0;             ///< bytes from "kernelpagesize_kB=" (0 when absent)
+  bool huge = false;                       ///< "huge": a hugetlb mapping
+  bool heap = false;                       ///< "heap"
+  bool stack = false;                      ///< "stack"
+  std::string file;                        ///< "file=" value, kernel-escaped ("\040" for blank)
   std::map<std::string, uint64_t> counts;  ///< anon=, dirty=, mapped=, mapmax=, swapcache=,
                                            ///< active=, writeback= and unknown numeric keys
 

@@ -27,7 +27,9 @@ MoveRange range(uint64_t start, uint64_t length, NodeId to, pid_t pid = kPid,
   return r;
 }
 
-uint64_t count(const RangeResult& r, MoveOutcome o) { return r.outcomes[o]; }
+uint64_t count(const RangeResult& r, MoveOutcome o) {
+  return r.outcomes[o];
+}
 
 size_t countLines(const std::vector<std::string>& log, const std::string& prefix) {
   size_t n = 0;
@@ -48,9 +50,9 @@ TEST_CASE("one address per page: base pages, THP per 2 MiB, hugetlb per huge pag
   k.populate(kPid, kBase + 2 * kMiB, 4 * kMiB, 0);
   k.populate(kPid, kHuge, 1 * kGiB, 0);
 
-  auto res = m.execute({range(kBase, 16 * kKiB, 1), range(kBase + 2 * kMiB, 4 * kMiB, 1),
-                        range(kHuge, 1 * kGiB, 1)},
-                       kNoDeadline);
+  auto res = m.execute(
+      {range(kBase, 16 * kKiB, 1), range(kBase + 2 * kMiB, 4 * kMiB, 1), range(kHuge, 1 * kGiB, 1)},
+      kNoDeadline);
   REQUIRE(res.ranges.size() == 3);
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 4);
   CHECK(count(res.ranges[1], MoveOutcome::Moved) == 2);
@@ -117,8 +119,8 @@ TEST_CASE("a range unmapped between planning and moving: -EFAULT drops it") {
   k.populate(kPid, kBase, 6 * 4 * kKiB, 0);
   // Call 0 = query of pages 0-1, call 1 = their move; the range is unmapped before call 2.
   k.beforeCall(2, [&k] { k.unmap(kPid, kBase, 6 * 4 * kKiB); });
-  auto res = m.execute({range(kBase, 6 * 4 * kKiB, 1), range(kBase, 4 * kKiB, 1, 200)},
-                       kNoDeadline);
+  auto res =
+      m.execute({range(kBase, 6 * 4 * kKiB, 1), range(kBase, 4 * kKiB, 1, 200)}, kNoDeadline);
   const auto& r = res.ranges[0];
   CHECK(count(r, MoveOutcome::Moved) == 2);
   CHECK(count(r, MoveOutcome::Gone) == 4);  // 2 answered -EFAULT, 2 never sent (dropped)
@@ -170,8 +172,8 @@ TEST_CASE("-ENOMEM stops sending that page size to that node for the rest of the
   k.map(kPid, kBase + 64 * kMiB, 8 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase + 64 * kMiB, 8 * kKiB, 0);
   k.setCapacity(1, 2 * kMiB, 2);
-  auto res = m.execute({range(kBase, 10 * kMiB, 1), range(kBase + 64 * kMiB, 8 * kKiB, 1)},
-                       kNoDeadline);
+  auto res =
+      m.execute({range(kBase, 10 * kMiB, 1), range(kBase + 64 * kMiB, 8 * kKiB, 1)}, kNoDeadline);
   const auto& thp = res.ranges[0];
   CHECK(count(thp, MoveOutcome::Moved) == 2);
   CHECK(count(thp, MoveOutcome::NoMemory) == 3);  // 1 answered -ENOMEM, 2 never sent
@@ -190,8 +192,8 @@ TEST_CASE("-EBUSY pages are retried after a back-off, then reported for the call
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 0);
-  k.scriptPageError(kPid, kBase + 4 * kKiB, EBUSY, 1);        // busy once
-  k.scriptPageError(kPid, kBase + 8 * kKiB, EBUSY, -1);       // always busy
+  k.scriptPageError(kPid, kBase + 4 * kKiB, EBUSY, 1);   // busy once
+  k.scriptPageError(kPid, kBase + 8 * kKiB, EBUSY, -1);  // always busy
   auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
   const auto& r = res.ranges[0];
   CHECK(count(r, MoveOutcome::Moved) == 3);
@@ -291,8 +293,8 @@ TEST_CASE("deadline and stop flag are checked between calls") {
 
 TEST_CASE("the per-direction byte budget paces calls and respects the deadline") {
   MigratorConfig cfg;
-  cfg.maxPagesPerCall = 64;               // 256 KiB per call
-  cfg.demoteBytesPerSecond = 1 * kMiB;    // promote unlimited
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // promote unlimited
   FakeMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 2 * kMiB, FakeBacking::Base);
@@ -306,17 +308,18 @@ TEST_CASE("the per-direction byte budget paces calls and respects the deadline")
   CHECK(m.nowNs() - t0 >= 750'000'000);
   // Promotion has no budget: no sleeps.
   k.clearLog();
-  auto up = m.execute({range(kBase + 1 * kMiB, 1 * kMiB, 0, kPid, Direction::Promote)},
-                      kNoDeadline);
+  auto up =
+      m.execute({range(kBase + 1 * kMiB, 1 * kMiB, 0, kPid, Direction::Promote)}, kNoDeadline);
   CHECK(count(up.ranges[0], MoveOutcome::Moved) == 256);
   CHECK(countLines(m.log(), "sleep") == 0);
   // A deadline shorter than the wait leaves the rest not attempted.
   k.clearLog();
-  auto late = m.execute({range(kBase, 1 * kMiB, 0, kPid, Direction::Demote)},
-                        m.nowNs() + 100'000'000);
+  auto late =
+      m.execute({range(kBase, 1 * kMiB, 0, kPid, Direction::Demote)}, m.nowNs() + 100'000'000);
   CHECK(late.stats.deadlineReached);
   CHECK(count(late.ranges[0], MoveOutcome::NotAttempted) > 0);
-  CHECK(count(late.ranges[0], MoveOutcome::Moved) + count(late.ranges[0], MoveOutcome::NotAttempted) ==
+  CHECK(count(late.ranges[0], MoveOutcome::Moved) +
+            count(late.ranges[0], MoveOutcome::NotAttempted) ==
         256);
 }
 
