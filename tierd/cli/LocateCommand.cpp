@@ -169,6 +169,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     j["query_calls"] = loc->queryCalls;
     j["queried_pages"] = loc->queriedPages;
     j["skipped_bytes"] = loc->skippedBytes;
+    j["pagemap_pages"] = loc->pagemapPages;
     if (parsed->has("verbose")) {
       j["vmas"] = nlohmann::json::array();
       for (size_t i = 0; i < vmas.size(); ++i) {

@@ -114,6 +114,7 @@ struct LocateResult {
   uint64_t queryCalls = 0;    ///< move_pages(nodes=NULL) calls made
   uint64_t queriedPages = 0;  ///< addresses passed to those calls
   uint64_t skippedBytes = 0;  ///< bytes answered from numa_maps without a query
+  uint64_t pagemapPages = 0;  ///< base pages checked in /proc/PID/pagemap instead of queried
 
   /// The per-base-page view: one status per `basePageSize` page, in run order (what the naive
   /// query of every base page address would give).

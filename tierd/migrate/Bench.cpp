@@ -403,6 +403,7 @@ Result<LocateBenchReport> runLocateBench(const LocateBenchOptions& opts, const s
     rep.tierdQueriedPages = loc->queriedPages;
     rep.tierdQueryCalls = loc->queryCalls;
     rep.tierdSkippedBytes = loc->skippedBytes;
+    rep.tierdPagemapPages = loc->pagemapPages;
   }
   return rep;
 }

@@ -93,6 +93,7 @@ struct LocateBenchReport {
   uint64_t tierdQueriedPages = 0;
   uint64_t tierdQueryCalls = 0;
   uint64_t tierdSkippedBytes = 0;
+  uint64_t tierdPagemapPages = 0;
   double thpCoverage = 0;  ///< smaps AnonHugePages / size of the buffer's VMA
   double speedup() const;  ///< mean naive seconds / mean tierd seconds
 };

@@ -175,6 +175,10 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
     }
     const uint64_t page = addr / v->pageSize * v->pageSize;
     auto pit = p.pages.find(page);
+    if (pit == p.pages.end() && p.zeroPages.count(addr / base_ * base_)) {
+      status[i] = -EFAULT;  // the zero page (mm/migrate.c do_pages_stat_array, add_page_...)
+      continue;
+    }
     if (pit == p.pages.end()) {
       status[i] = -ENOENT;
       continue;
@@ -212,6 +216,24 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
     cost += nsPerByteMoved * static_cast<int64_t>(v->pageSize);
   }
   return finish(static_cast<long>(count - limit));
+}
+
+void FakePageSystem::mapZeroPage(pid_t pid, uint64_t addr) {
+  procs_[pid].zeroPages.insert(addr / base_ * base_);
+}
+
+Result<std::vector<uint64_t>> FakePageSystem::pagemap(pid_t pid, uint64_t start, uint64_t pages) {
+  auto pit = procs_.find(pid);
+  const std::string where = "/proc/" + std::to_string(pid) + "/pagemap";
+  if (pit == procs_.end() || pit->second.exited) return Error::sys(ENOENT, "cannot open", where);
+  log_.push_back("pagemap pid=" + std::to_string(pid) + " " + hex(start) +
+                 " n=" + std::to_string(pages));
+  std::vector<uint64_t> out(pages, 0);
+  for (uint64_t i = 0; i < pages; ++i) {
+    const uint64_t a = start + i * base_;
+    if (nodeOf(pid, a) || pit->second.zeroPages.count(a)) out[i] = 1ull << 63;
+  }
+  return out;
 }
 
 Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counters) {

@@ -81,6 +81,10 @@ class FakePageSystem final : public PageSystem {
   Result<std::vector<sys::SmapsVma>> maps(pid_t pid) override;
   Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) override;
   Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override;
+  Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override;
+  /// Makes the page at `addr` read as the zero page: present in pagemap, -EFAULT to move_pages,
+  /// not counted in smaps Rss or numa_maps (like the kernel's shared zero page).
+  void mapZeroPage(pid_t pid, uint64_t addr);
   uint64_t basePageSize() override { return base_; }
   uint64_t thpSize() override { return thp_; }
   int64_t nowNs() override { return now_; }
@@ -98,6 +102,7 @@ class FakePageSystem final : public PageSystem {
     bool exited = false;
     std::map<uint64_t, Vma> vmas;      // by start
     std::map<uint64_t, NodeId> pages;  // page start -> node
+    std::set<uint64_t> zeroPages;      // base page addresses mapping the zero page
   };
   struct ScriptedError {
     int err = 0;

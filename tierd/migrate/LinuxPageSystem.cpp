@@ -1,5 +1,6 @@
 // The live kernel behind the PageSystem seam: libnuma's numa_move_pages (move_pages(2)), /proc
 // read under a SysRoot, CLOCK_MONOTONIC and the thread's kernel CPU time.
+#include <fcntl.h>
 #include <numa.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -30,6 +31,29 @@ class LinuxPageSystem final : public PageSystem {
   }
   Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override {
     return sys::readNumaMaps(root_, pid);
+  }
+  Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override {
+    const std::string path = root_.path("/proc/" + std::to_string(pid) + "/pagemap");
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::fromErrno("cannot open", path);
+    std::vector<uint64_t> out(pages);
+    const size_t want = pages * sizeof(uint64_t);
+    size_t got = 0;
+    const off_t off = static_cast<off_t>(start / basePageSize() * sizeof(uint64_t));
+    while (got < want) {
+      ssize_t n = ::pread(fd, reinterpret_cast<char*>(out.data()) + got, want - got,
+                          off + static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        Error e =
+            n < 0 ? Error::fromErrno("cannot read", path) : Error::sys(EIO, "short read", path);
+        ::close(fd);
+        return e;
+      }
+      got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return out;
   }
   uint64_t basePageSize() override { return static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)); }
   uint64_t thpSize() override {

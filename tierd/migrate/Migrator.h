@@ -63,6 +63,9 @@ class PageSystem {
   virtual Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) = 0;
   /// /proc/PID/numa_maps (walks the page tables).
   virtual Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) = 0;
+  /// /proc/PID/pagemap entries of `pages` base pages from `start` (Documentation/admin-guide/mm/
+  /// pagemap.rst: bit 63 present, bit 62 swapped). Errors: Environment with errno and path.
+  virtual Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) = 0;
   /// Base page size in bytes (sysconf(_SC_PAGESIZE)): 4 KiB on x86-64, 64 KiB on some arm64.
   virtual uint64_t basePageSize() = 0;
   /// PMD THP size in bytes (/sys/kernel/mm/transparent_hugepage/hpage_pmd_size).

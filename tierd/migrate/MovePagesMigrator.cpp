@@ -576,7 +576,8 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
       if (sv && sv->end == v.end && !sv->hugetlb() && sv->anonHugePages > 0 &&
           sv->anonHugePages == sv->rss && thp > base) {
         // All resident pages are PMD-mapped THPs: if the first address of an aligned chunk is
-        // present, a THP covers the whole chunk.
+        // present, a THP covers the whole chunk; if it is not, pagemap tells whether anything
+        // (a zero page) is mapped in the chunk.
         for (uint64_t c = alignDown(a, thp); c < b; c += thp) {
           const uint64_t ca = std::max(a, c);
           const uint64_t cb = std::min(b, c + thp);
@@ -590,10 +591,24 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
           out.queriedPages += 1;
           if (st.value()[0] >= 0) {
             emit(ca, cb - ca, thp, st.value()[0]);
-          } else {
-            Status s = naive(ca, cb);
-            if (!s) return s.error();
+            continue;
           }
+          if (st.value()[0] == -ENOENT) {
+            // No THP here. Zero pages would answer -EFAULT yet are invisible to smaps and
+            // numa_maps; pagemap shows them present. Nothing present: all -ENOENT.
+            auto pm = sys_->pagemap(pid, ca, (cb - ca) / base);
+            if (!pm) return pm.error();
+            bool anyPresent = false;
+            for (uint64_t e : pm.value())
+              anyPresent = anyPresent || (e >> 63) != 0;
+            if (!anyPresent) {
+              emit(ca, cb - ca, thp, -ENOENT);
+              out.pagemapPages += pm->size();
+              continue;
+            }
+          }
+          Status s = naive(ca, cb);
+          if (!s) return s.error();
         }
         continue;
       }

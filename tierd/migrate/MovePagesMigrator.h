@@ -23,9 +23,10 @@
 /// locate(): reads maps and numa_maps; a VMA whose numa_maps counts cover every page on one node
 /// is answered without a query; hugetlb VMAs are queried one address per huge page; THP VMAs
 /// whose Rss is all AnonHugePages one address per 2 MiB chunk (a chunk whose first address is
-/// not present, or not fully inside the VMA, is queried per base page); everything else per base
-/// page. The result equals the naive per-base-page query exactly (tested, and checked by
-/// `tierctl bench locate`).
+/// not present is checked in /proc/PID/pagemap: nothing mapped means all -ENOENT, a mapped zero
+/// page means a per-base-page query; chunks not wholly inside the VMA are queried per base page);
+/// everything else per base page. The result equals the naive per-base-page query exactly (tested,
+/// and checked by `tierctl bench locate`).
 
 #include <map>
 #include <memory>

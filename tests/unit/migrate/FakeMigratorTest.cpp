@@ -1,6 +1,7 @@
 // The MovePagesMigrator engine on the modelled kernel: every move_pages status and return case.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "tierd/core/Units.h"
@@ -367,15 +368,26 @@ TEST_CASE("locate on the model equals the naive per-base-page query") {
   CHECK(loc->perBasePage(4 * kKiB) == naive.value());
   CHECK(naive->size() == 24 * kMiB / (4 * kKiB) + 3);
   CHECK(loc->skippedBytes == 64 * kKiB);  // the fully present base VMA
-  // Queries: 16 for the partly present base VMA; 1 per THP chunk plus 512 more per chunk whose
-  // first address is not present (it may hold zero pages, which answer -EFAULT); 1 per hugetlb
-  // page; 1 for the second range (inside a present THP).
-  CHECK(loc->queriedPages == 16 + 4 + 2 * 512 + 4 + 1);
+  // Queries: 16 for the partly present base VMA; 1 per THP chunk (a not-present first address
+  // is settled by pagemap: 512 entries per chunk); 1 per hugetlb page; 1 for the second range.
+  CHECK(loc->queriedPages == 16 + 4 + 4 + 1);
+  CHECK(loc->pagemapPages == 2 * 512);
   // THP chunks come back as 2 MiB runs.
   bool sawThp = false;
   for (const auto& r : loc->runs)
     if (r.pageSize == 2 * kMiB && r.status == 1 && r.start == kBase + 8 * kMiB) sawThp = true;
   CHECK(sawThp);
+
+  // A zero page in a not-present THP chunk answers -EFAULT: that chunk is queried per base page.
+  k.mapZeroPage(kPid, kBase + 10 * kMiB + 12 * kKiB);
+  auto withZero = m.locate(kPid, ranges);
+  REQUIRE(withZero.ok());
+  auto naiveZero = naiveLocate(k, kPid, ranges);
+  REQUIRE(naiveZero.ok());
+  CHECK(withZero->perBasePage(4 * kKiB) == naiveZero.value());
+  CHECK(std::count(naiveZero->begin(), naiveZero->end(), -EFAULT) ==
+        std::count(naive->begin(), naive->end(), -EFAULT) + 1);
+  CHECK(withZero->queriedPages == 16 + 4 + 512 + 4 + 1);
 
   k.exitPid(kPid);
   auto gone = m.locate(kPid, ranges);
