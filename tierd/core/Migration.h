@@ -20,9 +20,11 @@ namespace tierd {
 enum class MoveOutcome {
   Moved,         ///< status == target after the call, and the page was elsewhere before
   AlreadyThere,  ///< the page was on the target node already (not sent to the kernel)
-  NotPresent,    ///< -ENOENT: not in the page tables (never touched, swapped): skipped, no failure
+  NotPresent,    ///< -ENOENT: not in the page tables (never touched, swapped), or -EFAULT inside
+                 ///< a live VMA (the shared zero page, a special mapping): skipped, no failure
   Busy,          ///< -EBUSY: in use or under migration; retried once, then the caller backs off
-  Gone,          ///< -EFAULT, no VMA, or the process exited (ESRCH): the range is dropped
+  Gone,          ///< -EFAULT with no VMA there any more, or the process exited (ESRCH): the range
+                 ///< is dropped
   Denied,        ///< -EACCES (shared page, needs MPOL_MF_MOVE_ALL) or -EPERM
   NoMemory,      ///< -ENOMEM: the target had no free page of this size; later pages of this size
                  ///< to that node in the batch are not sent and counted here too

@@ -131,8 +131,24 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
   hole(end);
 }
 
+std::vector<bool> MovePagesMigrator::liveVmas(pid_t pid, const std::vector<PageRef>& pages,
+                                              const std::vector<int>& status) {
+  std::vector<bool> live(pages.size(), false);
+  if (std::find(status.begin(), status.end(), -EFAULT) == status.end()) return live;
+  auto maps = sys_->maps(pid);
+  if (!maps) return live;  // the process is gone: every -EFAULT page is gone
+  const auto& vmas = maps.value();
+  for (size_t i = 0; i < pages.size(); ++i) {
+    if (status[i] != -EFAULT) continue;
+    auto it = std::upper_bound(vmas.begin(), vmas.end(), pages[i].addr,
+                               [](uint64_t a, const sys::SmapsVma& v) { return a < v.end; });
+    live[i] = it != vmas.end() && it->start <= pages[i].addr;
+  }
+  return live;
+}
+
 void MovePagesMigrator::classify(BatchState& st, const PageRef& p, int status, bool moveCall,
-                                 std::vector<PageRef>& busy) {
+                                 std::vector<PageRef>& busy, bool liveVma) {
   const MoveRange& r = st.range(p.range);
   RangeResult& rr = st.result.ranges[p.range];
   MigrationStats& s = st.result.stats;
@@ -162,6 +178,10 @@ void MovePagesMigrator::classify(BatchState& st, const PageRef& p, int status, b
       rr.outcomes[MoveOutcome::NotPresent] += 1;
       break;
     case EFAULT:
+      if (liveVma) {  // the zero page or a special mapping: nothing of its own to move
+        rr.outcomes[MoveOutcome::NotPresent] += 1;
+        break;
+      }
       rr.outcomes[MoveOutcome::Gone] += 1;
       rr.dropped = true;
       st.halted[p.range] = true;
@@ -254,12 +274,13 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
     return busy;
   }
   std::vector<PageRef> send;
+  const std::vector<bool> live = liveVmas(pid, call, status);
   for (size_t i = 0; i < call.size(); ++i) {
     int target = st.range(call[i].range).target;
     if (status[i] >= 0 && status[i] != target)
       send.push_back(call[i]);
     else
-      classify(st, call[i], status[i], false, busy);
+      classify(st, call[i], status[i], false, busy, live[i]);
   }
   if (send.empty()) return busy;
   const uint64_t maxPages = std::max<uint64_t>(config_.maxPagesPerCall, 1);
@@ -343,12 +364,14 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
       callFailed(st, pid, send, -q);
       return;
     }
+    const std::vector<bool> live = liveVmas(pid, send, now);
     for (size_t i = 0; i < send.size(); ++i)
-      classify(st, send[i], now[i], true, busy);
+      classify(st, send[i], now[i], true, busy, live[i]);
     return;
   }
+  const std::vector<bool> live = liveVmas(pid, send, moved);
   for (size_t i = 0; i < send.size(); ++i)
-    classify(st, send[i], moved[i], true, busy);
+    classify(st, send[i], moved[i], true, busy, live[i]);
 }
 
 BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,

@@ -17,8 +17,10 @@
 ///   4. Every result is read: a failed call (ESRCH: the process is gone, all its ranges drop;
 ///      EPERM/EACCES: denied; others: the call's pages are OtherError), a positive return (the
 ///      call's pages are re-queried to learn which moved), and each status[i]. -EFAULT drops the
-///      range; -ENOMEM stops sending that page size to that node for the rest of the batch;
-///      -EBUSY pages are retried after a back-off (busyRetries times), then reported.
+///      range when /proc/PID/maps (re-read once per such call) has no VMA there any more; inside
+///      a live VMA it is the shared zero page (or an unmovable special mapping): NotPresent;
+///      -ENOMEM stops sending that page size to that node for the rest of the batch; -EBUSY pages
+///      are retried after a back-off (busyRetries times), then reported.
 ///
 /// locate(): reads maps and numa_maps; a VMA whose numa_maps counts cover every page on one node
 /// is answered without a query; hugetlb VMAs are queried one address per huge page; THP VMAs
@@ -77,7 +79,9 @@ class MovePagesMigrator final : public Migrator {
   bool halted(BatchState& st);
   void callFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& pages, long err);
   void classify(BatchState& st, const PageRef& p, int status, bool moveCall,
-                std::vector<PageRef>& busy);
+                std::vector<PageRef>& busy, bool liveVma);
+  std::vector<bool> liveVmas(pid_t pid, const std::vector<PageRef>& pages,
+                             const std::vector<int>& status);
   bool waitForBudget(BatchState& st, const std::vector<PageRef>& pages);
 
   MigratorConfig config_;

@@ -111,6 +111,21 @@ TEST_CASE("a range without a VMA at planning is gone and dropped") {
   CHECK(res.ranges[0].dropped);
 }
 
+TEST_CASE("-EFAULT from the zero page inside a live VMA is not present, the range stays") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 8 * kKiB, 0);
+  k.mapZeroPage(kPid, kBase + 8 * kKiB);
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 2);
+  CHECK(count(r, MoveOutcome::NotPresent) == 2);  // the zero page (-EFAULT) and -ENOENT
+  CHECK(count(r, MoveOutcome::Gone) == 0);
+  CHECK_FALSE(r.dropped);
+  CHECK(res.stats.errnoPages.at(EFAULT) == 1);
+}
+
 TEST_CASE("a range unmapped between planning and moving: -EFAULT drops it") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;
