@@ -16,4 +16,7 @@ using CommandFn = int (*)(const std::vector<std::string>& args, size_t begin);
 /// `tierctl topology [--json] [--sys-root DIR]`: nodes, tiers, reasons, capacity, capabilities.
 int topologyCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl metrics --catalog [--markdown|--json]`: the metric catalog (docs/metrics.md).
+int metricsCommand(const std::vector<std::string>& args, size_t begin);
+
 }  // namespace tierd::cli

@@ -18,6 +18,8 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"topology", &tierd::cli::topologyCommand,
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
+    {"metrics", &tierd::cli::metricsCommand,
+     "the Prometheus metric catalog (--catalog [--markdown|--json])"},
 };
 
 void usage(std::ostream& out) {
