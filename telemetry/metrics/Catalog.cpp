@@ -163,6 +163,9 @@ std::vector<MetricDef> buildCatalog() {
             "Resident memory of a workload per tier (cgroup memory.numa_stat or numa_maps "
             "summed over the tier's nodes).",
             {workload(), tier()}),
+      counter(kWorkloadMigratedBytes, "tierd_workload_migrated_bytes_total", "bytes",
+              "Bytes of a workload's memory tierd moved (per-page result moved), by direction.",
+              {workload(), direction()}),
       gauge(kNodeCapacity, "tierd_node_capacity_bytes", "bytes",
             "Memory of a NUMA node (nodeN/meminfo MemTotal), labelled with its tier.",
             {node(), tier()}),

@@ -65,6 +65,7 @@ enum class MetricId : size_t {
   HotnessHotBytes,
   HotnessColdBytes,
   WorkloadMemoryBytes,
+  WorkloadMigratedBytes,
   NodeCapacity,
   NodeUsed,
   NodeHugetlbPages,
@@ -119,6 +120,7 @@ inline constexpr GaugeHandle kSamplerInterval{MetricId::SamplerInterval};
 inline constexpr GaugeHandle kHotnessHotBytes{MetricId::HotnessHotBytes};
 inline constexpr GaugeHandle kHotnessColdBytes{MetricId::HotnessColdBytes};
 inline constexpr GaugeHandle kWorkloadMemoryBytes{MetricId::WorkloadMemoryBytes};
+inline constexpr CounterHandle kWorkloadMigratedBytes{MetricId::WorkloadMigratedBytes};
 inline constexpr GaugeHandle kNodeCapacity{MetricId::NodeCapacity};
 inline constexpr GaugeHandle kNodeUsed{MetricId::NodeUsed};
 inline constexpr GaugeHandle kNodeHugetlbPages{MetricId::NodeHugetlbPages};

@@ -46,6 +46,8 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
     sink.set(kHotnessColdBytes, {name, "slow"}, w * 1800 * (1 << 20));
     sink.set(kWorkloadMemoryBytes, {name, "fast"}, w * 244 * (1 << 20));
     sink.set(kWorkloadMemoryBytes, {name, "slow"}, w * 1824 * (1 << 20));
+    sink.add(kWorkloadMigratedBytes, {name, "promote"}, w * 64 * (1 << 20));
+    sink.add(kWorkloadMigratedBytes, {name, "demote"}, w * 16 * (1 << 20));
     w += 1;
   }
   const double gib = 1024.0 * 1024 * 1024;
