@@ -206,3 +206,34 @@ TEST_CASE("the overview dashboard covers the panels issue 7 asks for") {
     CHECK(uses(m));
   }
 }
+
+TEST_CASE("dashboards are well-formed Grafana JSON: unique ids, gridPos, refIds, datasource") {
+  for (const char* file : {"tierd-overview.json", "tierd-workload.json"}) {
+    INFO(file);
+    auto dash = loadDashboard(file);
+    CHECK(dash["uid"].is_string());
+    CHECK(dash["title"].is_string());
+    CHECK(dash["schemaVersion"].is_number_integer());
+    std::set<int> ids;
+    for (const auto& p : dash["panels"]) {
+      INFO(p.value("title", "?"));
+      REQUIRE(p["id"].is_number_integer());
+      CHECK(ids.insert(p["id"].get<int>()).second);
+      for (const char* k : {"x", "y", "w", "h"})
+        CHECK(p["gridPos"][k].is_number_integer());
+      CHECK(p["gridPos"]["x"].get<int>() + p["gridPos"]["w"].get<int>() <= 24);
+      if (p["type"] == "row") continue;
+      REQUIRE(p["targets"].is_array());
+      CHECK_FALSE(p["targets"].empty());
+      std::set<std::string> refs;
+      for (const auto& t : p["targets"]) {
+        CHECK(refs.insert(t["refId"].get<std::string>()).second);
+        CHECK(t["datasource"]["uid"] == "${datasource}");
+      }
+    }
+    bool dsVar = false;
+    for (const auto& v : dash["templating"]["list"])
+      if (v["name"] == "datasource" && v["type"] == "datasource") dsVar = true;
+    CHECK(dsVar);
+  }
+}
