@@ -1,5 +1,271 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include "tierd/topology/Topology.h"
+#include "tierd/topology/TopologyJson.h"
 
 using namespace tierd;
+using namespace tierd::topology;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixtures = std::string(TIERD_FIXTURES) + "/topology/";
+
+Topology load(const std::string& name, const TierOverride& o = {}) {
+  auto t = readTopology(sys::SysRoot(kFixtures + name), o);
+  if (!t) FAIL("readTopology(" << name << "): " << t.error().describe());
+  return t.value();
+}
+
+std::vector<int> ids(std::initializer_list<int> l) {
+  return l;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// A writable copy of a fixture in a temp dir, removed on destruction.
+struct FixtureCopy {
+  fs::path dir;
+  explicit FixtureCopy(const std::string& name) {
+    char tmpl[] = "/tmp/topology-fixture-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    fs::copy(kFixtures + name, dir, fs::copy_options::recursive);
+  }
+  ~FixtureCopy() { fs::remove_all(dir); }
+  void put(const std::string& abs, const std::string& text) const {
+    std::ofstream(dir.string() + abs, std::ios::trunc) << text;
+  }
+  void remove(const std::string& abs) const { fs::remove_all(dir.string() + abs); }
+  Result<Topology> read() const { return readTopology(sys::SysRoot(dir.string())); }
+};
+
+}  // namespace
+
+TEST_CASE("host-1node: this build machine is one fast node with capacity") {
+  Topology t = load("host-1node");
+  REQUIRE(t.nodes.size() == 1);
+  const Node& n = t.nodes[0];
+  CHECK(n.id == 0);
+  CHECK(n.tier == Tier::Fast);
+  CHECK(n.hasCpu);
+  CHECK(n.memTotal > n.memFree);
+  CHECK(n.memFree > 0);
+  CHECK(n.distance.at(0) == 10);
+  CHECK(t.method == "single-tier");
+  CHECK(contains(n.reason, "no slow memory found"));
+  CHECK(t.nodesIn(Tier::Slow).empty());
+  CHECK(t.caps.thpMode == "madvise");
+  CHECK(t.caps.damonSysfs);
+  CHECK(t.caps.damonKdamondsRunning == 1);
+  CHECK(t.caps.damonOperations == std::vector<std::string>{"paddr"});
+  CHECK(std::find(t.caps.perfPmus.begin(), t.caps.perfPmus.end(), "cpu") == t.caps.perfPmus.end());
+}
+
+TEST_CASE("qemu-2node: the rig's CPU-less node is slow by kernel memory tiers, with HMAT") {
+  Topology t = load("qemu-2node");
+  CHECK(t.method == "memory-tiers");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({1}));
+  const Node* n1 = t.node(1);
+  REQUIRE(n1);
+  CHECK(n1->reason == "kernel memory tier memory_tier22 is below memory_tier4 of 2 tiers");
+  REQUIRE(n1->hmat);
+  CHECK(n1->hmat->readLatencyNs == 250u);
+  CHECK(n1->hmat->readBandwidthMBps == 10240u);
+  CHECK(n1->hmat->initiators == std::set<int>{0});
+  CHECK(n1->cpus.empty());
+  REQUIRE(n1->hugePages.size() == 2);
+  CHECK(n1->hugePages[1].pageSize == 1073741824ull);
+  CHECK(n1->hugePages[1].free == 1);
+  CHECK(t.caps.thpMode == "always");
+  CHECK(t.caps.basePageSize == 4096);
+  CHECK(t.caps.damonKdamonds == 0);
+}
+
+TEST_CASE("qemu-3node: two CXL nodes of different speed are both slow") {
+  Topology t = load("qemu-3node");
+  CHECK(t.method == "memory-tiers");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({1, 2}));
+  CHECK(t.node(1)->memoryTier == 22);
+  CHECK(t.node(2)->memoryTier == 72);
+}
+
+TEST_CASE("zen-nps2-cxl: NPS2 DRAM nodes fast, CXL node 2 slow by memory tiers") {
+  Topology t = load("zen-nps2-cxl");
+  CHECK(t.method == "memory-tiers");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0, 1}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({2}));
+  CHECK(t.node(2)->reason == "kernel memory tier memory_tier35 is below memory_tier4 of 2 tiers");
+  CHECK(t.node(0)->cpus.size() == 96);
+}
+
+TEST_CASE("2socket-cxl: CXL is slow even where its distance is below remote DRAM's") {
+  Topology t = load("2socket-cxl");
+  CHECK(t.method == "cpu-less");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0, 1}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({2, 3}));
+  CHECK(t.node(0)->distance.at(2) < t.node(0)->distance.at(1));
+  CHECK(t.node(2)->reason ==
+        "CPU-less memory node at distance 14 from nearest CPU node 0 (closer than remote DRAM "
+        "node 1 by distance, but memory without CPUs is far memory)");
+  CHECK(t.memoryTiers.empty());
+}
+
+TEST_CASE("sparse-ids: node ids 0, 1, 16, 17 map distances by id, not position") {
+  Topology t = load("sparse-ids");
+  CHECK(t.online == std::set<int>{0, 1, 16, 17});
+  CHECK(t.nodesIn(Tier::Fast) == ids({0, 1}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({16, 17}));
+  CHECK(t.node(16)->distance.at(0) == 17);
+  CHECK(t.node(17)->distance.at(1) == 17);
+  CHECK(t.node(17)->distance.at(16) == 28);
+  CHECK(t.node(16)->memoryTier == 22);
+}
+
+TEST_CASE("memoryless-cpu: CPU nodes without memory are not a memory tier") {
+  Topology t = load("memoryless-cpu");
+  CHECK(t.method == "cpu-less");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0, 2}));
+  CHECK(t.nodesIn(Tier::None) == ids({1, 3}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({4}));
+  CHECK(t.node(1)->reason == "has CPUs but no memory: not a memory tier");
+  CHECK(t.node(1)->hasCpu);
+  CHECK_FALSE(t.node(1)->hasMemory);
+}
+
+TEST_CASE("cxl-same-tier: kernel put CXL with DRAM, HMAT still finds it") {
+  Topology t = load("cxl-same-tier");
+  CHECK(t.method == "hmat");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0, 1}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({2, 3}));
+  CHECK(contains(t.node(2)->reason, "HMAT read latency 280 ns (best 120 ns)"));
+  REQUIRE(t.warnings.size() == 1);
+  CHECK(contains(t.warnings[0], "one tier (memory_tier4)"));
+}
+
+TEST_CASE("cxl-same-tier without HMAT falls back to CPU-less nodes, with a warning") {
+  FixtureCopy f("cxl-same-tier");
+  for (int n = 0; n < 4; ++n)
+    f.remove("/sys/devices/system/node/node" + std::to_string(n) + "/access0");
+  auto t = f.read();
+  REQUIRE(t.ok());
+  CHECK(t->method == "cpu-less");
+  CHECK(t->nodesIn(Tier::Slow) == ids({2, 3}));
+  CHECK(contains(t->warnings.back(), "CPU-less nodes are treated as slow"));
+}
+
+TEST_CASE("an explicit config mapping wins over detection") {
+  TierOverride o;
+  o.fastNodes = {0, 1};
+  o.slowNodes = {2};
+  Topology t = load("cxl-same-tier", o);
+  CHECK(t.method == "config");
+  CHECK(t.nodesIn(Tier::Fast) == ids({0, 1}));
+  CHECK(t.nodesIn(Tier::Slow) == ids({2}));
+  CHECK(t.node(3)->tier == Tier::None);
+  CHECK(t.node(3)->reason == "not listed in [tiers]: left alone");
+
+  TierOverride bad;
+  bad.fastNodes = {0};
+  bad.slowNodes = {0};
+  auto both = readTopology(sys::SysRoot(kFixtures + "cxl-same-tier"), bad);
+  REQUIRE_FALSE(both.ok());
+  CHECK(both.error().message == "node 0 is listed as both fast and slow");
+  TierOverride missing;
+  missing.slowNodes = {9};
+  auto none = readTopology(sys::SysRoot(kFixtures + "cxl-same-tier"), missing);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message == "node 9 does not exist");
+  TierOverride memless;
+  memless.slowNodes = {1};
+  auto ml = readTopology(sys::SysRoot(kFixtures + "memoryless-cpu"), memless);
+  REQUIRE_FALSE(ml.ok());
+  CHECK(ml.error().message == "node 1 has no memory");
+}
+
+TEST_CASE("broken trees give errors naming the file and the offending text") {
+  struct Breakage {
+    std::string what;
+    std::string file;
+    std::string text;  // empty: remove the file
+    std::string expect;
+  };
+  const std::string n1 = "/sys/devices/system/node/node1";
+  const Breakage cases[] = {
+      {"online missing", "/sys/devices/system/node/online", "", "online: missing kernel file"},
+      {"online garbage", "/sys/devices/system/node/online", "0-x\n", "bad range '0-x'"},
+      {"meminfo missing", n1 + "/meminfo", "", "node1/meminfo: cannot open"},
+      {"meminfo garbage", n1 + "/meminfo", "Node 1 MemTotal: lots kB\n", "'lots'"},
+      {"meminfo without MemFree", n1 + "/meminfo", "Node 1 MemTotal: 10 kB\n",
+       "lacks MemTotal or MemFree"},
+      {"distance short", n1 + "/distance", "20\n", "distance row has 1 entries for 2"},
+      {"distance garbage", n1 + "/distance", "20 ten\n", "'20 ten'"},
+      {"cpulist garbage", "/sys/devices/system/node/node0/cpulist", "0-1,\n", "0-1,"},
+      {"hugepages garbage", n1 + "/hugepages/hugepages-2048kB/nr_hugepages", "-3\n", "'-3'"},
+      {"hugepages missing", n1 + "/hugepages/hugepages-2048kB/free_hugepages", "",
+       "missing nr_hugepages or free_hugepages"},
+      {"hmat garbage", n1 + "/access0/initiators/read_latency", "250ns\n", "'250ns'"},
+      {"tier nodelist garbage", "/sys/devices/virtual/memory_tiering/memory_tier22/nodelist",
+       "one\n", "'one'"},
+      {"tier nodelist missing", "/sys/devices/virtual/memory_tiering/memory_tier22/nodelist", "",
+       "memory_tier22/nodelist: missing kernel file"},
+  };
+  for (const Breakage& b : cases) {
+    CAPTURE(b.what);
+    FixtureCopy f("qemu-2node");
+    if (b.text.empty())
+      f.remove(b.file);
+    else
+      f.put(b.file, b.text);
+    auto t = f.read();
+    REQUIRE_FALSE(t.ok());
+    const std::string msg = t.error().describe();
+    CAPTURE(msg);
+    CHECK(contains(msg, b.expect));
+    CHECK(contains(msg, f.dir.string()));
+  }
+}
+
+TEST_CASE("optional facts may be missing without failing") {
+  FixtureCopy f("qemu-2node");
+  f.remove("/sys/devices/virtual/memory_tiering");
+  f.remove("/sys/kernel/mm/transparent_hugepage");
+  f.remove("/sys/devices/system/node/has_memory");
+  f.remove("/sys/devices/system/node/node1/hugepages");
+  f.remove("/proc/self/smaps");
+  auto t = f.read();
+  REQUIRE(t.ok());
+  CHECK(t->method == "hmat");  // no kernel tiers: HMAT decides
+  CHECK(t->nodesIn(Tier::Slow) == ids({1}));
+  CHECK(t->caps.thpMode.empty());
+  CHECK(t->caps.basePageSize == 0);
+  CHECK(t->node(1)->hugePages.empty());
+  CHECK(t->node(1)->hasMemory);  // from MemTotal
+}
+
+TEST_CASE("JSON form is stable: schema, tiers and per-node fields") {
+  Topology t = load("qemu-2node");
+  auto j = topologyToJson(t);
+  CHECK(j["schema"] == 1);
+  CHECK(j["method"] == "memory-tiers");
+  CHECK(j["slow_nodes"] == nlohmann::json::array({1}));
+  CHECK(j["nodes"][1]["tier"] == "slow");
+  CHECK(j["nodes"][1]["hmat"]["read_latency_ns"] == 250);
+  CHECK(j["nodes"][1]["distances"]["0"] == 20);
+  CHECK(j["nodes"][1]["huge_pages"][1]["page_size_bytes"] == 1073741824ull);
+  CHECK(j["nodes"][0]["hmat"]["initiators"] == nlohmann::json::array({0}));
+  CHECK(j["memory_tiers"][1]["tier"] == 22);
+  CHECK(j["capabilities"]["thp_mode"] == "always");
+  std::string text = topologyToText(t);
+  CHECK(contains(text, "classified by: memory-tiers"));
+  CHECK(contains(text, "250ns,10240MB/s"));
+}

@@ -1,0 +1,150 @@
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "tierd/scope/Scope.h"
+
+using namespace tierd;
+using namespace tierd::scope;
+namespace fs = std::filesystem;
+
+namespace {
+
+// mountinfo of this build machine (cgroup v1 controllers plus cgroup2 at /sys/fs/cgroup/unified).
+const char* kMountinfo =
+    "23 1 0:21 / / rw,relatime - overlay overlay rw\n"
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime shared:9 - cgroup cgroup rw,name=systemd\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,nsdelegate\n";
+
+struct Tree {
+  fs::path dir;
+  Tree() {
+    char tmpl[] = "/tmp/scope-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+  }
+  ~Tree() { fs::remove_all(dir); }
+  void put(const std::string& abs, const std::string& text) const {
+    fs::create_directories(fs::path(dir.string() + abs).parent_path());
+    std::ofstream(dir.string() + abs, std::ios::binary) << text;
+  }
+  void process(int pid, const std::string& comm, const std::string& cmdline) const {
+    put("/proc/" + std::to_string(pid) + "/comm", comm + "\n");
+    put("/proc/" + std::to_string(pid) + "/cmdline", cmdline);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("parseCgroupMounts finds v1 controllers and the v2 hierarchy") {
+  auto m = parseCgroupMounts(kMountinfo, "mountinfo");
+  REQUIRE(m.ok());
+  REQUIRE(m->size() == 5);
+  CHECK(m->at(1).mountPoint == "/sys/fs/cgroup/memory");
+  CHECK(m->at(1).version == 1);
+  CHECK(m->at(1).controllers == std::vector<std::string>{"memory"});
+  CHECK(m->at(3).controllers == std::vector<std::string>{"name=systemd"});
+  CHECK(m->at(4).version == 2);
+  auto bad = parseCgroupMounts("31 23 0:28 / /sys/fs/cgroup\n", "/proc/self/mountinfo");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().context == "/proc/self/mountinfo:1");
+}
+
+TEST_CASE("parseNumaStatAnon reads v2 bytes and v1 pages") {
+  auto v2 = parseNumaStatAnon("anon N0=8192 N1=4096\nfile N0=0 N1=0\n", 2, 4096, "f");
+  REQUIRE(v2.ok());
+  CHECK(v2->at(0) == 8192);
+  CHECK(v2->at(1) == 4096);
+  auto v1 =
+      parseNumaStatAnon("total=5133 N0=5133\nfile=686 N0=686\nanon=374 N0=374\n", 1, 4096, "f");
+  REQUIRE(v1.ok());
+  CHECK(v1->at(0) == 374u * 4096);
+  CHECK_FALSE(parseNumaStatAnon("anon N0=x\n", 2, 4096, "f").ok());
+  CHECK_FALSE(parseNumaStatAnon("file N0=1\n", 2, 4096, "f").ok());
+}
+
+TEST_CASE("ScopeProvider resolves cgroup, pid-list and command selectors") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  t.put("/sys/fs/cgroup/memory/redis/cgroup.procs", "100\n101\n");
+  t.put("/sys/fs/cgroup/memory/redis/memory.numa_stat", "total=10 N0=10\nanon=6 N0=4 N1=2\n");
+  t.put("/sys/fs/cgroup/unified/batch.slice/cgroup.procs", "200\n42\n");
+  t.process(100, "redis-server", std::string("/usr/bin/redis-server\0*:6379\0", 29));
+  t.process(101, "redis-server", std::string("/usr/bin/redis-server\0", 22));
+  t.process(42, "tierd", std::string("tierd\0", 6));
+  t.process(300, "kworker/0:1", "");  // kernel thread: empty cmdline
+  t.process(301, "tierd-gups", std::string("./build/bin/tierd-gups\0--size\0", 30));
+
+  ScopeProvider p(sys::SysRoot(t.dir.string()), 42);
+  REQUIRE(p.refreshMounts().ok());
+
+  WorkloadSelector byCgroup{"redis", std::string("/redis"), {}, std::nullopt};
+  auto redis = p.resolve(byCgroup);
+  REQUIRE(redis.ok());
+  CHECK(redis->pids == std::vector<pid_t>{100, 101});
+  CHECK(redis->cgroupInode.has_value());
+  CHECK(redis->anonBytesPerNode.at(1) == 2u * 4096);
+
+  // v2 is preferred; tierd's own pid is never in a scope.
+  auto batch = p.resolve({"batch", std::string("batch.slice"), {}, std::nullopt});
+  REQUIRE(batch.ok());
+  CHECK(batch->pids == std::vector<pid_t>{200});
+
+  auto missing = p.resolve({"gone", std::string("/nope"), {}, std::nullopt});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ENOENT);
+  CHECK(missing.error().describe().find("workload 'gone'") != std::string::npos);
+  CHECK(missing.error().describe().find("/sys/fs/cgroup/unified/nope") != std::string::npos);
+
+  auto byPid = p.resolve({"pids", std::nullopt, {101, 999}, std::nullopt});
+  REQUIRE(byPid.ok());
+  CHECK(byPid->pids == std::vector<pid_t>{101});
+  CHECK(byPid->vanishedPids == 1);
+
+  auto byComm = p.resolve({"gups", std::nullopt, {}, std::string("tierd-gups")});
+  REQUIRE(byComm.ok());
+  CHECK(byComm->pids == std::vector<pid_t>{301});
+  auto kthread = p.resolve({"k", std::nullopt, {}, std::string("kworker/0:1")});
+  REQUIRE(kthread.ok());
+  CHECK(kthread->pids.empty());
+}
+
+TEST_CASE("ScopeProvider on the live system finds a child by command name and pid") {
+  ScopeProvider p(sys::SysRoot::live(), getpid());
+  REQUIRE(p.refreshMounts().ok());
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    execlp("sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  // Wait until exec has replaced the forked image (comm becomes "sleep").
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string c;
+    std::getline(comm, c);
+    if (c == "sleep") break;
+    usleep(1000);
+  }
+  auto byComm = p.resolve({"sleepers", std::nullopt, {}, std::string("sleep")});
+  REQUIRE(byComm.ok());
+  CHECK(std::find(byComm->pids.begin(), byComm->pids.end(), child) != byComm->pids.end());
+  auto byPid = p.resolve({"one", std::nullopt, {child, getpid()}, std::nullopt});
+  REQUIRE(byPid.ok());
+  CHECK(byPid->pids == std::vector<pid_t>{child});  // own pid excluded
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  auto after = p.resolve({"one", std::nullopt, {child}, std::nullopt});
+  REQUIRE(after.ok());
+  CHECK(after->pids.empty());
+  CHECK(after->vanishedPids == 1);
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Fetches the Debian bookworm-backports 6.12 kernel for the QEMU rig, without installing it.
+#
+# What it does, all under the cache folder ${TIERD_VM_CACHE:-<repo>/build/vm}:
+#   1. writes a PRIVATE apt configuration (apt/sources.list naming bookworm-backports with the same
+#      mirror URI and keyring as the machine's own debian.sources) and runs `apt-get update` and
+#      `apt-get download` with it. The machine's apt sources, lists and /boot are never touched.
+#   2. resolves the versioned package behind the `linux-image-amd64` metapackage of that suite,
+#      downloads it and unpacks it with `dpkg -x` (never installed).
+#   3. extracts an uncompressed vmlinux from the bzImage (PVH boot needs the ELF) and collects the
+#      9p modules with their dependencies.
+# Result: kernel/vmlinux, kernel/modules/*.ko (decompressed), kernel/modules.order (load order),
+# kernel/release, kernel/config (the kernel's .config, to check CONFIG_ options). Idempotent: a second run with a complete cache does nothing.
+# Fails loudly (non-zero, reason on stderr) when anything cannot be fetched: CI must never skip.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cache="${TIERD_VM_CACHE:-$repo/build/vm}"
+suite="bookworm-backports"
+# The 9p client stack of 6.12 (netfs is a separate module since 6.x); order = load order.
+wanted_modules=(netfs 9pnet 9pnet_virtio 9p)
+
+die() {
+  echo "fetch-kernel: ERROR: $*" >&2
+  exit 1
+}
+
+kdir="$cache/kernel"
+if [ -s "$kdir/vmlinux" ] && [ -s "$kdir/modules.order" ] && [ -s "$kdir/release" ]; then
+  echo "fetch-kernel: cached $(cat "$kdir/release") in $kdir"
+  exit 0
+fi
+
+for tool in apt-get dpkg-deb xz od grep; do
+  command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/install-deps)"
+done
+
+# --- 1. private apt configuration -------------------------------------------------------------
+# Take the mirror and keyring of the machine's main Debian entry (the stanza whose Suites list
+# contains plain "bookworm"), so the private config uses exactly what the machine is allowed to use.
+sources=/etc/apt/sources.list.d/debian.sources
+mirror=""
+keyring=""
+if [ -r "$sources" ]; then
+  read -r mirror keyring < <(awk '
+    function flush() { if (is_main && uri != "") { print uri, key; done = 1 } uri = ""; key = ""; is_main = 0 }
+    /^[[:space:]]*$/ { if (!done) flush(); next }
+    /^URIs:/      { uri = $2 }
+    /^Signed-By:/ { key = $2 }
+    /^Suites:/    { for (i = 2; i <= NF; i++) if ($i == "bookworm") is_main = 1 }
+    END { if (!done) flush() }' "$sources") || true
+fi
+if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
+  mirror="$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list)"
+fi
+[ -n "$mirror" ] || die "cannot find the Debian mirror URI in $sources or /etc/apt/sources.list"
+[ -n "$keyring" ] || keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+[ -r "$keyring" ] || die "keyring $keyring not readable (package debian-archive-keyring)"
+
+aptdir="$cache/apt"
+mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/debs"
+echo "deb [signed-by=$keyring] $mirror $suite main" >"$aptdir/sources.list"
+apt_opts=(
+  -o "Dir::Etc::SourceList=$aptdir/sources.list"
+  -o "Dir::Etc::SourceParts=/dev/null"
+  -o "Dir::State::Lists=$aptdir/lists"
+  -o "Dir::Cache=$aptdir/cache"
+  -o "Dir::State::status=/dev/null"
+  -o "APT::Get::List-Cleanup=0"
+  -o "Debug::NoLocking=1"
+  -o "APT::Default-Release=$suite"
+)
+
+echo "fetch-kernel: private apt update of $mirror $suite (lists in $aptdir)"
+if ! apt-get -q "${apt_opts[@]}" update >"$aptdir/update.log" 2>&1; then
+  cat "$aptdir/update.log" >&2
+  die "apt-get update of $suite from $mirror failed (network? mirror?) - see above"
+fi
+if grep -qE '^(W|E): ' "$aptdir/update.log"; then
+  cat "$aptdir/update.log" >&2
+  die "apt-get update of $suite reported errors - see above"
+fi
+
+# --- 2. resolve and download the versioned image package ----------------------------------------
+meta_depends="$(apt-cache "${apt_opts[@]}" show "linux-image-amd64/$suite" 2>/dev/null |
+  awk '/^Depends:/ { sub(/^Depends: /, ""); print; exit }')" ||
+  die "linux-image-amd64 not found in $suite"
+pkg="$(tr ',' '\n' <<<"$meta_depends" | sed 's/^ *//; s/ .*//' | grep -E '^linux-image-[0-9].*-amd64(-unsigned)?$' | head -n1)" ||
+  true
+[ -n "$pkg" ] || die "cannot resolve the image package from 'Depends: $meta_depends'"
+case "$pkg" in
+  linux-image-6.12.*) ;;
+  *) die "$suite's linux-image-amd64 now depends on $pkg, not a 6.12 kernel; update the rig" ;;
+esac
+version="$(apt-cache "${apt_opts[@]}" show "$pkg/$suite" | awk '/^Version:/ { print $2; exit }')"
+echo "fetch-kernel: linux-image-amd64/$suite -> $pkg $version"
+
+deb="$(find "$aptdir/debs" -name "${pkg}_*.deb" | head -n1)"
+if [ -z "$deb" ]; then
+  if ! (cd "$aptdir/debs" && apt-get -q "${apt_opts[@]}" download "$pkg/$suite") >"$aptdir/download.log" 2>&1; then
+    cat "$aptdir/download.log" >&2
+    die "apt-get download $pkg/$suite failed - see above"
+  fi
+  deb="$(find "$aptdir/debs" -name "${pkg}_*.deb" | head -n1)"
+  [ -n "$deb" ] || die "apt-get download reported success but no ${pkg}_*.deb in $aptdir/debs"
+fi
+
+# --- 3. unpack, extract vmlinux, collect modules -----------------------------------------------
+tmp="$cache/kernel.tmp"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+echo "fetch-kernel: unpacking $(basename "$deb")"
+dpkg-deb -x "$deb" "$tmp/root" || die "dpkg -x $deb failed"
+bz="$(find "$tmp/root/boot" -name 'vmlinuz-*' | head -n1)"
+[ -n "$bz" ] || die "no /boot/vmlinuz-* in $deb"
+release="${bz##*/vmlinuz-}"
+"$here/extract-vmlinux.sh" "$bz" "$tmp/vmlinux" || die "cannot extract vmlinux from $bz"
+
+moddir="$tmp/root/lib/modules/$release"
+[ -d "$moddir" ] || moddir="$tmp/root/usr/lib/modules/$release"
+[ -d "$moddir" ] || die "no modules folder for $release in $deb"
+mkdir -p "$tmp/modules"
+: >"$tmp/modules.order"
+for m in "${wanted_modules[@]}"; do
+  f="$(find "$moddir/kernel" -name "$m.ko*" | head -n1)"
+  if [ -z "$f" ]; then
+    # Built in (modules.builtin lists it): nothing to load.
+    if grep -q "/$m.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
+      echo "fetch-kernel: $m is built in"
+      continue
+    fi
+    die "module $m not found in $release"
+  fi
+  case "$f" in
+    *.ko.xz) xz -dc "$f" >"$tmp/modules/$m.ko" ;;
+    *.ko.zst) zstd -qdc "$f" >"$tmp/modules/$m.ko" ;;
+    *.ko.gz) gzip -dc "$f" >"$tmp/modules/$m.ko" ;;
+    *.ko) cp "$f" "$tmp/modules/$m.ko" ;;
+  esac
+  echo "$m" >>"$tmp/modules.order"
+done
+# Check the order against modinfo's depends (a module must come after what it depends on).
+if command -v modinfo >/dev/null; then
+  seen=" "
+  while read -r m; do
+    deps="$(modinfo -F depends "$tmp/modules/$m.ko" | tr ',' ' ')"
+    for d in $deps; do
+      case "$seen" in
+        *" $d "*) ;;
+        *) grep -q "/$d.ko\$" "$moddir/modules.builtin" 2>/dev/null ||
+          die "module $m depends on $d, which is neither loaded before it nor built in" ;;
+      esac
+    done
+    seen="$seen$m "
+  done <"$tmp/modules.order"
+fi
+echo "$release" >"$tmp/release"
+cp "$moddir/modules.builtin" "$tmp/modules.builtin" 2>/dev/null || true
+cp "$tmp/root/boot/config-$release" "$tmp/config" 2>/dev/null || true
+rm -rf "$tmp/root" "$kdir"
+mv "$tmp" "$kdir"
+echo "fetch-kernel: ready $release: $kdir/vmlinux, modules: $(tr '\n' ' ' <"$kdir/modules.order")"

@@ -1,0 +1,86 @@
+#!/bin/sh
+# Helpers for scenarios, sourced inside the guest (busybox ash): `. "$RIG_SRC/tests/vm/guest-lib.sh"`.
+# Each check prints "ok - WHAT" or "FAIL - WHAT" on the console and appends the same line to
+# $RIG_OUT/checks; rig_done exits 0 only if no check failed (so every check runs even after a
+# failure, and the log shows them all).
+
+rig_failed=0
+
+# check WHAT COMMAND...: runs COMMAND, records its success or failure under WHAT.
+check() {
+  what="$1"
+  shift
+  if "$@"; then
+    echo "ok - $what" | tee -a "$RIG_OUT/checks"
+  else
+    echo "FAIL - $what" | tee -a "$RIG_OUT/checks"
+    rig_failed=$((rig_failed + 1))
+  fi
+}
+
+# fail WHAT: records a failure found by the scenario itself.
+fail() {
+  echo "FAIL - $1" | tee -a "$RIG_OUT/checks"
+  rig_failed=$((rig_failed + 1))
+}
+
+# need_bin NAME: path of a project binary in the shared build folder, or exits with a clear reason
+# (a missing binary is a failure, never a skip).
+need_bin() {
+  if [ ! -x "$RIG_BIN/$1" ]; then
+    echo "FAIL - $1 not built: $RIG_BIN/$1 is missing (build the project, e.g. cmake --build --preset dev)" |
+      tee -a "$RIG_OUT/checks"
+    exit 2
+  fi
+  echo "$RIG_BIN/$1"
+}
+
+# jcheck WHAT FILE FILTER: a check that jq FILTER on the JSON in FILE is true (host jq via /usr).
+jcheck() {
+  check "$1" jq_true "$2" "$3"
+}
+
+# jq_true FILE FILTER: whether jq FILTER on FILE yields true (quietly).
+jq_true() {
+  jq -e "$2" "$1" >/dev/null
+}
+
+# tier_of NODE: the memory_tier number the kernel put NODE in (empty if none).
+tier_of() {
+  for d in /sys/devices/virtual/memory_tiering/memory_tier*; do
+    [ -r "$d/nodelist" ] || continue
+    if in_list "$1" "$(cat "$d/nodelist")"; then
+      echo "${d##*memory_tier}"
+      return 0
+    fi
+  done
+}
+
+# in_list N LIST: whether N is in a kernel cpu/node list like "0-1,4".
+in_list() {
+  for part in $(echo "$2" | tr ',' ' '); do
+    case "$part" in
+      *-*) [ "$1" -ge "${part%-*}" ] && [ "$1" -le "${part#*-}" ] && return 0 ;;
+      *) [ "$1" = "$part" ] && return 0 ;;
+    esac
+  done
+  return 1
+}
+
+# in_words WORD TEXT: whether WORD is one of TEXT's whitespace-separated words.
+in_words() {
+  for w in $2; do
+    [ "$w" = "$1" ] && return 0
+  done
+  return 1
+}
+
+# rig_done: ends the scenario with the checks' verdict.
+rig_done() {
+  if [ "$rig_failed" -eq 0 ]; then
+    echo "scenario $RIG_SCENARIO: all checks passed"
+    exit 0
+  fi
+  echo "scenario $RIG_SCENARIO: $rig_failed check(s) failed"
+  exit 1
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# /init of the rig's guest (busybox ash, PID 1). Copied into the initramfs by build-initramfs.sh.
+#
+# Mounts the kernel filesystems, loads the 9p modules, mounts the host shares, runs the scenario
+# named by `rig.scenario=` on the kernel command line and hands its exit code to QEMU through
+# isa-debug-exit. Host shares (9p, mount tags set by run.sh):
+#   usr   -> /usr        host /usr, read-only: the shared libraries of the project's binaries
+#   src   -> /mnt/src    the repository, read-only: scenarios and tests/vm/guest-lib.sh
+#   build -> /mnt/build  the CMake build folder, read-only: bin/tierctl, bin/tierd, workloads
+#   out   -> /mnt/out    this scenario's results folder, writable
+# Exit protocol: the scenario's code rc (clamped to 1..127 when non-zero) is written as one byte v
+# to I/O port 0xf4; QEMU then exits with status (v << 1) | 1, which run.sh maps back: 1 -> pass,
+# 2v+1 -> scenario failed with v. Anything else (0 from a poweroff/panic reboot) is a rig failure.
+# The line "RIG: /init reached" tells run.sh the kernel booted (early TCG panics are retried once).
+
+PATH=/bin:/usr/bin:/usr/sbin:/sbin
+export PATH
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+# The initramfs has no /dev/console node (no mknod at build time): attach stdio to it now.
+exec </dev/console >/dev/console 2>&1
+echo "RIG: /init reached"
+
+# Writes v (0..127) to isa-debug-exit: QEMU exits with (v << 1) | 1 and this never returns.
+rig_exit() {
+  v=$1
+  [ "$v" -ge 0 ] 2>/dev/null || v=127
+  [ "$v" -le 127 ] || v=127
+  echo "RIG: exit code $v"
+  # shellcheck disable=SC2059 # the octal escape is the point
+  printf "\\$(printf '%03o' "$v")" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+  # Only reached without isa-debug-exit: power off (QEMU exits 0, which run.sh reports as a failure).
+  echo "RIG: isa-debug-exit did not stop the machine"
+  poweroff -f
+  sleep 60
+}
+
+die() {
+  echo "RIG: init failed: $*"
+  rig_exit 125
+}
+
+mkdir -p /dev/pts /dev/shm /dev/hugepages /tmp /run /sys/fs/cgroup
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mount -t hugetlbfs hugetlbfs /dev/hugepages
+if [ -d /sys/kernel/mm/hugepages/hugepages-1048576kB ]; then
+  mkdir -p /dev/hugepages1G
+  mount -t hugetlbfs -o pagesize=1G hugetlbfs /dev/hugepages1G
+fi
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+
+while read -r m; do
+  insmod "/modules/$m.ko" || die "insmod $m"
+done </modules/order
+
+share() { # TAG DIR OPTIONS
+  mkdir -p "$2"
+  mount -t 9p -o "trans=virtio,version=9p2000.L,msize=512000,$3" "$1" "$2" || die "mount 9p $1 on $2"
+}
+# /usr never changes during a boot: cache it (fast exec and library loading under TCG).
+share usr /usr ro,cache=loose
+share src /mnt/src ro
+share build /mnt/build ro
+share out /mnt/out rw
+
+scenario=""
+topology=""
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
+  case "$arg" in
+    rig.scenario=*) scenario="${arg#rig.scenario=}" ;;
+    rig.topology=*) topology="${arg#rig.topology=}" ;;
+  esac
+done
+[ -n "$scenario" ] || die "no rig.scenario= on the kernel command line"
+script="/mnt/src/tests/vm/scenarios/$scenario"
+[ -r "$script" ] || die "scenario $script not found"
+
+export RIG_SCENARIO="$scenario" RIG_TOPOLOGY="$topology"
+export RIG_SRC=/mnt/src RIG_BUILD=/mnt/build RIG_BIN=/mnt/build/bin RIG_OUT=/mnt/out
+export HOME=/tmp TMPDIR=/tmp
+echo "RIG: kernel $(uname -r), scenario $scenario, topology $topology"
+echo "RIG: ---- scenario $scenario begins ----"
+cd /tmp || die "cd /tmp"
+sh "$script"
+rc=$?
+echo "RIG: ---- scenario $scenario ended with $rc ----"
+echo "$rc" >/mnt/out/rc
+sync
+umount /mnt/out
+rig_exit "$rc"

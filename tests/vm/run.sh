@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Boots the emulated DRAM+CXL machine once per scenario and reports pass/fail per scenario.
+# Usage: tests/vm/run.sh SCENARIO...   (names of files in tests/vm/scenarios/)
+#
+# Each scenario is a busybox sh script run as the guest's workload by init.sh. Its header may set,
+# in lines "# rig: KEY=VALUE":
+#   topology=2node|3node   file in tests/vm/topologies/ (default 2node)
+#   mem=SIZE0,SIZE1,...    node sizes overriding the topology's (e.g. 1G,4G)
+#   append=ARGS            extra kernel arguments (e.g. hugepagesz=1G hugepages=0:1,1:1)
+#   timeout=SECONDS        limit for the whole boot (default $TIERD_VM_TIMEOUT or 300)
+# Environment:
+#   TIERD_VM_CACHE   kernel, initramfs, logs and results (default <repo>/build/vm)
+#   TIERD_BUILD_DIR  CMake build folder shared with the guest at /mnt/build (default <repo>/build)
+#   TIERD_VM_TIMEOUT default boot timeout in seconds
+#   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
+# Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
+# in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
+# scenario passed. A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
+# once, and the retry is reported; a failure after /init is never retried.
+# Exit code path (see init.sh): scenario rc -> isa-debug-exit byte v -> QEMU status (v<<1)|1;
+# status 1 means pass, any other status is a failure whose reason is printed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+export TIERD_VM_CACHE="${TIERD_VM_CACHE:-$repo/build/vm}"
+cache="$TIERD_VM_CACHE"
+build="${TIERD_BUILD_DIR:-$repo/build}"
+default_timeout="${TIERD_VM_TIMEOUT:-300}"
+qemu="qemu-system-x86_64"
+marker="RIG: /init reached"
+
+die() {
+  echo "vm: ERROR: $*" >&2
+  exit 1
+}
+
+[ $# -ge 1 ] || die "usage: $0 SCENARIO... (files in $here/scenarios)"
+command -v "$qemu" >/dev/null || die "$qemu not found (package qemu-system-x86; run scripts/install-deps)"
+command -v timeout >/dev/null || die "timeout not found (coreutils)"
+
+mkdir -p "$cache" "$build"
+# One rig at a time per cache: two boots would race on the shared results and logs.
+exec 9>"$cache/run.lock"
+flock -w 1800 9 || die "another run.sh holds $cache/run.lock"
+
+# A missing kernel is a failure, never a skip: both scripts exit non-zero with the reason.
+"$here/fetch-kernel.sh" || die "cannot fetch the guest kernel (see above); the rig cannot run"
+"$here/build-initramfs.sh" || die "cannot build the initramfs (see above)"
+vmlinux="$cache/kernel/vmlinux"
+initrd="$cache/initramfs.cpio.gz"
+
+# SIZE (e.g. 512M, 4G) -> MiB
+to_mib() {
+  case "$1" in
+    *[Gg]) echo $((${1%[Gg]} * 1024)) ;;
+    *[Mm]) echo $((${1%[Mm]})) ;;
+    *) die "bad size '$1' (use M or G)" ;;
+  esac
+}
+
+# header SCENARIO_FILE KEY -> value of "# rig: KEY=VALUE" (empty when absent)
+header() {
+  sed -n "s/^# rig: $2=//p" "$1" | head -n1
+}
+
+# qemu_args SCENARIO_FILE NAME OUTDIR -> fills the global array args
+qemu_args() {
+  local file="$1" name="$2" outdir="$3"
+  local topo mem append total=0 i mib cpus
+  topo="${TIERD_VM_TOPOLOGY:-$(header "$file" topology)}"
+  topo="${topo:-2node}"
+  [ -r "$here/topologies/$topo" ] || die "$name: unknown topology '$topo'"
+  # Topology files are data: only their known KEY=VALUE lines are read, nothing is executed.
+  local NODES="" DIST=""
+  declare -A T=()
+  while IFS='=' read -r k v; do
+    case "$k" in
+      NODES) NODES="$v" ;;
+      DIST) DIST="${v//\"/}" ;;
+      CPUS_* | MEM_* | LAT_* | BW_*) T[$k]="$v" ;;
+      '' | \#*) ;;
+      *) die "topology $topo: unknown key '$k'" ;;
+    esac
+  done < <(sed 's/[[:space:]]*#.*//; /^$/d' "$here/topologies/$topo")
+  [ -n "$NODES" ] || die "topology $topo: NODES missing"
+  mem="$(header "$file" mem)"
+  if [ -n "$mem" ]; then
+    IFS=',' read -r -a sizes <<<"$mem"
+    [ "${#sizes[@]}" -eq "$NODES" ] || die "$name: mem=$mem needs $NODES sizes for topology $topo"
+    for ((i = 0; i < NODES; i++)); do T[MEM_$i]="${sizes[$i]}"; done
+  fi
+  append="$(header "$file" append)"
+
+  args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "max,erms=off" -smp 2)
+  for ((i = 0; i < NODES; i++)); do
+    mib="$(to_mib "${T[MEM_$i]:?topology $topo: MEM_$i missing}")"
+    total=$((total + mib))
+    args+=(-object "memory-backend-ram,id=m$i,size=${mib}M")
+    cpus="${T[CPUS_$i]:-}"
+    if [ -n "$cpus" ]; then
+      args+=(-numa "node,nodeid=$i,cpus=$cpus,memdev=m$i")
+    else
+      args+=(-numa "node,nodeid=$i,memdev=m$i,initiator=0")
+    fi
+  done
+  args+=(-m "${total}M")
+  local d pair
+  for d in $DIST; do # "A-B=D"
+    pair="${d%%=*}"
+    args+=(-numa "dist,src=${pair%-*},dst=${pair#*-},val=${d##*=}")
+  done
+  for ((i = 0; i < NODES; i++)); do
+    args+=(-numa "hmat-lb,initiator=0,target=$i,hierarchy=memory,data-type=access-latency,latency=${T[LAT_$i]:?LAT_$i missing}")
+    args+=(-numa "hmat-lb,initiator=0,target=$i,hierarchy=memory,data-type=access-bandwidth,bandwidth=${T[BW_$i]:?BW_$i missing}")
+  done
+  # QEMU option values escape a comma by doubling it.
+  local usr_p=/usr src_p="${repo//,/,,}" build_p="${build//,/,,}" out_p="${outdir//,/,,}"
+  args+=(
+    -nodefaults -nographic -no-reboot -monitor none -serial stdio
+    -device "isa-debug-exit,iobase=0xf4,iosize=0x01"
+    -virtfs "local,path=$usr_p,mount_tag=usr,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$src_p,mount_tag=src,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$build_p,mount_tag=build,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$out_p,mount_tag=out,security_model=none"
+    -kernel "$vmlinux" -initrd "$initrd"
+    -append "console=ttyS0 panic=-1 oops=panic numa_balancing=disable nokaslr mitigations=off rdinit=/init rig.scenario=$name rig.topology=$topo${append:+ $append}"
+  )
+}
+
+# boot NAME FILE LOG OUTDIR TIMEOUT -> QEMU's exit status (124: timed out)
+boot() {
+  local name="$1" file="$2" log="$3" outdir="$4" limit="$5" status=0
+  rm -rf "$outdir"
+  mkdir -p "$outdir"
+  qemu_args "$file" "$name" "$outdir"
+  echo "# $qemu ${args[*]}" >"$log"
+  timeout -k 10 "$limit" "$qemu" "${args[@]}" </dev/null >>"$log" 2>&1 || status=$?
+  return "$status"
+}
+
+runs="$cache/runs"
+mkdir -p "$runs"
+failed=()
+passed=0
+for name in "$@"; do
+  file="$here/scenarios/$name"
+  if [ ! -r "$file" ]; then
+    echo "vm: FAIL $name: no such scenario $file"
+    failed+=("$name")
+    continue
+  fi
+  limit="$(header "$file" timeout)"
+  limit="${limit:-$default_timeout}"
+  log="$runs/$name.log"
+  outdir="$runs/$name"
+  rm -f "$runs/$name.attempt1.log"
+  echo "vm: booting $name (timeout ${limit}s, log $log)"
+  start=$SECONDS
+  status=0
+  boot "$name" "$file" "$log" "$outdir" "$limit" || status=$?
+  note=""
+  if [ "$status" -ne 1 ] && ! grep -q "$marker" "$log"; then
+    mv "$log" "$runs/$name.attempt1.log"
+    echo "vm: $name: boot never reached /init (QEMU status $status; early TCG panic?), retrying once;" \
+      "first log kept as $runs/$name.attempt1.log"
+    status=0
+    boot "$name" "$file" "$log" "$outdir" "$limit" || status=$?
+    note=", retried once after a boot that never reached /init"
+  fi
+  secs=$((SECONDS - start))
+  rc_file="$(cat "$outdir/rc" 2>/dev/null || echo none)"
+  reason=""
+  case "$status" in
+    1)
+      if [ "$rc_file" = 0 ]; then
+        reason=""
+      else
+        reason="QEMU reported exit 0 but the results share says rc=$rc_file"
+      fi
+      ;;
+    124 | 137) reason="timed out after ${limit}s" ;;
+    0) reason="the guest stopped without reporting an exit code (kernel panic, oops or reboot?)" ;;
+    *)
+      if [ $((status % 2)) -eq 1 ]; then
+        v=$(((status - 1) / 2))
+        if [ "$v" -eq 125 ] && [ "$rc_file" = none ]; then
+          reason="guest /init failed before the scenario ran (see log)"
+        else
+          reason="scenario exited with $v (rc file: $rc_file)"
+        fi
+      else
+        reason="QEMU failed with status $status"
+      fi
+      ;;
+  esac
+  if ! grep -q "$marker" "$log"; then
+    reason="${reason:-?}; the boot never reached /init"
+  fi
+  if [ -z "$reason" ]; then
+    echo "vm: PASS $name (${secs}s$note)"
+    passed=$((passed + 1))
+  else
+    echo "vm: ---- last 40 lines of $log ----"
+    tail -n 40 "$log" | sed 's/^/  | /'
+    echo "vm: FAIL $name: $reason (${secs}s$note; log $log)"
+    failed+=("$name")
+  fi
+done
+
+echo "vm: $passed passed, ${#failed[@]} failed${failed[*]:+: ${failed[*]}}"
+[ "${#failed[@]}" -eq 0 ]
