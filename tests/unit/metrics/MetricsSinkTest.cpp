@@ -50,7 +50,7 @@ TEST_CASE("updates with unbounded or wrong labels are dropped and counted") {
   CHECK(s.seriesCount("tierd_hotness_hot_bytes") == 0);
 }
 
-TEST_CASE("workload labels come only from the configured names; removed workloads vanish") {
+TEST_CASE("workload labels come only from the configured names and removed workloads vanish") {
   RecordingSink s;
   s.setWorkloads({"redis", "gapbs"});
   CHECK(s.set(metric::kHotnessHotBytes, {"redis", "fast"}, 10));

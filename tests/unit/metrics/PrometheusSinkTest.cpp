@@ -118,7 +118,7 @@ TEST_CASE("exporter serves /metrics on a free port and a taken port is a clear e
   CHECK(second.error().describe().find("already listens") != std::string::npos);
 }
 
-TEST_CASE("basic auth: credentials from a private file; others are refused") {
+TEST_CASE("basic auth: credentials from a private file, other files are refused") {
   const std::string good = tempFile("tierd:s3cret\n", 0600);
   ExporterOptions o;
   o.listenAddress = "127.0.0.1:0";
