@@ -5,7 +5,8 @@
 #   /etc/tierd/tierd.toml                            default config, a dpkg conffile
 #   /usr/share/tierd/dashboards/*.json               Grafana dashboards
 #   /usr/share/tierd/grafana/provisioning/...        Grafana provisioning examples
-#   /usr/share/tierd/profiles/                       config profiles (config/profiles/, if present)
+#   /etc/tierd/profiles/*.toml                       config profiles (config/profiles/), conffiles
+#   /usr/share/doc/tierd/examples/                   example configs (config/tierd-*.toml)
 #   /usr/share/doc/tierd/                            README.md and docs/*.md
 # Paths under /lib and /etc are absolute on purpose (Debian bookworm layout).
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
@@ -18,8 +19,19 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/config/tierd.toml)
           PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
   string(APPEND _tierd_conffiles "/etc/tierd/tierd.toml\n")
 endif()
-if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/config/profiles)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/profiles/ DESTINATION share/tierd/profiles)
+# Profiles are looked up in <config dir>/profiles, then /etc/tierd/profiles (policy/ConfigCompiler):
+# conffiles too, so local edits survive upgrades.
+file(GLOB _tierd_profiles ${PROJECT_SOURCE_DIR}/config/profiles/*.toml)
+foreach(_p ${_tierd_profiles})
+  install(FILES ${_p} DESTINATION /etc/tierd/profiles
+          PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  get_filename_component(_name ${_p} NAME)
+  string(APPEND _tierd_conffiles "/etc/tierd/profiles/${_name}\n")
+endforeach()
+# Example configs for the shipped profiles (config/tierd-<workload>.toml).
+file(GLOB _tierd_examples ${PROJECT_SOURCE_DIR}/config/tierd-*.toml)
+if(_tierd_examples)
+  install(FILES ${_tierd_examples} DESTINATION share/doc/tierd/examples)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/ DESTINATION share/tierd/dashboards
         FILES_MATCHING PATTERN "*.json" PATTERN "provisioning" EXCLUDE)

@@ -35,6 +35,12 @@ if [ -f "$src/config/tierd.toml" ]; then
 else
   echo "note: config/tierd.toml does not exist yet; the package carries no default config"
 fi
+for p in "$src"/config/profiles/*.toml; do
+  [ -f "$p" ] || continue
+  need "etc/tierd/profiles/$(basename "$p")"
+  grep -qx "/etc/tierd/profiles/$(basename "$p")" "$tmp/control/conffiles" || {
+    echo "MISSING: /etc/tierd/profiles/$(basename "$p") in conffiles"; fail=1; }
+done
 for s in postinst prerm postrm; do [ -x "$tmp/control/$s" ] || { echo "MISSING: $s"; fail=1; }; done
 grep -E '^(Package|Version|Depends):' "$tmp/control/control"
 exit $fail

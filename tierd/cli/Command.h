@@ -19,4 +19,11 @@ int topologyCommand(const std::vector<std::string>& args, size_t begin);
 /// `tierctl metrics --catalog [--markdown|--json]`: the metric catalog (docs/metrics.md).
 int metricsCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl bench <what> ...`: dispatches to the benchmark named by the first argument.
+int benchCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl bench heat [--json] [--gib N] [--samples N] [--runs N] [--zipf S]`: heat model
+/// samples ingested per CPU second and bytes of model per tracked GiB (policy/HeatModel.h).
+int benchHeatCommand(const std::vector<std::string>& args, size_t begin);
+
 }  // namespace tierd::cli

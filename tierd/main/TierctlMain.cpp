@@ -20,6 +20,8 @@ const Subcommand kSubcommands[] = {
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
     {"metrics", &tierd::cli::metricsCommand,
      "the Prometheus metric catalog (--catalog [--markdown|--json])"},
+    {"bench", &tierd::cli::benchCommand,
+     "measurements: bench heat (heat model ingest rate, memory)"},
 };
 
 void usage(std::ostream& out) {

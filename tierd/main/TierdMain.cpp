@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "policy/ConfigCompiler.h"
+#include "policy/ConfigFormat.h"
+#include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
 #include "tierd/topology/TopologyJson.h"
 
@@ -14,6 +17,8 @@ int main(int argc, char** argv) {
       {"dry-run", false, "decide and report, move nothing"},
       {"once", false, "run one tick and exit"},
       {"check-config", false, "compile the config, print errors or the result, and exit"},
+      {"json", false, "with --check-config: print the compiled result as JSON"},
+      {"print-config-schema", false, "print docs/configuration.md (every key) and exit"},
       {"sys-root", true, "", "DIR"},
       {"help", false, "show this help"},
   };
@@ -24,6 +29,24 @@ int main(int argc, char** argv) {
   }
   if (parsed->has("help")) {
     std::cout << "usage: tierd [options]\n\n" << cli::optionHelp(specs);
+    return 0;
+  }
+  if (parsed->has("print-config-schema")) {
+    std::cout << policy::renderSchemaMarkdown();
+    return 0;
+  }
+  const std::string configPath = parsed->get("config").value_or("/etc/tierd/tierd.toml");
+  if (parsed->has("check-config")) {
+    policy::CompileOutcome out = policy::compileConfigFile(configPath);
+    if (!out.ok()) {
+      for (const policy::ConfigError& e : out.errors)
+        std::cerr << e.describe() << "\n";
+      std::cerr << "tierd: " << configPath << ": " << out.errors.size() << " error"
+                << (out.errors.size() == 1 ? "" : "s") << "\n";
+      return 1;
+    }
+    std::cout << (parsed->has("json") ? policy::configToJson(*out.config)
+                                      : policy::configToText(*out.config));
     return 0;
   }
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
