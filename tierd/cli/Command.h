@@ -16,6 +16,9 @@ using CommandFn = int (*)(const std::vector<std::string>& args, size_t begin);
 /// `tierctl topology [--json] [--sys-root DIR]`: nodes, tiers, reasons, capacity, capabilities.
 int topologyCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl metrics --catalog [--markdown|--json]`: the metric catalog (docs/metrics.md).
+int metricsCommand(const std::vector<std::string>& args, size_t begin);
+
 /// `tierctl bench heat [--json] [--gib N] [--samples N] [--runs N] [--zipf S]`: heat model
 /// samples ingested per CPU second and bytes of model per tracked GiB (policy/HeatModel.h).
 int benchHeatCommand(const std::vector<std::string>& args, size_t begin);

@@ -26,6 +26,8 @@ const Subcommand kSubcommands[] = {
     {"locate", &tierd::cli::locateCommand,
      "where a process's memory lives, per node and page size"},
     {"move", &tierd::cli::moveCommand, "move a process's pages to a node, with per-errno results"},
+    {"metrics", &tierd::cli::metricsCommand,
+     "the Prometheus metric catalog (--catalog [--markdown|--json])"},
     {"bench", &tierd::cli::benchCommand,
      "bench migrate|locate|heat: GiB/s, query speed vs naive, heat model"},
 };
