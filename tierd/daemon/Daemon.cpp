@@ -209,7 +209,8 @@ int runDaemon(const DaemonOptions& options) {
   const EngineTotals& t = engine.totals();
   std::cerr << "tierd: stopped after " << t.ticks << " ticks: promoted "
             << formatBytes(t.promotedBytes) << ", demoted " << formatBytes(t.demotedBytes) << ", "
-            << t.samples << " samples, cpu " << processCpuSeconds() << " s\n";
+            << t.samples << " samples, cpu " << processCpuSeconds()
+            << " s (moved_bytes=" << t.promotedBytes + t.demotedBytes << ")\n";
   return rc;
 }
 
