@@ -99,10 +99,14 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
             " slow=" + formatBytes(w.slowBytes) + " hot-on-fast=" + pct + " of " +
             formatBytes(hot) + ";";
   }
-  char tail[160];
-  std::snprintf(tail, sizeof tail, " promoted=%s demoted=%s samples=%llu cpu=%.2fs%s",
+  char tail[256];
+  auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+  std::snprintf(tail, sizeof tail,
+                " promoted=%s demoted=%s samples=%llu cpu=%.2fs (tick ms: scope %.1f locate %.1f "
+                "sampling %.1f policy %.1f migrate %.1f)%s",
                 formatBytes(r.promotedBytes).c_str(), formatBytes(r.demotedBytes).c_str(),
-                static_cast<unsigned long long>(r.samples), cpuSeconds,
+                static_cast<unsigned long long>(r.samples), cpuSeconds, ms(r.cpu.topologyScopeNs),
+                ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   return line + tail;
 }

@@ -56,6 +56,15 @@ struct WorkloadReport {
   uint64_t hotSlowBytes = 0;  ///< ... on the slow tier
 };
 
+/// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
+struct PhaseCpu {
+  uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
+  uint64_t locateNs = 0;         ///< smaps and locate() of every scoped process
+  uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
+  uint64_t policyNs = 0;         ///< snapshot and arbiter
+  uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
+};
+
 /// What one tick did.
 struct TickReport {
   uint64_t nowNs = 0;
@@ -71,6 +80,7 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
+  PhaseCpu cpu;                       ///< where this tick's CPU went
 };
 
 /// Cumulative counters since the engine started.
