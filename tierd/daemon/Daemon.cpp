@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -87,6 +88,27 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
+// DAMON monitoring attributes for one process. DAMON never lets a region grow beyond
+// (monitored size / min_nr_regions), so min_nr_regions = managed bytes / 2 MiB keeps regions at
+// the 2 MiB granularity of the heat model (capped: beyond 8 GiB regions grow past 2 MiB); the
+// tried regions are read at every tick (one aggregation interval, 100 ms). Sampling every 2 ms
+// gives each region 50 checks per aggregation interval, enough to tell a hot 2 MiB page from a
+// cold one that is still touched every few ms (REFERENCE.md section 5; tests/vm/scenarios/hotness).
+telemetry::DamonConfig damonConfigFor(const sys::SysRoot& root, pid_t pid) {
+  telemetry::DamonConfig c;
+  c.sampleUs = 2000;
+  c.aggrUs = 100000;
+  c.updateUs = 1000000;
+  c.snapshotNs = 0;
+  uint64_t managed = 0;
+  if (auto vmas = sys::readSmaps(root, pid))
+    for (const policy::Mapping& m : managedMappings(vmas.value(), 4096, 2 * kMiB))
+      managed += m.end - m.start;
+  c.minRegions = std::clamp<uint64_t>(managed / (2 * kMiB), 10, 4096);
+  c.maxRegions = 2 * c.minRegions;
+  return c;
+}
+
 std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds) {
   std::string line = "tick " + std::to_string(tickNo) + ":";
   for (const WorkloadReport& w : r.workloads) {
@@ -142,7 +164,8 @@ int runDaemon(const DaemonOptions& options) {
     if (sourceName.empty()) return Error::env(why, "sampling");
     telemetry::SamplingTarget target;
     target.pid = pid;
-    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root);
+    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
+                                 damonConfigFor(root, pid));
   };
 
   Engine engine(root,

@@ -55,6 +55,8 @@ std::optional<policy::MoveResult> reduce(const RangeResult& r) {
   return std::nullopt;
 }
 
+}  // namespace
+
 // Mappings tierd manages: private anonymous memory (heap and anonymous mmap) and hugetlb.
 // File-backed, shared and special mappings ([stack] aside) are left to the kernel.
 std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
@@ -81,8 +83,6 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
   }
   return out;
 }
-
-}  // namespace
 
 Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,

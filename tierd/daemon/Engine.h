@@ -42,6 +42,13 @@ namespace tierd::daemon {
 using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
     pid_t pid, const std::string& workload)>;
 
+/// The mappings tierd manages, from /proc/PID/smaps: private anonymous read-write memory (heap
+/// and anonymous mmap) and hugetlb. File-backed, shared and special mappings are left to the
+/// kernel. Page size: KernelPageSize for hugetlb, `pmdSize` where THP may back the mapping
+/// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
+std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
+                                             uint64_t basePage, uint64_t pmdSize);
+
 /// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
 /// the engine's SysRoot; tests pass the fake kernel's rendering.
 using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
