@@ -88,24 +88,18 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
-// DAMON monitoring attributes for one process. DAMON never lets a region grow beyond
-// (monitored size / min_nr_regions), so min_nr_regions = managed bytes / 2 MiB keeps regions at
-// the 2 MiB granularity of the heat model (capped: beyond 8 GiB regions grow past 2 MiB); the
-// tried regions are read at every tick (one aggregation interval, 100 ms). Sampling every 2 ms
-// gives each region 50 checks per aggregation interval, enough to tell a hot 2 MiB page from a
-// cold one that is still touched every few ms (REFERENCE.md section 5; tests/vm/scenarios/hotness).
-telemetry::DamonConfig damonConfigFor(const sys::SysRoot& root, pid_t pid) {
+// DAMON monitoring attributes for one process: DAMON's defaults (5 ms sampling, 100 ms
+// aggregation, 10..1000 adaptive regions), tried regions read once per second. Measured in the
+// rig (tests/vm/scenarios/tiering-gups): denser regions (min_nr_regions = size / 2 or 4 MiB) cost
+// more kdamond and tierd CPU under emulation and converged more slowly; see the issue notes.
+telemetry::DamonConfig damonConfigFor() {
   telemetry::DamonConfig c;
-  c.sampleUs = 2000;
+  c.sampleUs = 5000;
   c.aggrUs = 100000;
   c.updateUs = 1000000;
-  c.snapshotNs = 0;
-  uint64_t managed = 0;
-  if (auto vmas = sys::readSmaps(root, pid))
-    for (const policy::Mapping& m : managedMappings(vmas.value(), 4096, 2 * kMiB))
-      managed += m.end - m.start;
-  c.minRegions = std::clamp<uint64_t>(managed / (2 * kMiB), 10, 4096);
-  c.maxRegions = 2 * c.minRegions;
+  c.minRegions = 10;
+  c.maxRegions = 1000;
+  c.snapshotNs = 1'000'000'000;
   return c;
 }
 
@@ -165,7 +159,7 @@ int runDaemon(const DaemonOptions& options) {
     telemetry::SamplingTarget target;
     target.pid = pid;
     return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
-                                 damonConfigFor(root, pid));
+                                 damonConfigFor());
   };
 
   Engine engine(root,
