@@ -554,6 +554,38 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
     return Ok{};
   };
 
+  // Sparse memory: pagemap says which base pages are mapped at all (~5 ns per entry, against
+  // ~30 ns per move_pages address); only those are queried, the rest is -ENOENT.
+  auto sparse = [&](uint64_t a, uint64_t b) -> Status {
+    if (b - a > config_.locateMaxScanBytes) {
+      out.unscanned.push_back({a, b - a});
+      return Ok{};
+    }
+    std::vector<uint64_t> addrs;
+    for (uint64_t x = a; x < b;) {
+      const uint64_t n = std::min<uint64_t>(kQueryBatch, (b - x) / base);
+      auto pm = sys_->pagemap(pid, x, n);
+      if (!pm) return pm.error();
+      out.pagemapPages += n;
+      addrs.clear();
+      for (uint64_t i = 0; i < n; ++i)
+        if (pm.value()[i] >> 63) addrs.push_back(x + i * base);
+      auto st = queryPages(*sys_, pid, addrs, out.queryCalls);
+      if (!st) return st.error();
+      out.queriedPages += addrs.size();
+      size_t q = 0;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t addr = x + i * base;
+        if (q < addrs.size() && addrs[q] == addr)
+          emit(addr, base, base, st.value()[q++]);
+        else
+          emit(addr, base, base, -ENOENT);
+      }
+      x += n * base;
+    }
+    return Ok{};
+  };
+
   const auto& vmas = maps.value();
   for (const auto& r : ranges) {
     const uint64_t end = r.start + r.length;
@@ -635,7 +667,8 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
         }
         continue;
       }
-      Status s = naive(a, b);
+      const bool isSparse = n && !n->huge && n->presentPages() * base * 2 < v.size();
+      Status s = isSparse ? sparse(a, b) : naive(a, b);
       if (!s) return s.error();
     }
     if (cur < end) emit(cur, end - cur, base, -EFAULT);

@@ -409,3 +409,33 @@ TEST_CASE("locate on the model equals the naive per-base-page query") {
   REQUIRE_FALSE(gone.ok());
   CHECK(gone.error().code == ENOENT);
 }
+
+TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase + 4 * kKiB, 4 * kKiB, 1);
+  k.populate(kPid, kBase + 20 * kMiB, 8 * kKiB, 0);
+  k.mapZeroPage(kPid, kBase + 40 * kMiB);
+  const std::vector<AddressRange> ranges = {{kBase, 64 * kMiB}};
+  auto loc = m.locate(kPid, ranges);
+  REQUIRE(loc.ok());
+  auto naive = naiveLocate(k, kPid, ranges);
+  REQUIRE(naive.ok());
+  CHECK(loc->perBasePage(4 * kKiB) == naive.value());
+  CHECK(loc->queriedPages == 4);  // 3 present pages and the zero page
+  CHECK(loc->pagemapPages == 64 * kMiB / (4 * kKiB));
+  CHECK(loc->unscanned.empty());
+
+  MigratorConfig small;
+  small.locateMaxScanBytes = 1 * kMiB;
+  FakeMigrator capped(small);
+  capped.kernel().map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
+  capped.kernel().populate(kPid, kBase, 4 * kKiB, 0);
+  auto c = capped.locate(kPid, {{kBase - 8 * kKiB, 64 * kMiB + 8 * kKiB}});
+  REQUIRE(c.ok());
+  REQUIRE(c->unscanned.size() == 1);
+  CHECK(c->unscanned[0].start == kBase);
+  CHECK(c->unscanned[0].length == 64 * kMiB);
+  CHECK(c->perBasePage(4 * kKiB) == std::vector<int>{-EFAULT, -EFAULT});  // the hole before it
+}
