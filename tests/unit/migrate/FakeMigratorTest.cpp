@@ -439,3 +439,26 @@ TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages")
   CHECK(c->unscanned[0].length == 64 * kMiB);
   CHECK(c->perBasePage(4 * kKiB) == std::vector<int>{-EFAULT, -EFAULT});  // the hole before it
 }
+
+TEST_CASE("execute on sparse memory sends only mapped pages; an empty VMA costs no call") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase + 4 * kKiB, 4 * kKiB, 0);
+  k.populate(kPid, kBase + 20 * kMiB, 8 * kKiB, 0);
+  k.mapZeroPage(kPid, kBase + 40 * kMiB);
+  k.map(kPid, kBase + 128 * kMiB, 64 * kMiB, FakeBacking::Base);  // nothing resident
+  auto res =
+      m.execute({range(kBase, 64 * kMiB, 1), range(kBase + 128 * kMiB, 64 * kMiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 3);
+  CHECK(count(r, MoveOutcome::NotPresent) == 64 * kMiB / (4 * kKiB) - 3);  // incl. zero page
+  CHECK_FALSE(r.dropped);
+  CHECK(count(res.ranges[1], MoveOutcome::NotPresent) == 64 * kMiB / (4 * kKiB));
+  const std::vector<std::string> golden = {
+      "pagemap pid=100 0x10000000 n=16384",
+      "query pid=100 n=4 first=0x10001000 -> 0 [0,0,0,-14]",
+      "move pid=100 n=3 first=0x10001000 to=1 -> 0 [1,1,1]",
+  };
+  CHECK(m.log() == golden);
+}
