@@ -228,9 +228,10 @@ int benchLocate(const std::vector<std::string>& args, size_t begin) {
 int benchCommand(const std::vector<std::string>& args, size_t begin) {
   if (begin < args.size() && args[begin] == "migrate") return benchMigrate(args, begin + 1);
   if (begin < args.size() && args[begin] == "locate") return benchLocate(args, begin + 1);
+  if (begin < args.size() && args[begin] == "heat") return benchHeatCommand(args, begin + 1);
   const bool help = begin < args.size() && (args[begin] == "--help" || args[begin] == "-h");
   (help ? std::cout : std::cerr)
-      << "usage: tierctl bench migrate|locate [options]   ('tierctl bench migrate --help')\n";
+      << "usage: tierctl bench migrate|locate|heat [options]   ('tierctl bench migrate --help')\n";
   return help ? 0 : 2;
 }
 

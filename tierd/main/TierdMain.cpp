@@ -3,8 +3,12 @@
 #include <string>
 #include <vector>
 
+#include "policy/ConfigCompiler.h"
+#include "policy/ConfigFormat.h"
+#include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
-#include "tierd/topology/TopologyJson.h"
+#include "tierd/daemon/Daemon.h"
+#include "tierd/sys/Parsers.h"
 
 int main(int argc, char** argv) {
   using namespace tierd;
@@ -13,7 +17,10 @@ int main(int argc, char** argv) {
       {"config", true, "TOML policy file (default /etc/tierd/tierd.toml)", "FILE"},
       {"dry-run", false, "decide and report, move nothing"},
       {"once", false, "run one tick and exit"},
+      {"ticks", true, "run N ticks and exit", "N"},
       {"check-config", false, "compile the config, print errors or the result, and exit"},
+      {"json", false, "with --check-config: print the compiled result as JSON"},
+      {"print-config-schema", false, "print docs/configuration.md (every key) and exit"},
       {"sys-root", true, "", "DIR"},
       {"help", false, "show this help"},
   };
@@ -26,18 +33,36 @@ int main(int argc, char** argv) {
     std::cout << "usage: tierd [options]\n\n" << cli::optionHelp(specs);
     return 0;
   }
-  sys::SysRoot root(parsed->get("sys-root").value_or("/"));
-  auto topo = topology::readTopology(root);
-  if (!topo) {
-    std::cerr << "tierd: cannot read the memory topology: " << topo.error().describe() << "\n";
-    return 1;
+  if (parsed->has("print-config-schema")) {
+    std::cout << policy::renderSchemaMarkdown();
+    return 0;
   }
-  std::cerr << "tierd: topology classified by " << topo->method << ": fast nodes "
-            << topology::topologyToJson(topo.value())["fast_nodes"].dump() << ", slow nodes "
-            << topology::topologyToJson(topo.value())["slow_nodes"].dump() << "\n";
-  if (!parsed->has("once")) {
-    std::cerr << "tierd: the tiering loop is not built yet; run with --once\n";
-    return 1;
+  const std::string configPath = parsed->get("config").value_or("/etc/tierd/tierd.toml");
+  if (parsed->has("check-config")) {
+    policy::CompileOutcome out = policy::compileConfigFile(configPath);
+    if (!out.ok()) {
+      for (const policy::ConfigError& e : out.errors)
+        std::cerr << e.describe() << "\n";
+      std::cerr << "tierd: " << configPath << ": " << out.errors.size() << " error"
+                << (out.errors.size() == 1 ? "" : "s") << "\n";
+      return 1;
+    }
+    std::cout << (parsed->has("json") ? policy::configToJson(*out.config)
+                                      : policy::configToText(*out.config));
+    return 0;
   }
-  return 0;
+  daemon::DaemonOptions options;
+  options.configPath = configPath;
+  options.sysRoot = parsed->get("sys-root").value_or("/");
+  options.dryRun = parsed->has("dry-run");
+  options.once = parsed->has("once");
+  if (auto n = parsed->get("ticks")) {
+    auto v = sys::parseU64(*n, "--ticks");
+    if (!v || v.value() == 0) {
+      std::cerr << "tierd: --ticks needs a positive integer, got '" << *n << "'\n";
+      return 2;
+    }
+    options.ticks = v.value();
+  }
+  return daemon::runDaemon(options);
 }

@@ -1,0 +1,120 @@
+#pragma once
+/// \file
+/// The compiled configuration: what tierd runs with after the TOML file (and the profiles it
+/// names) passed every check of the compiler (ConfigCompiler.h). A plain immutable value: copy it,
+/// compare it, hand a `std::shared_ptr<const CompiledConfig>` to each tick. Every field has a
+/// value (defaults come from the schema table, ConfigSchema.h); units are in the field names.
+
+#include <sys/types.h>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tierd::policy {
+
+/// `[sampling] source`: where access samples come from.
+enum class SampleSource {
+  Auto,    ///< perf when a PMU with memory sampling exists, else DAMON vaddr
+  Perf,    ///< perf_event PEBS/IBS sampling
+  Damon,   ///< DAMON vaddr monitoring
+  Replay,  ///< a recorded trace (`[sampling] trace`)
+};
+/// "auto", "perf", "damon", "replay".
+const char* sampleSourceName(SampleSource s);
+
+/// `[migration] page_granularity`: which addresses are passed to move_pages(2).
+enum class PageGranularity {
+  Huge,  ///< one address per huge page (2 MiB THP, hugetlb page), base pages one by one
+  Base,  ///< every base page address, even inside THPs (for kernels where THP moves misbehave)
+};
+/// "huge", "base".
+const char* pageGranularityName(PageGranularity g);
+
+/// A size given either in bytes ("8GiB") or as a percentage of a total ("25%").
+struct ByteAmount {
+  bool isPercent = false;
+  uint64_t bytes = 0;    ///< when !isPercent
+  double percent = 0.0;  ///< when isPercent, 0..100
+  /// Bytes this amount stands for out of `totalBytes` (percent rounded down); bytes as given.
+  uint64_t resolve(uint64_t totalBytes) const;
+  bool operator==(const ByteAmount&) const = default;
+};
+
+/// `[daemon]`.
+struct DaemonConfig {
+  uint64_t intervalNs = 0;    ///< tick interval
+  std::string metricsListen;  ///< "host:port" of the Prometheus endpoint ("" = disabled)
+  bool dryRun = false;        ///< decide and report, move nothing
+  bool operator==(const DaemonConfig&) const = default;
+};
+
+/// `[tiers]`: explicit node mapping; both empty = detect (tierd::topology::TierOverride).
+struct TiersConfig {
+  std::set<int> fastNodes;
+  std::set<int> slowNodes;
+  bool operator==(const TiersConfig&) const = default;
+};
+
+/// `[sampling]`.
+struct SamplingConfig {
+  SampleSource source = SampleSource::Auto;
+  double cpuBudgetPercent = 0.0;  ///< share of one CPU tierd's sampling may use, 0..100
+  uint64_t samplePeriod = 0;      ///< events between two samples (perf sample_period)
+  std::string trace;              ///< recorded trace file for source = replay, else ""
+  bool operator==(const SamplingConfig&) const = default;
+};
+
+/// `[migration]`.
+struct MigrationConfig {
+  PageGranularity pageGranularity = PageGranularity::Huge;
+  uint64_t maxPromoteMiBPerS = 0;    ///< MiB/s moved slow -> fast at most (0 = never promote)
+  uint64_t maxDemoteMiBPerS = 0;     ///< MiB/s moved fast -> slow at most (0 = never demote)
+  uint64_t callLatencyTargetNs = 0;  ///< each move_pages(2) call is sized to take about this long
+  ByteAmount fastHeadroom;           ///< free memory kept on the fast tier (bytes or % of it)
+  bool operator==(const MigrationConfig&) const = default;
+};
+
+/// How a `[[workload]]` selects its processes (exactly one kind).
+struct WorkloadSelector {
+  enum class Kind { Cgroup, Pids, Command };
+  Kind kind = Kind::Cgroup;
+  std::string cgroup;       ///< cgroup path relative to the cgroup root, starting with '/'
+  std::vector<pid_t> pids;  ///< explicit pids, ascending, no duplicates
+  std::string command;      ///< process name as in /proc/PID/comm (at most 15 bytes)
+  bool operator==(const WorkloadSelector&) const = default;
+};
+
+/// The per-workload tuning: defaults, overridden by the profile, overridden by the workload.
+struct WorkloadPolicy {
+  ByteAmount fastQuota;        ///< fast-tier bytes the workload may hold (bytes or % of the tier)
+  double hotThreshold = 0.0;   ///< heat (decayed samples) at or above which a region may promote
+  double hotRatio = 0.0;       ///< promote only at >= hotRatio x the workload's mean heat (0 = off)
+  double coldThreshold = 0.0;  ///< heat at or below which a region may demote under pressure
+  uint64_t heatHalfLifeNs = 0;  ///< heat halves after this long without samples
+  uint64_t cooldownNs = 0;      ///< a region moved waits this long before it moves again
+  bool operator==(const WorkloadPolicy&) const = default;
+};
+
+/// One `[[workload]]`.
+struct WorkloadConfig {
+  std::string name;         ///< unique, [A-Za-z0-9_.-]+, used as the metrics label
+  std::string profile;      ///< profile name ("" = none)
+  std::string profilePath;  ///< the profile file that was read, "" = none
+  WorkloadSelector selector;
+  WorkloadPolicy policy;
+  bool operator==(const WorkloadConfig&) const = default;
+};
+
+/// The whole compiled configuration.
+struct CompiledConfig {
+  std::string sourcePath;  ///< the main file it was compiled from
+  DaemonConfig daemon;
+  TiersConfig tiers;
+  SamplingConfig sampling;
+  MigrationConfig migration;
+  std::vector<WorkloadConfig> workloads;  ///< in file order
+  bool operator==(const CompiledConfig&) const = default;
+};
+
+}  // namespace tierd::policy

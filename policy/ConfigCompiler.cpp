@@ -1,0 +1,657 @@
+#include "policy/ConfigCompiler.h"
+
+#include <toml++/toml.h>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "policy/ConfigSchema.h"
+#include "policy/ConfigUnits.h"
+
+namespace tierd::policy {
+
+std::string ConfigError::describe() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  if (!keyPath.empty()) out += keyPath + ": ";
+  return out + message;
+}
+
+Error CompileOutcome::toError() const {
+  std::string msg;
+  for (const ConfigError& e : errors)
+    msg += (msg.empty() ? "" : "\n") + e.describe();
+  return Error::input(msg.empty() ? "no config" : msg, "");
+}
+
+namespace {
+
+struct Pos {
+  int line = 0;
+  int column = 0;
+};
+
+Pos posOf(const toml::source_region& r) {
+  return {static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
+}
+
+// One parsed key with where it was written.
+struct Parsed {
+  const KeySpec* spec = nullptr;
+  std::string file;
+  Pos pos;
+  std::string keyPath;
+  bool b = false;
+  int64_t i = 0;
+  double d = 0;
+  std::string s;
+  std::vector<int64_t> list;
+  ByteAmount amount;
+  uint64_t ns = 0;
+};
+using Values = std::map<std::string, Parsed>;  // by KeySpec::key
+
+const char* typeName(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a floating-point number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
+  }
+}
+
+std::string num(double v) {
+  std::ostringstream o;
+  o.precision(15);
+  o << v;
+  return o.str();
+}
+
+// "did you mean" among `candidates`, or "".
+std::string suggest(const std::string& word, const std::vector<std::string>& candidates) {
+  size_t best = SIZE_MAX;
+  std::string bestWord;
+  for (const std::string& c : candidates) {
+    size_t d = editDistance(word, c);
+    if (d < best) best = d, bestWord = c;
+  }
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best <= limit ? " (did you mean '" + bestWord + "'?)" : "";
+}
+
+bool validName(const std::string& s) {
+  if (s.empty() || s.size() > 64 || s[0] == '.') return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
+      return false;
+  return true;
+}
+
+std::string checkAddress(const std::string& s) {
+  if (s.empty()) return "";
+  std::string host, port;
+  if (s[0] == '[') {
+    size_t close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':')
+      return "expected \"[ipv6]:port\"";
+    host = s.substr(1, close - 1);
+    port = s.substr(close + 2);
+    if (host.empty()) return "empty IPv6 address";
+    for (char c : host)
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.')
+        return "invalid IPv6 address '" + host + "'";
+  } else {
+    size_t colon = s.rfind(':');
+    if (colon == std::string::npos) return "expected \"host:port\", got no port";
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+    if (host.empty()) return "empty host (use \"0.0.0.0:PORT\" for all addresses)";
+    for (char c : host)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+        return "invalid host '" + host + "'";
+  }
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+      std::stoul(port) > 65535)
+    return "invalid port '" + port + "' (0 .. 65535)";
+  return "";
+}
+
+std::string checkCgroupPath(const std::string& s) {
+  if (s.empty() || s[0] != '/') return "cgroup path must start with '/'";
+  if (s.size() > 4096) return "cgroup path longer than 4096 bytes";
+  if (s.size() > 1 && s.back() == '/') return "cgroup path must not end with '/'";
+  std::stringstream ss(s.substr(1));
+  std::string part;
+  while (s.size() > 1 && std::getline(ss, part, '/'))
+    if (part.empty() || part == "." || part == "..")
+      return "cgroup path has an empty, '.' or '..' component";
+  return "";
+}
+
+class Compiler {
+ public:
+  std::vector<ConfigError> errors;
+
+  void error(const std::string& file, Pos p, const std::string& keyPath, std::string msg) {
+    errors.push_back({file, p.line, p.column, keyPath, std::move(msg)});
+  }
+
+  // Parses one value of `spec` (msForm: the integer-milliseconds variant of a Duration).
+  bool parseValue(const KeySpec& spec, bool msForm, const toml::node& n, const std::string& file,
+                  const std::string& path, Parsed& out) {
+    out.spec = &spec;
+    out.file = file;
+    out.pos = posOf(n.source());
+    out.keyPath = path;
+    auto bad = [&](const std::string& msg) {
+      error(file, posOf(n.source()), path, msg);
+      return false;
+    };
+    auto wrongType = [&](const std::string& expected) {
+      return bad("expected " + expected + ", got " + typeName(n.type()));
+    };
+    auto range = [&](double v, const std::string& shown) {
+      if (v < spec.min || v > spec.max)
+        return bad(shown + " is out of range " + num(spec.min) + " .. " + num(spec.max));
+      return true;
+    };
+    switch (spec.type) {
+      case ValueType::Bool:
+        if (!n.is_boolean()) return wrongType("a boolean (true or false)");
+        out.b = n.as_boolean()->get();
+        return true;
+      case ValueType::Integer:
+        if (!n.is_integer()) return wrongType("an integer");
+        out.i = n.as_integer()->get();
+        return range(static_cast<double>(out.i), std::to_string(out.i));
+      case ValueType::Number:
+        if (n.is_integer()) {
+          out.d = static_cast<double>(n.as_integer()->get());
+        } else if (n.is_floating_point()) {
+          out.d = n.as_floating_point()->get();
+          if (!std::isfinite(out.d)) return bad("must be a finite number");
+        } else {
+          return wrongType("a number");
+        }
+        return range(out.d, num(out.d));
+      case ValueType::Duration: {
+        uint64_t ns = 0;
+        if (msForm) {
+          if (!n.is_integer()) return wrongType("an integer of milliseconds");
+          int64_t ms = n.as_integer()->get();
+          if (ms < 0) return bad("must not be negative");
+          if (static_cast<uint64_t>(ms) > UINT64_MAX / 1000000) return bad("too large");
+          ns = static_cast<uint64_t>(ms) * 1000000;
+        } else {
+          if (!n.is_string())
+            return bad(std::string("expected a duration string like \"500ms\", got ") +
+                       typeName(n.type()) + " (for an integer of milliseconds write " + spec.key +
+                       "_ms)");
+          auto v = parseDuration(n.as_string()->get());
+          if (!v) return bad(v.error().message);
+          ns = *v;
+        }
+        out.ns = ns;
+        if (static_cast<double>(ns) < spec.min || static_cast<double>(ns) > spec.max)
+          return bad(formatDuration(ns) + " is out of range " +
+                     formatDuration(static_cast<uint64_t>(spec.min)) + " .. " +
+                     formatDuration(static_cast<uint64_t>(spec.max)));
+        return true;
+      }
+      case ValueType::BytesOrPercent: {
+        if (!n.is_string()) return wrongType("a string like \"8GiB\" or \"25%\"");
+        const std::string& s = n.as_string()->get();
+        if (!s.empty() && s.back() == '%') {
+          auto v = parsePercent(s);
+          if (!v) return bad(v.error().message);
+          out.amount = {true, 0, *v};
+          if (*v < spec.min || *v > spec.max)
+            return bad(formatPercent(*v) + " is out of range " + formatPercent(spec.min) + " .. " +
+                       formatPercent(spec.max));
+          return true;
+        }
+        auto v = parseByteSize(s);
+        if (!v) return bad(v.error().message + ", or a percentage like \"25%\"");
+        out.amount = {false, *v, 0};
+        return true;
+      }
+      case ValueType::NodeList:
+      case ValueType::PidList: {
+        if (!n.is_array()) return wrongType("an array of integers");
+        bool ok = true;
+        const toml::array& arr = *n.as_array();
+        for (size_t i = 0; i < arr.size(); ++i) {
+          const toml::node& e = arr[i];
+          std::string ep = path + "[" + std::to_string(i) + "]";
+          if (!e.is_integer()) {
+            error(file, posOf(e.source()), ep,
+                  std::string("expected an integer, got ") + typeName(e.type()));
+            ok = false;
+            continue;
+          }
+          int64_t v = e.as_integer()->get();
+          if (static_cast<double>(v) < spec.min || static_cast<double>(v) > spec.max) {
+            error(file, posOf(e.source()), ep,
+                  std::to_string(v) + " is out of range " + num(spec.min) + " .. " + num(spec.max));
+            ok = false;
+          } else if (std::find(out.list.begin(), out.list.end(), v) != out.list.end()) {
+            error(file, posOf(e.source()), ep, std::to_string(v) + " is listed twice");
+            ok = false;
+          } else {
+            out.list.push_back(v);
+          }
+        }
+        if (ok && arr.empty()) return bad("must not be empty");
+        return ok;
+      }
+      default:
+        break;
+    }
+    // String-valued types.
+    if (!n.is_string()) return wrongType("a string");
+    out.s = n.as_string()->get();
+    switch (spec.type) {
+      case ValueType::Enum: {
+        std::vector<std::string> choices;
+        std::stringstream ss(spec.choices);
+        std::string c;
+        while (std::getline(ss, c, '|'))
+          choices.push_back(c);
+        if (std::find(choices.begin(), choices.end(), out.s) == choices.end())
+          return bad("'" + out.s + "' is not one of " + std::string(spec.choices) +
+                     suggest(out.s, choices));
+        return true;
+      }
+      case ValueType::Address: {
+        std::string msg = checkAddress(out.s);
+        return msg.empty() ? true : bad(msg);
+      }
+      case ValueType::CgroupPath: {
+        std::string msg = checkCgroupPath(out.s);
+        return msg.empty() ? true : bad(msg);
+      }
+      case ValueType::Name:
+        if (!validName(out.s))
+          return bad("'" + out.s +
+                     "' is not a valid name ([A-Za-z0-9_.-], 1 .. 64 characters, not starting "
+                     "with '.')");
+        return true;
+      case ValueType::Path:
+        if (out.s.empty()) return bad("must not be empty");
+        return true;
+      case ValueType::String:
+        if (std::string(spec.key) == "command" && (out.s.empty() || out.s.size() > 15))
+          return bad("process names are 1 .. 15 bytes (/proc/PID/comm), got " +
+                     std::to_string(out.s.size()));
+        return true;
+      default:
+        return bad("internal: unhandled type");
+    }
+  }
+
+  // Parses every key of `tbl` against `specs` into `out`; unknown keys are errors.
+  // `seen` (optional) receives every known key present, valid or not.
+  void parseTable(const toml::table& tbl, const std::string& file, const std::string& prefix,
+                  const std::vector<const KeySpec*>& specs, Values& out,
+                  std::set<std::string>* seen = nullptr) {
+    std::vector<std::string> names;
+    for (const KeySpec* s : specs) {
+      names.push_back(s->key);
+      if (s->type == ValueType::Duration) names.push_back(std::string(s->key) + "_ms");
+    }
+    for (auto&& [k, node] : tbl) {
+      std::string key(k.str());
+      std::string path = prefix + key;
+      const KeySpec* spec = nullptr;
+      bool msForm = false;
+      for (const KeySpec* s : specs) {
+        if (key == s->key) spec = s;
+        if (s->type == ValueType::Duration && key == std::string(s->key) + "_ms")
+          spec = s, msForm = true;
+      }
+      if (!spec) {
+        error(file, posOf(k.source()), path, "unknown key" + suggest(key, names));
+        continue;
+      }
+      if (seen) seen->insert(spec->key);
+      if (auto it = out.find(spec->key); it != out.end()) {
+        error(file, posOf(k.source()), path,
+              "set either " + std::string(spec->key) + " or " + spec->key +
+                  "_ms, not both (the other is at line " + std::to_string(it->second.pos.line) +
+                  ")");
+        continue;
+      }
+      Parsed p;
+      if (parseValue(*spec, msForm, node, file, path, p)) out[spec->key] = std::move(p);
+    }
+  }
+
+  // Fills keys absent from `out` with the schema defaults.
+  void applyDefaults(const std::vector<const KeySpec*>& specs, Values& out) {
+    for (const KeySpec* s : specs) {
+      if (out.count(s->key) || !*s->defaultText) continue;
+      toml::table t;
+      try {
+        t = toml::parse(std::string_view(std::string("v = ") + s->defaultText),
+                        std::string_view("<schema>"));
+      } catch (const toml::parse_error& e) {
+        error("<schema>", {}, s->key, "internal: bad default: " + std::string(e.description()));
+        continue;
+      }
+      Parsed p;
+      if (parseValue(*s, false, *t.get("v"), "<schema>", s->key, p)) {
+        p.pos = {};
+        out[s->key] = std::move(p);
+      }
+    }
+  }
+
+  // Parses a whole file; nullopt after a syntax error (already reported).
+  std::optional<toml::table> parseText(std::string_view text, const std::string& file) {
+    try {
+      return toml::parse(text, file);
+    } catch (const toml::parse_error& e) {
+      std::string msg;
+      for (char ch : e.description()) {
+        if (ch == '\n')
+          msg += "\\n";
+        else if (static_cast<unsigned char>(ch) < 0x20)
+          msg += '?';
+        else
+          msg += ch;
+      }
+      error(file, posOf(e.source()), "", msg);
+      return std::nullopt;
+    }
+  }
+
+  std::optional<std::string> readFile(const std::string& file, const std::string& refFile,
+                                      Pos refPos, const std::string& refKey) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      int err = errno;
+      if (refFile.empty())
+        error(file, {}, "", std::string("cannot read: ") + std::strerror(err));
+      else
+        error(refFile, refPos, refKey, "cannot read " + file + ": " + std::strerror(err));
+      return std::nullopt;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  // Loads profile `name` (cached). nullopt when missing or broken (errors reported once).
+  const Values* profile(const std::string& name, const std::vector<std::string>& dirs,
+                        const Parsed& ref, std::string& foundPath) {
+    if (auto it = profiles_.find(name); it != profiles_.end()) {
+      foundPath = it->second.first;
+      return it->second.second ? &*it->second.second : nullptr;
+    }
+    auto& slot = profiles_[name];
+    std::string tried;
+    for (const std::string& d : dirs) {
+      std::string p = (std::filesystem::path(d) / (name + ".toml")).string();
+      tried += (tried.empty() ? "" : ", ") + p;
+      std::error_code ec;
+      if (!std::filesystem::exists(p, ec)) continue;
+      slot.first = foundPath = p;
+      auto text = readFile(p, ref.file, ref.pos, ref.keyPath);
+      if (!text) return nullptr;
+      auto tbl = parseText(*text, p);
+      if (!tbl) return nullptr;
+      std::vector<const KeySpec*> specs;
+      for (const KeySpec& k : configSchema())
+        if (k.inProfile) specs.push_back(&k);
+      Values v;
+      size_t before = errors.size();
+      parseTable(*tbl, p, "", specs, v);
+      if (errors.size() != before) return nullptr;
+      slot.second = std::move(v);
+      return &*slot.second;
+    }
+    error(ref.file, ref.pos, ref.keyPath,
+          "profile '" + name + "' not found (looked for " + tried + ")");
+    return nullptr;
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::optional<Values>>> profiles_;
+};
+
+WorkloadPolicy policyFrom(const Values& v) {
+  WorkloadPolicy p;
+  p.fastQuota = v.at("fast_quota").amount;
+  p.hotThreshold = v.at("hot_threshold").d;
+  p.hotRatio = v.at("hot_ratio").d;
+  p.coldThreshold = v.at("cold_threshold").d;
+  p.heatHalfLifeNs = v.at("heat_half_life").ns;
+  p.cooldownNs = v.at("cooldown").ns;
+  return p;
+}
+
+}  // namespace
+
+CompileOutcome compileConfigText(std::string_view text, const std::string& path,
+                                 const CompileOptions& options) {
+  Compiler c;
+  CompileOutcome out;
+  auto finish = [&]() {
+    std::stable_sort(c.errors.begin(), c.errors.end(),
+                     [&](const ConfigError& a, const ConfigError& b) {
+                       return std::make_tuple(a.file != path, a.file, a.line, a.column) <
+                              std::make_tuple(b.file != path, b.file, b.line, b.column);
+                     });
+    out.errors = std::move(c.errors);
+    if (!out.errors.empty()) out.config.reset();
+    return out;
+  };
+  auto root = c.parseText(text, path);
+  if (!root) return finish();
+
+  std::vector<std::string> dirs = options.profileDirs;
+  if (dirs.empty()) {
+    dirs.push_back((std::filesystem::path(path).parent_path() / "profiles").string());
+    dirs.push_back("/etc/tierd/profiles");
+  }
+
+  const std::vector<std::string> kSections = {"daemon", "tiers", "sampling", "migration",
+                                              "workload"};
+  std::map<std::string, Values> sections;
+  struct WorkloadIn {
+    Values values;
+    std::set<std::string> seen;
+    Pos pos;
+    std::string prefix;
+  };
+  std::vector<WorkloadIn> workloads;
+  for (auto&& [k, node] : *root) {
+    std::string key(k.str());
+    if (std::find(kSections.begin(), kSections.end(), key) == kSections.end()) {
+      c.error(path, posOf(k.source()), key, "unknown section" + suggest(key, kSections));
+      continue;
+    }
+    if (key == "workload") {
+      const toml::array* arr = node.as_array();
+      if (!arr || (!arr->empty() && !arr->is_array_of_tables())) {
+        c.error(path, posOf(node.source()), key,
+                std::string("expected [[workload]] entries (an array of tables), got ") +
+                    typeName(node.type()));
+        continue;
+      }
+      for (size_t i = 0; i < arr->size(); ++i) {
+        WorkloadIn w;
+        w.prefix = "workload[" + std::to_string(i) + "]";
+        w.pos = posOf((*arr)[i].source());
+        c.parseTable(*(*arr)[i].as_table(), path, w.prefix + ".", sectionKeys("workload"), w.values,
+                     &w.seen);
+        workloads.push_back(std::move(w));
+      }
+      continue;
+    }
+    if (!node.is_table()) {
+      c.error(path, posOf(node.source()), key,
+              std::string("expected a table [") + key + "], got " + typeName(node.type()));
+      continue;
+    }
+    c.parseTable(*node.as_table(), path, key + ".", sectionKeys(key), sections[key]);
+  }
+  for (const char* s : {"daemon", "tiers", "sampling", "migration"})
+    c.applyDefaults(sectionKeys(s), sections[s]);
+
+  CompiledConfig cfg;
+  cfg.sourcePath = path;
+  Values& d = sections["daemon"];
+  cfg.daemon.intervalNs = d["interval"].ns;
+  cfg.daemon.metricsListen = d["metrics_listen"].s;
+  cfg.daemon.dryRun = d["dry_run"].b;
+
+  Values& t = sections["tiers"];
+  for (int64_t n : t["fast_nodes"].list)
+    cfg.tiers.fastNodes.insert(static_cast<int>(n));
+  for (int64_t n : t["slow_nodes"].list) {
+    if (cfg.tiers.fastNodes.count(static_cast<int>(n)))
+      c.error(path, t["slow_nodes"].pos, "tiers.slow_nodes",
+              "node " + std::to_string(n) + " is also in fast_nodes");
+    cfg.tiers.slowNodes.insert(static_cast<int>(n));
+  }
+
+  Values& s = sections["sampling"];
+  const std::string& src = s["source"].s;
+  cfg.sampling.source = src == "perf"     ? SampleSource::Perf
+                        : src == "damon"  ? SampleSource::Damon
+                        : src == "replay" ? SampleSource::Replay
+                                          : SampleSource::Auto;
+  cfg.sampling.cpuBudgetPercent = s["cpu_budget_percent"].d;
+  cfg.sampling.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
+  if (s.count("trace")) {
+    cfg.sampling.trace = s["trace"].s;
+    if (std::filesystem::path(cfg.sampling.trace).is_relative())  // relative to the config file
+      cfg.sampling.trace =
+          (std::filesystem::path(path).parent_path() / cfg.sampling.trace).lexically_normal();
+    if (cfg.sampling.source != SampleSource::Replay)
+      c.error(path, s["trace"].pos, "sampling.trace", "only used with source = \"replay\"");
+  } else if (cfg.sampling.source == SampleSource::Replay) {
+    c.error(path, s["source"].pos, "sampling.source", "source = \"replay\" needs sampling.trace");
+  }
+
+  Values& m = sections["migration"];
+  cfg.migration.pageGranularity =
+      m["page_granularity"].s == "base" ? PageGranularity::Base : PageGranularity::Huge;
+  cfg.migration.maxPromoteMiBPerS = static_cast<uint64_t>(m["max_promote_mib_per_s"].i);
+  cfg.migration.maxDemoteMiBPerS = static_cast<uint64_t>(m["max_demote_mib_per_s"].i);
+  cfg.migration.callLatencyTargetNs = m["call_latency_target"].ns;
+  cfg.migration.fastHeadroom = m["fast_headroom"].amount;
+
+  std::map<std::string, size_t> names;
+  std::map<std::string, size_t> cgroups, commands;
+  std::map<int64_t, size_t> pids;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    WorkloadIn& w = workloads[i];
+    Values& v = w.values;
+    const std::set<std::string>& seen = w.seen;
+    WorkloadConfig wc;
+    if (!seen.count("name")) {
+      c.error(path, w.pos, w.prefix, "missing required key 'name'");
+    } else if (v.count("name")) {
+      wc.name = v["name"].s;
+      if (auto [it, fresh] = names.emplace(wc.name, i); !fresh)
+        c.error(path, v["name"].pos, w.prefix + ".name",
+                "name '" + wc.name + "' is already used by workload[" + std::to_string(it->second) +
+                    "]");
+    }
+    int selectors =
+        static_cast<int>(seen.count("cgroup") + seen.count("pids") + seen.count("command"));
+    if (selectors != 1) {
+      c.error(path, w.pos, w.prefix,
+              selectors == 0 ? "needs one of cgroup, pids or command"
+                             : "set only one of cgroup, pids or command");
+    } else if (v.count("cgroup")) {
+      wc.selector.kind = WorkloadSelector::Kind::Cgroup;
+      wc.selector.cgroup = v["cgroup"].s;
+      if (auto [it, fresh] = cgroups.emplace(wc.selector.cgroup, i); !fresh)
+        c.error(path, v["cgroup"].pos, w.prefix + ".cgroup",
+                "cgroup also selected by workload[" + std::to_string(it->second) + "]");
+    } else if (v.count("pids")) {
+      wc.selector.kind = WorkloadSelector::Kind::Pids;
+      for (int64_t p : v["pids"].list) {
+        wc.selector.pids.push_back(static_cast<pid_t>(p));
+        if (auto [it, fresh] = pids.emplace(p, i); !fresh)
+          c.error(path, v["pids"].pos, w.prefix + ".pids",
+                  "pid " + std::to_string(p) + " also selected by workload[" +
+                      std::to_string(it->second) + "]");
+      }
+      std::sort(wc.selector.pids.begin(), wc.selector.pids.end());
+    } else if (v.count("command")) {
+      wc.selector.kind = WorkloadSelector::Kind::Command;
+      wc.selector.command = v["command"].s;
+      if (auto [it, fresh] = commands.emplace(wc.selector.command, i); !fresh)
+        c.error(path, v["command"].pos, w.prefix + ".command",
+                "command also selected by workload[" + std::to_string(it->second) + "]");
+    }
+    // Layers: defaults < profile < workload.
+    std::vector<const KeySpec*> layered;
+    for (const KeySpec* k : sectionKeys("workload"))
+      if (k->inProfile) layered.push_back(k);
+    Values eff;
+    c.applyDefaults(layered, eff);
+    if (v.count("profile")) {
+      wc.profile = v["profile"].s;
+      if (const Values* pv = c.profile(wc.profile, dirs, v["profile"], wc.profilePath))
+        for (auto& [key, val] : *pv)
+          if (key != "description") eff[key] = val;
+    }
+    for (const KeySpec* k : layered)
+      if (v.count(k->key)) eff[k->key] = v[k->key];
+    if (eff.size() < layered.size()) continue;  // a default failed: reported as internal
+    wc.policy = policyFrom(eff);
+    if (wc.policy.coldThreshold >= wc.policy.hotThreshold) {
+      const Parsed& at = eff["cold_threshold"];
+      c.error(at.file == "<schema>" ? path : at.file, at.file == "<schema>" ? w.pos : at.pos,
+              at.file == "<schema>" ? w.prefix + ".cold_threshold" : at.keyPath,
+              "cold_threshold " + num(wc.policy.coldThreshold) + " must be below hot_threshold " +
+                  num(wc.policy.hotThreshold) +
+                  (wc.profile.empty() ? "" : " (after applying profile '" + wc.profile + "')"));
+    }
+    cfg.workloads.push_back(std::move(wc));
+  }
+  if (c.errors.empty()) out.config = std::move(cfg);
+  return finish();
+}
+
+CompileOutcome compileConfigFile(const std::string& path, const CompileOptions& options) {
+  Compiler c;
+  auto text = c.readFile(path, "", {}, "");
+  if (!text) {
+    CompileOutcome out;
+    out.errors = std::move(c.errors);
+    return out;
+  }
+  return compileConfigText(*text, path, options);
+}
+
+}  // namespace tierd::policy

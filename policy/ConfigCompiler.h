@@ -1,0 +1,60 @@
+#pragma once
+/// \file
+/// Compiles a tierd TOML file (and the profile files its workloads name) into a CompiledConfig,
+/// checking everything against the schema table (ConfigSchema.h) and reporting ALL errors at
+/// once, each with the file, line and column toml++ gives for the offending key or value
+/// (a TOML syntax error stops that file and is reported the same way).
+///
+/// Layers for each workload: schema defaults < profile file < keys in the [[workload]] entry.
+/// Profiles are found as `<dir>/NAME.toml` in CompileOptions::profileDirs, first match wins
+/// (default: `<directory of the config>/profiles`, then `/etc/tierd/profiles`).
+///
+/// Follows oomd's front end -> intermediate form -> compiler shape (STYLE.md): toml++ parses,
+/// this file validates and builds the immutable value. No exception escapes.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/Config.h"
+#include "tierd/core/Result.h"
+
+namespace tierd::policy {
+
+/// One problem found in a config or profile file.
+struct ConfigError {
+  std::string file;     ///< path as given (config or profile file)
+  int line = 0;         ///< 1-based; 0 when the problem is the file as a whole (unreadable)
+  int column = 0;       ///< 1-based; 0 with line 0
+  std::string keyPath;  ///< "migration.fast_headroom", "workload[1].pids[2]", "" for syntax
+  std::string message;
+  /// "file:line:column: key.path: message" (parts that are empty are left out).
+  std::string describe() const;
+  bool operator==(const ConfigError&) const = default;
+};
+
+/// Where to look for profiles.
+struct CompileOptions {
+  /// Directories searched for `NAME.toml`, in order. Empty: `<config dir>/profiles`, then
+  /// `/etc/tierd/profiles`.
+  std::vector<std::string> profileDirs;
+};
+
+/// The compiler's answer: a config when `errors` is empty, else nothing.
+struct CompileOutcome {
+  std::optional<CompiledConfig> config;
+  std::vector<ConfigError> errors;  ///< sorted: main file first, then by file, line, column
+  bool ok() const { return errors.empty() && config.has_value(); }
+  /// All errors as one Input error (one describe() line each), for Result-based callers.
+  Error toError() const;
+};
+
+/// Reads and compiles `path`. An unreadable file is one error with line 0.
+CompileOutcome compileConfigFile(const std::string& path, const CompileOptions& options = {});
+
+/// Compiles `text` as if read from `path` (profile lookup is relative to `path`'s directory).
+CompileOutcome compileConfigText(std::string_view text, const std::string& path,
+                                 const CompileOptions& options = {});
+
+}  // namespace tierd::policy

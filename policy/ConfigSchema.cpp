@@ -1,0 +1,226 @@
+#include "policy/ConfigSchema.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "policy/ConfigUnits.h"
+
+namespace tierd::policy {
+namespace {
+
+constexpr double kMs = 1e6;  // ns per millisecond
+constexpr double kS = 1e9;   // ns per second
+
+}  // namespace
+
+const std::vector<KeySpec>& configSchema() {
+  static const std::vector<KeySpec> kSchema = {
+      // [daemon]
+      {"daemon", "interval", ValueType::Duration, "\"1s\"", 10 * kMs, 3600 * kS, "", false, false,
+       "", "Tick interval: how often tierd drains samples, decides and migrates."},
+      {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9477\"", 0, 0, "", false, false,
+       "", "Address of the Prometheus /metrics endpoint; \"\" disables it."},
+      {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
+       "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
+      // [tiers]
+      {"tiers", "fast_nodes", ValueType::NodeList, "", 0, 1023, "", false, false, "node ids",
+       "Nodes managed as the fast tier (DRAM). Absent: detected from kernel memory tiers, HMAT, "
+       "CPU-less nodes (see `tierctl topology`)."},
+      {"tiers", "slow_nodes", ValueType::NodeList, "", 0, 1023, "", false, false, "node ids",
+       "Nodes managed as the slow tier (CXL). A node may not be in both lists."},
+      // [sampling]
+      {"sampling", "source", ValueType::Enum, "\"auto\"", 0, 0, "auto|perf|damon|replay", false,
+       false, "",
+       "Where access samples come from: perf (PEBS/IBS), DAMON vaddr, a recorded trace, or auto "
+       "(perf when the PMU samples memory, else DAMON)."},
+      {"sampling", "cpu_budget_percent", ValueType::Number, "1.0", 0.01, 100, "", false, false,
+       "% of one CPU", "CPU time tierd's sampling may use; the sample period is raised when over."},
+      {"sampling", "sample_period", ValueType::Integer, "10007", 1, 4294967295.0, "", false, false,
+       "events",
+       "Events between two perf samples (perf_event_attr.sample_period); a prime avoids "
+       "lock-step with loops."},
+      {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
+       "Recorded trace file (relative to the config file's directory); required with source = "
+       "\"replay\", not allowed otherwise."},
+      // [migration]
+      {"migration", "page_granularity", ValueType::Enum, "\"huge\"", 0, 0, "huge|base", false,
+       false, "",
+       "huge: one move_pages(2) address per huge page (2 MiB THP, hugetlb page); base: every base "
+       "page address (slower; for kernels where THP moves misbehave)."},
+      {"migration", "max_promote_mib_per_s", ValueType::Integer, "256", 0, 1048576, "", false,
+       false, "MiB/s", "Most bytes promoted (slow -> fast) per second; 0 never promotes."},
+      {"migration", "max_demote_mib_per_s", ValueType::Integer, "256", 0, 1048576, "", false, false,
+       "MiB/s", "Most bytes demoted (fast -> slow) per second; 0 never demotes."},
+      {"migration", "call_latency_target", ValueType::Duration, "\"20ms\"", 0.1 * kMs, 1 * kS, "",
+       false, false, "",
+       "Each move_pages(2) call is sized to take about this long (the target process is blocked "
+       "while its pages move)."},
+      {"migration", "fast_headroom", ValueType::BytesOrPercent, "\"5%\"", 0, 50, "", false, false,
+       "",
+       "Free memory kept on the fast tier: promotions stop above it, demotions start below it. "
+       "Bytes or % of the fast tier's capacity."},
+      // [[workload]]
+      {"workload", "name", ValueType::Name, "", 0, 0, "", false, true, "",
+       "Unique name; the `workload` label of metrics."},
+      {"workload", "cgroup", ValueType::CgroupPath, "", 0, 0, "", false, false, "",
+       "Select the processes of this cgroup (path under the cgroup root, e.g. \"/system.slice/"
+       "redis.service\"). Exactly one of cgroup, pids, command."},
+      {"workload", "pids", ValueType::PidList, "", 1, 4194304, "", false, false, "pids",
+       "Select these processes."},
+      {"workload", "command", ValueType::String, "", 0, 0, "", false, false, "",
+       "Select processes by name as in /proc/PID/comm (at most 15 bytes)."},
+      {"workload", "profile", ValueType::Name, "", 0, 0, "", false, false, "",
+       "Profile to start from: `<config dir>/profiles/NAME.toml`, then "
+       "`/etc/tierd/profiles/NAME.toml`. Keys set in the workload beat the profile; the profile "
+       "beats the defaults."},
+      {"workload", "fast_quota", ValueType::BytesOrPercent, "\"100%\"", 0, 100, "", true, false, "",
+       "Fast-tier memory this workload may hold: bytes or % of the fast tier's capacity. Over "
+       "it, its coldest regions are demoted."},
+      {"workload", "hot_threshold", ValueType::Number, "2.0", 0, 1e9, "", true, false, "samples",
+       "Least heat (decayed samples per region) for a slow-tier region to be promoted. Candidates "
+       "are ranked by heat against the fast tier's room: this is a floor, not the cut."},
+      {"workload", "hot_ratio", ValueType::Number, "0.0", 0, 1000, "", true, false, "x mean heat",
+       "Relative cut for promotion: a slow-tier region is promoted only when its heat is at least "
+       "this many times the mean heat of the workload's regions (0 = off: any region above "
+       "hot_threshold may fill free fast memory). With huge pages even cold regions are sampled "
+       "often, so ranking against the workload's own mean separates the hot set where a fixed "
+       "threshold cannot (REFERENCE.md section 5)."},
+      {"workload", "cold_threshold", ValueType::Number, "0.5", 0, 1e9, "", true, false, "samples",
+       "Most heat for a fast-tier region to be demoted when free memory is short. Must be below "
+       "hot_threshold. Over quota, the coldest regions go regardless."},
+      {"workload", "heat_half_life", ValueType::Duration, "\"10s\"", 100 * kMs, 86400 * kS, "",
+       true, false, "", "Heat halves after this long without samples."},
+      {"workload", "cooldown", ValueType::Duration, "\"30s\"", 0, 86400 * kS, "", true, false, "",
+       "A region that moved waits this long before it may move again."},
+      // profile files only
+      {"profile", "description", ValueType::String, "", 0, 0, "", true, false, "",
+       "Free text (profile files only)."},
+  };
+  return kSchema;
+}
+
+std::vector<const KeySpec*> sectionKeys(const std::string& section) {
+  std::vector<const KeySpec*> out;
+  for (const KeySpec& k : configSchema())
+    if (section == k.section) out.push_back(&k);
+  return out;
+}
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+std::string typeText(const KeySpec& k) {
+  switch (k.type) {
+    case ValueType::Bool:
+      return "bool";
+    case ValueType::Integer:
+      return "integer";
+    case ValueType::Number:
+      return "number";
+    case ValueType::String:
+      return "string";
+    case ValueType::Enum: {
+      std::string out = "string: ";
+      for (const char* c = k.choices; *c; ++c)
+        out += (*c == '|') ? std::string(" \\| ") : std::string(1, *c);
+      return out;
+    }
+    case ValueType::Duration:
+      return "duration string, or integer ms as `" + std::string(k.key) + "_ms`";
+    case ValueType::BytesOrPercent:
+      return "byte size or percentage string";
+    case ValueType::NodeList:
+      return "array of integers";
+    case ValueType::PidList:
+      return "array of integers";
+    case ValueType::Address:
+      return "string \"host:port\"";
+    case ValueType::CgroupPath:
+      return "string (cgroup path)";
+    case ValueType::Name:
+      return "string (name)";
+    case ValueType::Path:
+      return "string (file path)";
+  }
+  return "?";
+}
+
+std::string rangeText(const KeySpec& k) {
+  switch (k.type) {
+    case ValueType::Integer:
+    case ValueType::Number:
+    case ValueType::NodeList:
+    case ValueType::PidList:
+      return num(k.min) + " .. " + num(k.max);
+    case ValueType::Duration:
+      return formatDuration(static_cast<uint64_t>(k.min)) + " .. " +
+             formatDuration(static_cast<uint64_t>(k.max));
+    case ValueType::BytesOrPercent:
+      return formatPercent(k.min) + " .. " + formatPercent(k.max) + ", or any byte size";
+    case ValueType::String:
+      return std::string(k.key) == "command" ? "1 .. 15 bytes" : "";
+    case ValueType::Name:
+      return "[A-Za-z0-9_.-], 1 .. 64 characters";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string renderSchemaMarkdown() {
+  std::ostringstream out;
+  out << "# tierd configuration\n\n"
+         "<!-- Generated by `tierd --print-config-schema` from policy/ConfigSchema.cpp; a unit "
+         "test "
+         "fails when this file differs. Do not edit by hand. -->\n\n"
+         "tierd reads one TOML file (default `/etc/tierd/tierd.toml`, `--config FILE`). Check one "
+         "with `tierd --check-config --config FILE`: it prints every error at once, each as\n"
+         "`file:line:column: key.path: message`, or the compiled result, and exits non-zero on "
+         "error. On SIGHUP the file is compiled aside and swapped in at a tick boundary; on any "
+         "error the running configuration stays.\n\n"
+         "## Rules\n\n"
+         "- Unknown keys and sections are errors (with a \"did you mean\" suggestion).\n"
+         "- Types and ranges are checked; an integer that does not fit its key's range or type is "
+         "an error, never truncated.\n"
+         "- Byte sizes: an integer immediately followed by `B`, `KiB`, `MiB`, `GiB` or `TiB` "
+         "(`\"2GiB\"`). No space, sign or fraction; SI (`\"2GB\"`) and lower-case (`\"2gib\"`) "
+         "units are rejected.\n"
+         "- Durations: an integer immediately followed by `ns`, `us`, `ms`, `s`, `m` or `h` "
+         "(`\"500ms\"`); or, under the key name with `_ms` appended, an integer of milliseconds "
+         "(`interval_ms = 500`). Setting both forms is an error.\n"
+         "- Percentages: a number with at most 3 fraction digits followed by `%` (`\"25%\"`, "
+         "`\"2.5%\"`).\n"
+         "- Workload settings are resolved in layers: the defaults below, then the workload's "
+         "profile (`<config dir>/profiles/NAME.toml`, then `/etc/tierd/profiles/NAME.toml`), then "
+         "the keys set in the `[[workload]]` entry.\n"
+         "- Heat is the exponentially decayed number of access samples that fell in a region "
+         "(2 MiB; 1 GiB for 1 GiB hugetlb pages).\n";
+  const char* sections[][2] = {
+      {"daemon", "## [daemon]\n"},
+      {"tiers", "## [tiers]\n"},
+      {"sampling", "## [sampling]\n"},
+      {"migration", "## [migration]\n"},
+      {"workload", "## [[workload]] (any number; also the keys of profile files where marked)\n"},
+      {"profile", "## Profile files only\n"},
+  };
+  for (auto& s : sections) {
+    out << "\n"
+        << s[1] << "\n| key | type | unit | default | range | profile | meaning |\n"
+        << "|---|---|---|---|---|---|---|\n";
+    for (const KeySpec* k : sectionKeys(s[0])) {
+      std::string def = k->required ? "required" : (*k->defaultText ? k->defaultText : "none");
+      out << "| `" << k->key << "` | " << typeText(*k) << " | " << k->unit << " | `" << def
+          << "` | " << rangeText(*k) << " | " << (k->inProfile ? "yes" : "") << " | " << k->help
+          << " |\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace tierd::policy

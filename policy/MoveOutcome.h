@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// What happened to one planned range when the migrator executed it: the minimal per-range
+/// result the policy needs to learn from (busy pages back off, vanished memory is dropped,
+/// permanent refusals are held). The migrator's own richer result types (tierd/core, migration
+/// issue) map onto this; the lead adapts the seam when both exist.
+
+#include <sys/types.h>
+#include <cstdint>
+
+#include "tierd/core/Types.h"
+
+namespace tierd::policy {
+
+/// Outcome of one MoveRange (from move_pages(2) per-page status, see REFERENCE.md section 2).
+enum class MoveResult {
+  Moved,         ///< every page is now on the target node
+  AlreadyThere,  ///< pages were already on the target (status == target before the call)
+  Busy,          ///< -EBUSY / -EAGAIN: try again after the cooldown
+  Gone,          ///< -ENOENT / -EFAULT / ESRCH: the memory or process no longer exists
+  NoMemory,      ///< -ENOMEM: the target had no free page of that size
+  Denied,        ///< -EACCES / -EPERM: will not succeed (shared page, no permission)
+};
+
+/// One executed range and its outcome. Fields as in the MoveRange that was planned.
+struct MoveOutcome {
+  pid_t pid = 0;
+  uint64_t start = 0;   ///< bytes, virtual address
+  uint64_t length = 0;  ///< bytes
+  Direction direction = Direction::Promote;
+  NodeId target = -1;
+  MoveResult result = MoveResult::Moved;
+};
+
+}  // namespace tierd::policy

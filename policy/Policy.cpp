@@ -1,0 +1,92 @@
+#include "policy/Policy.h"
+
+#include <algorithm>
+
+namespace tierd::policy {
+
+const char* moveReasonName(MoveReason r) {
+  switch (r) {
+    case MoveReason::Hot:
+      return "hot";
+    case MoveReason::OverQuota:
+      return "over-quota";
+    case MoveReason::Pressure:
+      return "pressure";
+    case MoveReason::Exchange:
+      return "exchange";
+  }
+  return "?";
+}
+
+uint64_t fastTierTotal(const TickContext& ctx) {
+  uint64_t total = 0;
+  for (const NodeFacts& n : ctx.nodes)
+    if (n.tier == TierKind::Fast) total += n.totalBytes;
+  return total;
+}
+
+WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& w) {
+  WorkloadProposal out;
+  out.workload = w.id;
+  const WorkloadPolicy& pol = ctx.config->workloads.at(w.id).policy;
+  out.quotaBytes = pol.fastQuota.resolve(fastTierTotal(ctx));
+  auto tierOf = [&](NodeId id) -> const NodeFacts* {
+    for (const NodeFacts& n : ctx.nodes)
+      if (n.id == id) return &n;
+    return nullptr;
+  };
+  // The promotion cut: hot_threshold, raised to hot_ratio x the mean heat of the workload's
+  // located regions when hot_ratio is set (ranking against the workload's own access rate).
+  double cut = pol.hotThreshold;
+  if (pol.hotRatio > 0) {
+    double sum = 0;
+    size_t n = 0;
+    for (const RegionView& r : w.regions)
+      if (tierOf(r.node)) {
+        sum += r.heat;
+        ++n;
+      }
+    if (n > 0) cut = std::max(cut, pol.hotRatio * sum / static_cast<double>(n));
+  }
+  std::vector<Candidate> fast;
+  for (const RegionView& r : w.regions) {
+    const NodeFacts* n = tierOf(r.node);
+    if (!n) continue;  // unknown node: never planned
+    if (n->tier == TierKind::Fast) out.fastBytes += r.length;
+    if (r.held) {
+      ++out.held;
+      continue;
+    }
+    if (r.lastMoveNs != 0 && ctx.nowNs < r.lastMoveNs + pol.cooldownNs) {
+      ++out.coolingDown;
+      continue;
+    }
+    if (n->tier == TierKind::Slow) {
+      if (r.heat >= cut) out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
+    } else {
+      fast.push_back({w.id, r, Direction::Demote, MoveReason::Pressure});
+    }
+  }
+  auto key = [](const Candidate& c) { return std::make_tuple(c.region.pid, c.region.start); };
+  std::sort(out.promote.begin(), out.promote.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.region.heat != b.region.heat) return a.region.heat > b.region.heat;
+    return key(a) < key(b);
+  });
+  std::sort(fast.begin(), fast.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.region.heat != b.region.heat) return a.region.heat < b.region.heat;
+    return key(a) < key(b);
+  });
+  uint64_t used = out.fastBytes;
+  for (Candidate& c : fast) {
+    if (used > out.quotaBytes) {
+      c.reason = MoveReason::OverQuota;
+      used -= std::min(used, c.region.length);
+      out.demoteQuota.push_back(c);
+    } else {
+      out.demotable.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace tierd::policy

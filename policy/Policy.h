@@ -1,0 +1,60 @@
+#pragma once
+/// \file
+/// Per-workload policy: from the tick snapshot, which of a workload's regions want to move.
+/// Pure and deterministic: no syscalls, no clock, same TickContext -> same proposal.
+///
+/// - Promote: regions on the slow tier with heat >= hot_threshold (and, when hot_ratio is set,
+///   >= hot_ratio x the mean heat of the workload's located regions), hottest first. The arbiter
+///   takes them while the fast tier has room above its headroom and the workload is under its
+///   quota, or exchanges them for clearly colder fast-tier regions of the same workload.
+/// - Demote for quota: when the workload holds more fast-tier bytes than fast_quota, its coldest
+///   fast-tier regions, just enough to get back under it (whatever their heat).
+/// - Demotable: the other fast-tier regions, coldest first; under free-memory pressure those
+///   with heat <= cold_threshold go, and any of them may be exchanged for a hotter region.
+/// - A region that moved (or backed off) less than `cooldown` ago, a held region (ping-pong guard,
+///   permanent refusal) and a region whose node is unknown are never proposed.
+
+#include <cstdint>
+#include <vector>
+
+#include "policy/TickContext.h"
+
+namespace tierd::policy {
+
+/// Why a move was planned (reported per move and in stats).
+enum class MoveReason {
+  Hot,        ///< promotion of a hot slow-tier region
+  OverQuota,  ///< demotion: the workload is over its fast_quota
+  Pressure,   ///< demotion: fast-tier free memory is under the headroom
+  Exchange,   ///< demotion making room for a clearly hotter region of the same workload
+};
+/// "hot", "over-quota", "pressure", "exchange".
+const char* moveReasonName(MoveReason r);
+
+/// One region proposed to move.
+struct Candidate {
+  WorkloadId workload = 0;
+  RegionView region;
+  Direction direction = Direction::Promote;
+  MoveReason reason = MoveReason::Hot;
+};
+
+/// What one workload wants this tick.
+struct WorkloadProposal {
+  WorkloadId workload = 0;
+  std::vector<Candidate> promote;      ///< hottest first
+  std::vector<Candidate> demoteQuota;  ///< coldest first; exactly enough to meet the quota
+  std::vector<Candidate> demotable;    ///< remaining eligible fast-tier regions, coldest first
+  uint64_t fastBytes = 0;              ///< bytes of the workload's tracked regions on the fast tier
+  uint64_t quotaBytes = 0;             ///< fast_quota resolved against the fast tier's total bytes
+  uint64_t coolingDown = 0;            ///< regions skipped: moved within their cooldown
+  uint64_t held = 0;                   ///< regions skipped: held
+};
+
+/// Bytes of all fast-tier nodes in `ctx` (MemTotal sum).
+uint64_t fastTierTotal(const TickContext& ctx);
+
+/// The proposal of workload `w` (an element of ctx.workloads).
+WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& w);
+
+}  // namespace tierd::policy

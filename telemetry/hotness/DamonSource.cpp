@@ -1,0 +1,273 @@
+#include "telemetry/hotness/DamonSource.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "telemetry/hotness/HeatRegions.h"
+#include "tierd/sys/Parsers.h"
+
+namespace tierd::telemetry {
+
+namespace {
+
+const std::string kAdmin = "/sys/kernel/mm/damon/admin";
+const std::string kKdamonds = kAdmin + "/kdamonds";
+
+std::string joinLines(const std::string& s) {
+  std::istringstream in(s);
+  std::string w, out;
+  while (in >> w)
+    out += (out.empty() ? "" : ",") + w;
+  return out;
+}
+
+}  // namespace
+
+DamonProbe probeDamon(DamonFs& fs) {
+  DamonProbe p;
+  if (!fs.exists(kKdamonds)) {
+    p.why =
+        "no DAMON sysfs interface (" + kKdamonds + " missing: kernel without CONFIG_DAMON_SYSFS)";
+    return p;
+  }
+  p.present = true;
+  auto nr = fs.readAttr(kKdamonds + "/nr_kdamonds");
+  auto n =
+      nr ? sys::parseU64(nr.value(), kKdamonds + "/nr_kdamonds") : Result<uint64_t>(nr.error());
+  if (!n) {
+    p.why = "cannot read nr_kdamonds: " + n.error().describe();
+    return p;
+  }
+  p.nrKdamonds = static_cast<int>(n.value());
+  for (int i = 0; i < p.nrKdamonds; ++i) {
+    DamonProbe::Kdamond k;
+    k.id = i;
+    const std::string d = kKdamonds + "/" + std::to_string(i);
+    k.state = fs.readAttr(d + "/state").valueOr("?");
+    k.pid = fs.readAttr(d + "/pid").valueOr("?");
+    k.operations = fs.readAttr(d + "/contexts/0/operations").valueOr("");
+    k.availOperations = joinLines(fs.readAttr(d + "/contexts/0/avail_operations").valueOr(""));
+    p.kdamonds.push_back(k);
+  }
+  if (p.nrKdamonds == 0) {
+    p.usable = true;
+    p.why = "no kdamond exists: tierd may create its own (nr_kdamonds 0 -> 1)";
+  } else {
+    const auto& k = p.kdamonds.front();
+    p.why = "DAMON busy: kdamond " + std::to_string(k.id) + " is not ours (state " + k.state +
+            ", operations " + (k.operations.empty() ? "none" : k.operations) + ", available " +
+            (k.availOperations.empty() ? "unknown" : k.availOperations) +
+            "); tierd never writes nr_kdamonds while another kdamond exists, since that would "
+            "remove it";
+  }
+  return p;
+}
+
+Status validateDamonRanges(const std::vector<DamonRange>& ranges, uint64_t pageSize) {
+  uint64_t prevEnd = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto& r = ranges[i];
+    std::ostringstream name;
+    name << "DAMON range " << i << " 0x" << std::hex << r.start << "-0x" << r.end;
+    if (r.end <= r.start)
+      return Error::input("empty or inverted range (size 0 crashes kdamond)", name.str());
+    if (r.start % pageSize || r.end % pageSize)
+      return Error::input("range not aligned to the " + std::to_string(pageSize) + "-byte page",
+                          name.str());
+    if (i > 0 && r.start < prevEnd)
+      return Error::input("ranges must be sorted and must not overlap", name.str());
+    prevEnd = r.end;
+  }
+  return Ok{};
+}
+
+DamonSource::DamonSource(DamonConfig config, DamonFs& fs) : config_(std::move(config)), fs_(fs) {}
+
+DamonSource::~DamonSource() {
+  stop();
+}
+
+std::string DamonSource::kd(const std::string& rel) const {
+  return kKdamonds + "/0/" + rel;
+}
+
+Status DamonSource::checkOwnership() {
+  auto nr = fs_.readAttr(kKdamonds + "/nr_kdamonds");
+  if (!nr) return nr.error();
+  if (nr.value() != "1")
+    return Error::env(
+        "nr_kdamonds changed to " + nr.value() + " behind our back; not touching DAMON any more",
+        kKdamonds);
+  if (!kdamondPid_.empty()) {
+    auto state = fs_.readAttr(kd("state"));
+    auto pid = fs_.readAttr(kd("pid"));
+    if (state && state.value() == "on" && pid && pid.value() != kdamondPid_)
+      return Error::env("kdamond 0 now runs as pid " + pid.value() + ", not our " + kdamondPid_ +
+                            "; not touching it",
+                        kd("pid"));
+  }
+  return Ok{};
+}
+
+Status DamonSource::w(const std::string& rel, const std::string& value) {
+  if (!created_) return Error{0, ErrorKind::Internal, "write before our kdamond exists", rel};
+  if (auto s = checkOwnership(); !s) return s;
+  return fs_.write(kd(rel), value);
+}
+
+Status DamonSource::start() {
+  if (created_) return Ok{};
+  if (config_.pid <= 0) return Error::input("no pid to monitor", "damon");
+  const uint64_t pageSize = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (auto s = validateDamonRanges(config_.ranges, pageSize); !s) return s;
+  if (config_.sampleUs == 0 || config_.aggrUs < config_.sampleUs ||
+      config_.updateUs < config_.aggrUs || config_.minRegions < 3 ||
+      config_.maxRegions < config_.minRegions)
+    return Error::input("need 0 < sample_us <= aggr_us <= update_us and 3 <= min <= max regions",
+                        "damon monitoring_attrs");
+  DamonProbe probe = probeDamon(fs_);
+  if (!probe.present) return Error{0, ErrorKind::Unsupported, probe.why, "damon"};
+  if (!probe.usable) return Error::env(probe.why, kKdamonds);
+  // nr_kdamonds reads 0: nobody else's kdamond exists, creating ours removes nothing.
+  if (auto s = fs_.write(kKdamonds + "/nr_kdamonds", "1"); !s) return s;
+  created_ = true;
+  auto fail = [&](Error e) -> Status {
+    stop();
+    return e;
+  };
+  if (auto s = w("contexts/nr_contexts", "1"); !s) return fail(s.error());
+  auto avail = fs_.readAttr(kd("contexts/0/avail_operations"));
+  if (!avail) return fail(avail.error());
+  std::istringstream ops(avail.value());
+  std::string op;
+  bool vaddr = false;
+  while (ops >> op)
+    vaddr = vaddr || op == "vaddr";
+  if (!vaddr)
+    return fail(
+        Error{0, ErrorKind::Unsupported,
+              "kernel DAMON lacks vaddr operations (available: " + joinLines(avail.value()) + ")",
+              kd("contexts/0/avail_operations")});
+  const std::string ma = "contexts/0/monitoring_attrs/";
+  const std::pair<std::string, std::string> attrs[] = {
+      {"contexts/0/operations", "vaddr"},
+      {ma + "intervals/sample_us", std::to_string(config_.sampleUs)},
+      {ma + "intervals/aggr_us", std::to_string(config_.aggrUs)},
+      {ma + "intervals/update_us", std::to_string(config_.updateUs)},
+      {ma + "nr_regions/min", std::to_string(config_.minRegions)},
+      {ma + "nr_regions/max", std::to_string(config_.maxRegions)},
+      {"contexts/0/targets/nr_targets", "1"},
+      {"contexts/0/targets/0/pid_target", std::to_string(config_.pid)},
+  };
+  for (const auto& [rel, value] : attrs)
+    if (auto s = w(rel, value); !s) return fail(s.error());
+  if (!config_.ranges.empty()) {
+    const std::string rg = "contexts/0/targets/0/regions/";
+    if (auto s = w(rg + "nr_regions", std::to_string(config_.ranges.size())); !s)
+      return fail(s.error());
+    for (size_t i = 0; i < config_.ranges.size(); ++i) {
+      if (auto s = w(rg + std::to_string(i) + "/start", std::to_string(config_.ranges[i].start));
+          !s)
+        return fail(s.error());
+      if (auto s = w(rg + std::to_string(i) + "/end", std::to_string(config_.ranges[i].end)); !s)
+        return fail(s.error());
+    }
+  }
+  // A `stat` scheme matching every region: the max values default to 0, set them all.
+  const std::string sc = "contexts/0/schemes/";
+  if (auto s = w(sc + "nr_schemes", "1"); !s) return fail(s.error());
+  if (!fs_.exists(kd(sc + "0/tried_regions")))
+    return fail(Error{0, ErrorKind::Unsupported,
+                      "DAMON has no schemes tried_regions (kernel older than 6.2)",
+                      kd(sc + "0/tried_regions")});
+  const std::string ap = sc + "0/access_pattern/";
+  const std::pair<std::string, std::string> scheme[] = {
+      {sc + "0/action", "stat"},
+      {ap + "sz/min", "0"},
+      {ap + "sz/max", std::to_string(UINT64_MAX)},
+      {ap + "nr_accesses/min", "0"},
+      {ap + "nr_accesses/max", std::to_string(config_.aggrUs / config_.sampleUs)},
+      {ap + "age/min", "0"},
+      {ap + "age/max", std::to_string(UINT32_MAX)},
+  };
+  for (const auto& [rel, value] : scheme)
+    if (auto s = w(rel, value); !s) return fail(s.error());
+  if (auto s = w("state", "on"); !s) return fail(s.error());
+  auto pid = fs_.readAttr(kd("pid"));
+  if (!pid) return fail(pid.error());
+  kdamondPid_ = pid.value();
+  return Ok{};
+}
+
+Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
+  std::vector<AccessSample> out;
+  if (!created_ || targetGone_) return out;
+  if (lastSnapshotNs_ != 0 && untilNs - lastSnapshotNs_ < config_.snapshotNs) return out;
+  lastSnapshotNs_ = untilNs;
+  auto state = fs_.readAttr(kd("state"));
+  if (!state) return state.error();
+  if (state.value() != "on") {  // kdamond stops by itself when its target process exits
+    targetGone_ = true;
+    return out;
+  }
+  if (auto s = w("state", "update_schemes_tried_regions"); !s) {
+    // The process may have exited between the read and the write.
+    auto again = fs_.readAttr(kd("state"));
+    if (again && again.value() != "on") {
+      targetGone_ = true;
+      return out;
+    }
+    return s.error();
+  }
+  const std::string tr = kd("contexts/0/schemes/0/tried_regions");
+  auto entries = fs_.list(tr);
+  if (!entries) return entries.error();
+  std::vector<uint64_t> ids;
+  for (const auto& e : entries.value())
+    if (auto id = sys::parseU64(e, tr); id) ids.push_back(id.value());
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    const std::string d = tr + "/" + std::to_string(id);
+    uint64_t v[3];
+    const char* names[3] = {"start", "end", "nr_accesses"};
+    for (int i = 0; i < 3; ++i) {
+      auto text = fs_.readAttr(d + "/" + names[i]);
+      if (!text) return text.error();
+      auto n = sys::parseU64(text.value(), d + "/" + names[i]);
+      if (!n) return n.error();
+      v[i] = n.value();
+    }
+    if (v[1] <= v[0]) {
+      ++stats_.discarded;
+      continue;
+    }
+    if (v[2] == 0) continue;  // not accessed in the last aggregation interval
+    for (uint64_t c = v[0] & ~(kHeatRegionBytes - 1); c < v[1]; c += kHeatRegionBytes) {
+      AccessSample a;
+      a.timeNs = untilNs;
+      a.pid = config_.pid;
+      a.tid = config_.pid;
+      a.vaddr = std::max(c, v[0]);
+      a.weight = v[2];
+      out.push_back(a);
+    }
+  }
+  stats_.samples += out.size();
+  return out;
+}
+
+void DamonSource::stop() {
+  if (!created_) return;
+  if (checkOwnership()) {
+    auto state = fs_.readAttr(kd("state"));
+    if (state && state.value() == "on") (void)fs_.write(kd("state"), "off");
+    // nr_kdamonds is still 1 and the only kdamond is ours: removing it removes nothing else.
+    (void)fs_.write(kKdamonds + "/nr_kdamonds", "0");
+  }
+  created_ = false;
+  kdamondPid_.clear();
+}
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,137 @@
+#pragma once
+/// \file
+/// DamonSource: a HotnessSource over DAMON's sysfs interface with virtual address operations
+/// (Documentation/admin-guide/mm/damon/usage.rst). It monitors one process (threads share its mm)
+/// and reads region access frequencies through a `stat` scheme whose access pattern matches every
+/// region (the max values default to 0, so they are set), asking the kernel for the scheme's
+/// tried regions (`state` <- update_schemes_tried_regions). Each region becomes one AccessSample
+/// per 2 MiB chunk it covers, weight = nr_accesses (samples per aggregation interval that saw the
+/// region accessed).
+///
+/// Ownership rule (DAMON sysfs has no owner marker):
+/// - We never write under a kdamond we did not create. Writing `nr_kdamonds` removes and recreates
+///   every kdamond directory, so it is written only when it reads 0 (nobody else's kdamond
+///   exists): we write 1 and kdamonds/0 is ours. Any existing kdamond means "DAMON busy:
+///   kdamond N is not ours", and the caller falls back to another source.
+/// - Right after `state` <- on we remember the kdamond's pid; before every later write we re-read
+///   nr_kdamonds (must still be 1) and, while it runs, its pid (must still be ours).
+/// - stop() turns ours off and writes nr_kdamonds 0 (only while it is still 1). When the monitored
+///   process exits, the kernel stops the kdamond by itself; stop() still removes it.
+/// Features are probed by reading what exists (files and avail_operations), never by trial writes.
+/// Every explicit range is validated before writing (a zero-size region crashed kdamond on 6.12).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "telemetry/hotness/HotnessSource.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::telemetry {
+
+/// The file operations DamonSource does, so tests can log them in order (awslabs/damo dry-run fs).
+class DamonFs {
+ public:
+  virtual ~DamonFs() = default;
+  virtual Result<std::string> readAttr(const std::string& abs) = 0;
+  virtual Status write(const std::string& abs, const std::string& data) = 0;
+  virtual bool exists(const std::string& abs) = 0;
+  virtual Result<std::vector<std::string>> list(const std::string& abs) = 0;
+};
+
+/// DamonFs over a SysRoot (production: the live /sys).
+class SysRootDamonFs : public DamonFs {
+ public:
+  explicit SysRootDamonFs(sys::SysRoot root) : root_(std::move(root)) {}
+  Result<std::string> readAttr(const std::string& abs) override { return root_.readAttr(abs); }
+  Status write(const std::string& abs, const std::string& data) override {
+    return root_.write(abs, data);
+  }
+  bool exists(const std::string& abs) override { return root_.exists(abs); }
+  Result<std::vector<std::string>> list(const std::string& abs) override { return root_.list(abs); }
+
+ private:
+  sys::SysRoot root_;
+};
+
+/// What DAMON sysfs shows, read-only.
+struct DamonProbe {
+  bool present = false;  ///< /sys/kernel/mm/damon/admin/kdamonds exists
+  int nrKdamonds = 0;    ///< kdamonds/nr_kdamonds
+  struct Kdamond {
+    int id = 0;
+    std::string state;            ///< "on"/"off"
+    std::string pid;              ///< kdamond thread pid or -1
+    std::string operations;       ///< operations of context 0 ("paddr", "vaddr", ...), "" if none
+    std::string availOperations;  ///< avail_operations of context 0, one per line joined by ','
+  };
+  std::vector<Kdamond> kdamonds;
+  bool usable = false;  ///< we may create our own kdamond (nr_kdamonds == 0)
+  std::string why;      ///< "DAMON busy: kdamond 0 is not ours (state on, operations paddr)", ...
+};
+
+/// Reads DAMON's sysfs state without writing anything.
+DamonProbe probeDamon(DamonFs& fs);
+
+/// A 2 MiB-aligned or arbitrary address range to monitor [start, end), bytes.
+struct DamonRange {
+  uint64_t start = 0, end = 0;
+};
+
+/// Validates ranges before they are written: non-empty, start < end, page aligned, sorted and not
+/// overlapping. Errors (Input) name the offending range.
+Status validateDamonRanges(const std::vector<DamonRange>& ranges, uint64_t pageSize);
+
+/// Monitoring parameters (DAMON monitoring_attrs).
+struct DamonConfig {
+  pid_t pid = 0;                   ///< process to monitor
+  std::vector<DamonRange> ranges;  ///< explicit initial regions; empty = the kernel's from mappings
+  uint64_t sampleUs = 5000;        ///< sampling interval
+  uint64_t aggrUs = 100000;        ///< aggregation interval
+  uint64_t updateUs = 1000000;     ///< operations update interval (re-reads the mappings)
+  uint64_t minRegions = 10;
+  uint64_t maxRegions = 1000;
+  uint64_t snapshotNs = 1000000000;  ///< how often drain() asks for tried regions
+};
+
+/// See the file comment.
+class DamonSource final : public HotnessSource {
+ public:
+  /// `fs` must outlive the source.
+  DamonSource(DamonConfig config, DamonFs& fs);
+  ~DamonSource() override;
+
+  std::string name() const override { return "damon-vaddr"; }
+  /// Errors: Environment "DAMON busy: kdamond N is not ours ..." when another kdamond exists;
+  /// Unsupported when the kernel lacks vaddr or tried_regions; any write failure (after which
+  /// our kdamond is removed again).
+  Status start() override;
+  /// When snapshotNs has passed since the last snapshot (by `untilNs`), asks the kernel for the
+  /// tried regions and returns one sample per 2 MiB chunk of each accessed region, timeNs =
+  /// untilNs. When our kdamond stopped (the process exited) returns an empty batch and marks it.
+  Result<std::vector<AccessSample>> drain(uint64_t untilNs) override;
+  void stop() override;
+  SourceStats stats() const override { return stats_; }
+
+  /// True when our kdamond has stopped by itself (the monitored process is gone).
+  bool targetGone() const { return targetGone_; }
+
+ private:
+  Status w(const std::string& rel, const std::string& value);  ///< write under our kdamond
+  Status checkOwnership();
+  std::string kd(const std::string& rel) const;
+
+  DamonConfig config_;
+  DamonFs& fs_;
+  bool created_ = false;  ///< we wrote nr_kdamonds 1
+  std::string kdamondPid_;
+  uint64_t lastSnapshotNs_ = 0;
+  bool targetGone_ = false;
+  SourceStats stats_;
+};
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,101 @@
+#include "telemetry/hotness/HeatRegions.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace tierd::telemetry {
+
+void addSamples(RegionHeatMap& heat, const std::vector<AccessSample>& samples, pid_t pid,
+                bool useWeight) {
+  for (const auto& s : samples)
+    if (pid == 0 || s.pid == pid)
+      heat[s.vaddr & ~(kHeatRegionBytes - 1)] += useWeight ? s.weight : 1;
+}
+
+namespace {
+
+bool parseHexWord(std::string s, uint64_t& v) {
+  if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0) s = s.substr(2);
+  if (s.empty() || s.size() > 16) return false;
+  v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return false;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<HotSetTruth> parseHotSet(std::string_view text, const std::string& context) {
+  HotSetTruth t;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  size_t n = 0;
+  bool havePid = false;
+  while (std::getline(in, line)) {
+    ++n;
+    const std::string where = context + ":" + std::to_string(n);
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string a, b;
+    words >> a >> b;
+    if (a.empty()) continue;
+    if (a == "pid") {
+      char* end = nullptr;
+      long v = std::strtol(b.c_str(), &end, 10);
+      if (b.empty() || *end != '\0' || v <= 0)
+        return Error::input("expected 'pid N', got '" + line + "'", where);
+      t.pid = static_cast<pid_t>(v);
+      havePid = true;
+      continue;
+    }
+    size_t dash = a.find('-');
+    uint64_t s = 0, e = 0;
+    if (!b.empty() || dash == std::string::npos || !parseHexWord(a.substr(0, dash), s) ||
+        !parseHexWord(a.substr(dash + 1), e) || e <= s)
+      return Error::input("expected 'start-end' in hex with end > start, got '" + line + "'",
+                          where);
+    t.ranges.push_back({s, e});
+  }
+  if (!havePid) return Error::input("no 'pid N' line", context);
+  return t;
+}
+
+std::vector<uint64_t> truthRegions(const HotSetTruth& truth) {
+  std::set<uint64_t> regions;
+  for (const auto& [s, e] : truth.ranges)
+    for (uint64_t r = s & ~(kHeatRegionBytes - 1); r < e; r += kHeatRegionBytes)
+      regions.insert(r);
+  return {regions.begin(), regions.end()};
+}
+
+HotSetScore scoreHotSet(const RegionHeatMap& heat, const HotSetTruth& truth) {
+  HotSetScore score;
+  const std::vector<uint64_t> actual = truthRegions(truth);
+  score.actual = actual.size();
+  std::vector<std::pair<uint64_t, uint64_t>> ranked;  // (heat, region)
+  for (const auto& [region, h] : heat)
+    if (h > 0) ranked.push_back({h, region});
+  std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  if (ranked.size() > actual.size()) ranked.resize(actual.size());
+  score.predicted = ranked.size();
+  for (const auto& [h, region] : ranked)
+    if (std::binary_search(actual.begin(), actual.end(), region)) ++score.truePositive;
+  score.precision = score.predicted ? double(score.truePositive) / double(score.predicted) : 0;
+  score.recall = score.actual ? double(score.truePositive) / double(score.actual) : 0;
+  return score;
+}
+
+}  // namespace tierd::telemetry

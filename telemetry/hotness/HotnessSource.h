@@ -1,0 +1,50 @@
+#pragma once
+/// \file
+/// HotnessSource: the seam between what observes memory accesses (perf_event PEBS/IBS or
+/// software events, DAMON, a recorded trace) and the heat model (DESIGN.md "Interfaces").
+/// Called from one thread (the tick engine); no method blocks for longer than a sysfs read.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tierd/core/Result.h"
+#include "tierd/core/Types.h"
+
+namespace tierd::telemetry {
+
+/// Counters every source keeps from `start` on. All are totals since start (monotonic).
+struct SourceStats {
+  uint64_t samples = 0;    ///< samples returned by drain()
+  uint64_t lost = 0;       ///< samples the kernel dropped (PERF_RECORD_LOST counts; 0 for DAMON)
+  uint64_t throttled = 0;  ///< PERF_RECORD_THROTTLE records (kernel lowered our rate)
+  uint64_t discarded = 0;  ///< samples read but dropped by us (address 0, outside mappings)
+};
+
+/// A source of AccessSamples. Lifecycle: start() once, drain() any number of times, stop() once
+/// (also done by the destructor of every implementation). Not thread-safe.
+class HotnessSource {
+ public:
+  virtual ~HotnessSource() = default;
+
+  /// Short stable name used in traces, metrics labels and probe output ("perf-pebs",
+  /// "perf-ibs", "perf-sw-page-faults", "damon-vaddr", "replay").
+  virtual std::string name() const = 0;
+
+  /// Opens kernel resources (perf events, a kdamond). Errors say what is missing and what to do;
+  /// on error nothing stays open.
+  virtual Status start() = 0;
+
+  /// Returns, without blocking, every sample available now whose timeNs <= `untilNs`
+  /// (CLOCK_MONOTONIC ns); later samples stay queued for the next call. An empty batch is
+  /// normal. Errors only when the source broke (its fds or kdamond vanished).
+  virtual Result<std::vector<AccessSample>> drain(uint64_t untilNs) = 0;
+
+  /// Releases kernel resources. Idempotent; never fails (problems are counted, not thrown).
+  virtual void stop() = 0;
+
+  /// Totals since start().
+  virtual SourceStats stats() const = 0;
+};
+
+}  // namespace tierd::telemetry

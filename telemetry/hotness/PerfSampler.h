@@ -1,0 +1,118 @@
+#pragma once
+/// \file
+/// PerfSampler: a HotnessSource over perf_event sampling. Hardware events (PEBS, IBS; chosen by
+/// PmuEvents) are opened system-wide, one per CPU per event, scoped to the workload's cgroup with
+/// PERF_FLAG_PID_CGROUP so every thread is seen. Software page-fault sampling
+/// (PERF_COUNT_SW_PAGE_FAULTS with PERF_SAMPLE_ADDR) is the fallback where there is no PMU; it
+/// runs per cgroup the same way, or per pid (one event per thread, cpu -1; drain() opens threads
+/// that appeared since its last scan, every mapsRefreshNs).
+/// Rings are drained without blocking; LOST and THROTTLE records are counted; samples with
+/// address 0 or outside the process's mappings are discarded. The sampler keeps its own CPU use
+/// (thread CPU time spent draining / wall time) within a budget by doubling or halving the
+/// sample period through PERF_EVENT_IOC_PERIOD, re-measured every second; LOST records in that
+/// second count as over budget (the rings overflow, so the rate is too high to keep).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "telemetry/hotness/HotnessSource.h"
+#include "telemetry/hotness/PerfEventOpener.h"
+#include "telemetry/hotness/PmuEvents.h"
+#include "telemetry/hotness/ProcMaps.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::telemetry {
+
+/// Sample type we ask for first; PerfSampler drops PHYS_ADDR, then WEIGHT_STRUCT -> WEIGHT, when
+/// the kernel refuses (EINVAL) and reports what it got.
+inline constexpr uint64_t kPreferredSampleType =
+    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_ADDR |
+    PERF_SAMPLE_WEIGHT_STRUCT | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_PHYS_ADDR;
+
+/// The software page-fault event: PERF_TYPE_SOFTWARE / PERF_COUNT_SW_PAGE_FAULTS.
+EventChoice pageFaultEvent();
+
+/// Configuration. Exactly one of cgroupPath / pid is set.
+struct PerfSamplerConfig {
+  std::string sourceName = "perf";  ///< name() of the source ("perf-pebs", "perf-sw-page-faults")
+  std::vector<EventChoice> events;  ///< attrs from PmuEvents or pageFaultEvent()
+  uint64_t sampleType = kPreferredSampleType;
+  std::string cgroupPath;  ///< perf_event cgroup directory (absolute, under the SysRoot)
+  pid_t pid = 0;           ///< or one process: each of its threads (new ones found by drain())
+  std::vector<int> cpus;   ///< cgroup mode: CPUs to open on; empty = /sys/devices/system/cpu/online
+  size_t ringPages = 64;   ///< data pages per ring (power of two)
+  uint64_t period = 10007;  ///< initial sample period (events per sample); prime avoids aliasing
+  uint64_t minPeriod = 1;   ///< adaptation bounds
+  uint64_t maxPeriod = 1u << 24;
+  double cpuBudget = 0.01;              ///< fraction of one core (0.01 = 1%) the drain loop may use
+  bool filterMappings = true;           ///< discard samples outside /proc/PID/maps
+  uint64_t mapsRefreshNs = 1000000000;  ///< how long a process's maps are trusted
+};
+
+/// Returns an Environment error when `needed` perf fds do not fit under the soft RLIMIT_NOFILE
+/// `softLimit` with `inUse` fds already open and 64 kept spare; the message says what to raise.
+Status checkFdBudget(uint64_t needed, uint64_t softLimit, uint64_t inUse);
+
+/// The next sample period: doubles when `measured` overhead exceeds `budget`, halves when below
+/// a quarter of it, stays otherwise; clamped to [minPeriod, maxPeriod].
+uint64_t adaptPeriod(uint64_t period, double measured, double budget, uint64_t minPeriod,
+                     uint64_t maxPeriod);
+
+/// perf_event sampling source; see the file comment.
+class PerfSampler final : public HotnessSource {
+ public:
+  PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener,
+              sys::SysRoot root = sys::SysRoot::live());
+  ~PerfSampler() override;
+
+  std::string name() const override { return config_.sourceName; }
+  Status start() override;
+  Result<std::vector<AccessSample>> drain(uint64_t untilNs) override;
+  void stop() override;
+  SourceStats stats() const override { return stats_; }
+
+  /// The sample period now in force (events per sample).
+  uint64_t period() const { return config_.period; }
+  /// Last measured overhead: drain thread CPU time / wall time between drains (fraction of a core).
+  double overhead() const { return overhead_; }
+  /// The sample_type the kernel accepted (after dropping PHYS_ADDR/WEIGHT_STRUCT if refused).
+  uint64_t sampleType() const { return config_.sampleType; }
+  /// Number of perf fds open.
+  size_t fdCount() const { return rings_.size(); }
+
+ private:
+  struct Ring {
+    int fd = -1;
+    void* base = nullptr;
+    size_t length = 0;
+  };
+  Result<int> openOne(perf_event_attr attr, pid_t pid, int cpu, unsigned long flags);
+  /// Opens, maps (and, once started, enables) every event on each (pid or cgroup fd, cpu).
+  Status openOn(const std::vector<std::pair<pid_t, int>>& targets, bool cgroupMode);
+  /// pid mode: opens threads that appeared since the last scan (every mapsRefreshNs).
+  void openNewThreads(uint64_t nowNs);
+
+  PerfSamplerConfig config_;
+  PerfEventOpener& opener_;
+  sys::SysRoot root_;
+  AddressFilter filter_;
+  std::vector<Ring> rings_;
+  std::deque<AccessSample> pending_;
+  SourceStats stats_;
+  double overhead_ = 0;
+  uint64_t lastWallNs_ = 0;
+  uint64_t cpuNsSinceAdapt_ = 0;
+  uint64_t lostSinceAdapt_ = 0;
+  std::set<pid_t> openedTids_;
+  uint64_t lastTaskScanNs_ = 0;
+  uint64_t threadOpenFailures_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace tierd::telemetry

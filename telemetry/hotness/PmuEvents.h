@@ -1,0 +1,98 @@
+#pragma once
+/// \file
+/// Which PMU this machine has and which sampling events tierd uses on it.
+/// - Intel: PEBS through the core PMU (`cpu`, or `cpu_core` on hybrid parts). Events are named
+///   with libpfm4 and encoded by pfm_get_os_event_encoding (never hand-coded hex): load-latency
+///   sampling MEM_TRANS_RETIRED:LOAD_LATENCY with an ldlat threshold (weight = latency), or
+///   MEM_LOAD_RETIRED:L3_MISS with precise_ip; plus a store event where the model has one.
+/// - AMD: IBS op sampling. libpfm4 has no IBS PMU, so the attr type comes from
+///   /sys/bus/event_source/devices/ibs_op/type and config bits from its format/ files.
+/// Model numbers: Intel SDM vol. 4 / the kernel's arch/x86/include/asm/intel-family.h.
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tierd/core/Result.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::telemetry {
+
+/// The boot CPU's identity from /proc/cpuinfo.
+struct CpuId {
+  std::string vendor;  ///< "GenuineIntel", "AuthenticAMD", ...
+  int family = 0;      ///< "cpu family"
+  int model = 0;       ///< "model"
+};
+
+/// Reads vendor_id, cpu family and model of the first processor in /proc/cpuinfo.
+Result<CpuId> readCpuId(const sys::SysRoot& root);
+
+/// What /sys/bus/event_source/devices offers.
+struct PmuInventory {
+  std::vector<std::string> devices;  ///< every event source name, sorted
+  bool hasCpu = false;               ///< `cpu`: a core PMU (Intel or AMD)
+  bool hasCpuCore = false;           ///< `cpu_core`: the P-core PMU of an Intel hybrid part
+  uint32_t cpuCoreType = 0;          ///< cpu_core/type
+  bool hasIbsOp = false;             ///< `ibs_op`: AMD IBS op sampling
+  uint32_t ibsOpType = 0;            ///< ibs_op/type
+  std::map<std::string, std::string> ibsOpFormat;  ///< ibs_op/format/<name> -> "config:19"
+};
+
+/// Reads /sys/bus/event_source/devices (missing directory = no event sources at all).
+Result<PmuInventory> readPmus(const sys::SysRoot& root);
+
+/// A bit field as a PMU's sysfs format file describes it ("config:0-15", "config1:3").
+struct FormatField {
+  int word = 0;  ///< 0 config, 1 config1, 2 config2
+  int lo = 0, hi = 0;
+};
+/// Parses a sysfs PMU format spec; only a single contiguous range is accepted.
+Result<FormatField> parseFormatField(const std::string& spec, const std::string& context);
+
+/// One event tierd would open, with the reason it was chosen.
+struct EventChoice {
+  std::string name;      ///< fully qualified libpfm4 string, or "ibs_op" for IBS
+  perf_event_attr attr;  ///< what the kernel gets (sample_period/sample_type set by PerfSampler)
+  std::string why;
+};
+
+/// Intel sampling style.
+enum class IntelMode {
+  LoadLatency,  ///< MEM_TRANS_RETIRED:LOAD_LATENCY, ldlat threshold, weight = latency
+  L3Miss,       ///< MEM_LOAD_RETIRED:L3_MISS with precise_ip
+};
+
+/// Options of event choice.
+struct EventOptions {
+  IntelMode intelMode = IntelMode::LoadLatency;
+  unsigned ldlatCycles = 64;   ///< load-latency threshold (cycles); 64 ~ beyond the L2
+  bool stores = true;          ///< add a store event where the model has one
+  bool ibsL3MissOnly = false;  ///< IBS: only ops that missed L3 (Zen 4+, format l3missonly)
+};
+
+/// The libpfm4 PMU prefix for an Intel model ("spr", "icx", "skx", "adl_glc", ...) and whether the
+/// part is hybrid; "" when tierd has no table entry for the model.
+std::string intelPfmPmu(int family, int model, bool* hybrid = nullptr);
+
+/// Initializes libpfm4 once (pfm_initialize). LIBPFM_ENCODE_INACTIVE=1 in the environment before
+/// the first call lets absent PMUs encode (tests). Errors carry pfm_strerror.
+Status initPfm();
+
+/// Encodes a libpfm4 event string with pfm_get_os_event_encoding(PFM_OS_PERF_EVENT_EXT, user
+/// level only) into the perf_event_attr fields type, config, config1, precise_ip, exclude_*.
+Result<perf_event_attr> encodePfmEvent(const std::string& event);
+
+/// IBS op attr from the inventory: type = ibs_op/type, cnt_ctl set (count dispatched ops) when the
+/// format has it, l3missonly when asked and available.
+Result<perf_event_attr> ibsOpAttr(const PmuInventory& pmus, bool l3MissOnly);
+
+/// Chooses the hardware sampling events for this CPU and PMU inventory. Errors (Unsupported)
+/// explain why there is none: "no `cpu` PMU in /sys/bus/event_source/devices", unknown model...
+Result<std::vector<EventChoice>> chooseHardwareEvents(const CpuId& cpu, const PmuInventory& pmus,
+                                                      const EventOptions& options);
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,60 @@
+#pragma once
+/// \file
+/// Which hotness source tierd can use on this machine, the events each would use and why, or why
+/// not (`tierctl sampling --probe`), and building the best available one for a target.
+/// Preference: hardware perf sampling (PEBS / IBS) > DAMON vaddr > software page-fault sampling.
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "telemetry/hotness/DamonSource.h"
+#include "telemetry/hotness/HotnessSource.h"
+#include "telemetry/hotness/PerfEventOpener.h"
+#include "telemetry/hotness/PmuEvents.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::telemetry {
+
+/// One candidate source.
+struct SourceProbe {
+  std::string name;  ///< "perf-pebs", "perf-ibs", "damon-vaddr", "perf-sw-page-faults"
+  bool available = false;
+  std::vector<std::string> events;  ///< event strings it would open (empty for DAMON)
+  std::string why;                  ///< why it would be used, or why not
+};
+
+/// The whole probe.
+struct SamplingProbe {
+  CpuId cpu;                      ///< from /proc/cpuinfo (vendor "" when unreadable)
+  std::vector<std::string> pmus;  ///< /sys/bus/event_source/devices
+  bool hardwarePmu = false;       ///< a `cpu`, `cpu_core` or `ibs_op` event source exists
+  int perfEventParanoid = 2;      ///< /proc/sys/kernel/perf_event_paranoid
+  bool privileged = false;        ///< effective uid 0 (CAP_PERFMON/CAP_SYS_ADMIN assumed)
+  DamonProbe damon;
+  std::vector<SourceProbe> sources;  ///< in order of preference
+  std::string chosen;                ///< name of the first available source, "" when none
+};
+
+/// Reads everything under `root` (and DAMON through `fs`) without opening or writing anything.
+/// `privileged` says whether the caller has CAP_PERFMON (root).
+SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileged,
+                            const EventOptions& options = {});
+
+/// What to sample.
+struct SamplingTarget {
+  std::string cgroupPath;  ///< perf_event cgroup directory, or
+  pid_t pid = 0;           ///< one process
+};
+
+/// Builds the source named `name` (one of SourceProbe::name) for `target`, not yet started.
+/// `opener` and `fs` must outlive it. DAMON needs a pid; perf-pebs/ibs need a cgroup.
+Result<std::unique_ptr<HotnessSource>> makeSource(const std::string& name,
+                                                  const SamplingProbe& probe,
+                                                  const SamplingTarget& target,
+                                                  PerfEventOpener& opener, DamonFs& fs,
+                                                  const sys::SysRoot& root);
+
+}  // namespace tierd::telemetry

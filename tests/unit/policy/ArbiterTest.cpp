@@ -1,0 +1,513 @@
+// Policy + Arbiter: golden plans from generated sample streams, and properties over random
+// snapshots and closed-loop runs (budgets, capacity, cooldown, quota, determinism).
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "policy/Arbiter.h"
+#include "policy/ConfigCompiler.h"
+#include "policy/HeatModel.h"
+#include "policy/Zipf.h"
+#include "tierd/core/Units.h"
+
+using namespace tierd;
+using namespace tierd::policy;
+
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kBase = 0x7f0000000000ull;
+constexpr uint64_t k2M = 2 * kMiB;
+
+std::shared_ptr<const CompiledConfig> makeConfig(const std::string& toml) {
+  CompileOutcome out = compileConfigText(toml, "/nonexistent/tierd.toml");
+  std::string errs;
+  for (const ConfigError& e : out.errors)
+    errs += e.describe() + "\n";
+  REQUIRE_MESSAGE(out.ok(), errs);
+  return std::make_shared<const CompiledConfig>(*out.config);
+}
+
+NodeFacts node(NodeId id, TierKind tier, uint64_t total, uint64_t free,
+               std::map<uint64_t, uint64_t> huge = {}) {
+  NodeFacts n;
+  n.id = id;
+  n.tier = tier;
+  n.totalBytes = total;
+  n.freeBytes = free;
+  n.freeHugePages = std::move(huge);
+  return n;
+}
+
+RegionView region(pid_t pid, uint64_t index, NodeId where, double heat, uint64_t lastMove = 0) {
+  RegionView r;
+  r.pid = pid;
+  r.start = kBase + index * k2M;
+  r.length = k2M;
+  r.pageSize = k2M;
+  r.node = where;
+  r.heat = heat;
+  r.lastMoveNs = lastMove;
+  return r;
+}
+
+std::string render(const ArbiterDecision& d) {
+  std::ostringstream out;
+  for (size_t i = 0; i < d.plan.moves.size(); ++i) {
+    const MoveRange& m = d.plan.moves[i];
+    char line[200];
+    std::snprintf(line, sizeof line, "%s w%u pid %d 0x%llx +%s page %s -> node %d (%s)\n",
+                  m.direction == Direction::Promote ? "promote" : "demote ", d.workloads[i],
+                  static_cast<int>(m.pid), static_cast<unsigned long long>(m.start),
+                  pageSizeName(m.length).c_str(), pageSizeName(m.pageSize).c_str(), m.target,
+                  moveReasonName(d.reasons[i]));
+    out << line;
+  }
+  const ArbiterStats& s = d.stats;
+  out << "promote " << s.promoteBytes << " B in " << s.promotions << ", demote " << s.demoteBytes
+      << " B in " << s.demotions << ", exchanges " << s.exchanges << ", skipped budget "
+      << s.skippedBudget << " room " << s.skippedNoRoom << " quota " << s.skippedQuota
+      << ", cooling " << s.coolingDown << ", held " << s.held << "\n";
+  return out.str();
+}
+
+// Compares with tests/fixtures/policy/NAME.plan; TIERD_UPDATE_GOLDEN=1 rewrites the file.
+void checkGolden(const std::string& name, const std::string& text) {
+  std::string path = std::string(TIERD_FIXTURES) + "/policy/" + name + ".plan";
+  if (std::getenv("TIERD_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  CHECK_MESSAGE(ss.str() == text, "golden " << path << " differs; got:\n" << text);
+}
+
+// A zipfian sample stream over `regions` 2 MiB regions of `pid`, ranks scattered by a multiplier.
+std::vector<AccessSample> zipfStream(pid_t pid, uint64_t regions, size_t n, uint64_t seed,
+                                     uint64_t t0, uint64_t t1) {
+  ZipfGenerator z(regions, 1.0, seed);
+  SplitMix64 rng(seed + 1);
+  std::vector<AccessSample> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t r = (z.next() * 37) % regions;
+    out[i].pid = pid;
+    out[i].tid = pid;
+    out[i].vaddr = kBase + r * k2M + rng.below(k2M);
+    out[i].timeNs = t0 + (t1 - t0) * i / n;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("golden: a zipfian stream promotes its hottest regions within the budget") {
+  auto cfg = makeConfig(R"(
+[daemon]
+interval = "1s"
+[migration]
+max_promote_mib_per_s = 16
+fast_headroom = "0%"
+[[workload]]
+name = "app"
+pids = [100]
+)");
+  HeatModel model;
+  model.setWorkload(0,
+                    {cfg->workloads[0].policy.heatHalfLifeNs, cfg->workloads[0].policy.cooldownNs});
+  model.assignPid(100, 0);
+  std::vector<std::pair<uint64_t, NodeId>> where;
+  for (uint64_t r = 0; r < 64; ++r)
+    where.push_back({kBase + r * k2M, 1});
+  model.setLocations(100, where);
+  model.ingest(zipfStream(100, 64, 5000, 11, 0, 10 * kSec), 10 * kSec);
+
+  TickContext ctx;
+  ctx.nowNs = 10 * kSec;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, kGiB, 512 * kMiB),
+               node(1, TierKind::Slow, 4 * kGiB, 2 * kGiB)};
+  ctx.workloads = {{0, model.regions(0, ctx.nowNs)}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 8);  // 16 MiB/s * 1 s / 2 MiB
+  auto hot = model.hottest(0, {1}, 8, ctx.nowNs);
+  for (size_t i = 0; i < 8; ++i) {
+    CHECK(d.plan.moves[i].start == hot[i].start);
+    CHECK(d.plan.moves[i].target == 0);
+  }
+  checkGolden("zipf-promote", render(d));
+}
+
+TEST_CASE("golden: over quota and short on free memory, demotions come first, then exchanges") {
+  auto cfg = makeConfig(R"(
+[migration]
+max_promote_mib_per_s = 64
+max_demote_mib_per_s = 64
+fast_headroom = "5%"
+[[workload]]
+name = "a"
+pids = [100]
+fast_quota = "64MiB"
+[[workload]]
+name = "b"
+pids = [200]
+)");
+  TickContext ctx;
+  ctx.nowNs = 100 * kSec;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, kGiB, 20 * kMiB),
+               node(1, TierKind::Slow, 4 * kGiB, 2 * kGiB)};
+  WorkloadView a{0, {}}, b{1, {}};
+  for (uint64_t i = 0; i < 40; ++i)
+    a.regions.push_back(region(100, i, 0, static_cast<double>((i * 7) % 40)));
+  for (uint64_t i = 0; i < 10; ++i)
+    b.regions.push_back(region(200, i, 1, 50.0 + static_cast<double>(i)));
+  for (uint64_t i = 10; i < 30; ++i)
+    b.regions.push_back(region(200, i, 0, 0.02 * static_cast<double>(i)));
+  b.regions.push_back(region(200, 40, 1, 99.0, 95 * kSec));  // hot but cooling down (30 s)
+  ctx.workloads = {a, b};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  // Order: all demotions before any promotion; over-quota ones first.
+  bool seenPromote = false;
+  for (const MoveRange& m : d.plan.moves) {
+    if (m.direction == Direction::Promote) seenPromote = true;
+    CHECK_FALSE((seenPromote && m.direction == Direction::Demote));
+  }
+  CHECK(d.reasons.front() == MoveReason::OverQuota);
+  CHECK(d.stats.coolingDown == 1);
+  checkGolden("quota-pressure-exchange", render(d));
+}
+
+TEST_CASE("hugetlb regions need a free huge page of their size on the target") {
+  auto cfg = makeConfig(
+      "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 4096\n"
+      "[[workload]]\nname = \"db\"\npids = [7]\n");
+  TickContext ctx;
+  ctx.nowNs = kSec;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB, {{kGiB, 1}}),
+               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB, {{kGiB, 0}})};
+  WorkloadView w{0, {}};
+  for (uint64_t i = 0; i < 3; ++i) {
+    RegionView r;
+    r.pid = 7;
+    r.start = kBase + i * kGiB;
+    r.length = kGiB;
+    r.pageSize = kGiB;
+    r.hugetlb = true;
+    r.node = 1;
+    r.heat = 10.0 + static_cast<double>(i);
+    w.regions.push_back(r);
+  }
+  ctx.workloads = {w};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 1);  // one free 1 GiB page on node 0, though 32 GiB are free
+  CHECK(d.plan.moves[0].start == kBase + 2 * kGiB);  // the hottest
+  CHECK(d.plan.moves[0].pageSize == kGiB);
+  CHECK(d.stats.skippedNoRoom == 2);
+}
+
+TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat") {
+  // GUPS seen through DAMON with huge pages: 10 hot regions saturate at 20 accesses per check,
+  // the 90 cold ones still read as 2.6 (each cold 2 MiB page is touched every few ms). All are
+  // above hot_threshold; the fast node has room for every one of them.
+  auto plan = [](const std::string& ratio) {
+    auto cfg = makeConfig(
+        "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
+        "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\ncold_threshold = 0.5\n" +
+        ratio);
+    TickContext ctx;
+    ctx.nowNs = kSec;
+    ctx.config = cfg;
+    ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
+                 node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+    WorkloadView w{0, {}};
+    for (uint64_t i = 0; i < 100; ++i)
+      w.regions.push_back(region(7, i, 1, i % 10 == 0 ? 20.0 : 2.6));
+    ctx.workloads = {w};
+    Arbiter arbiter;
+    return arbiter.plan(ctx);
+  };
+  ArbiterDecision off = plan("");
+  CHECK(off.plan.moves.size() == 100);  // hot_ratio 0: free fast memory is filled by heat order
+  ArbiterDecision on = plan("hot_ratio = 2.0\n");
+  REQUIRE(on.plan.moves.size() == 10);  // mean 4.34: the cut at 8.68 keeps exactly the hot set
+  for (const MoveRange& m : on.plan.moves)
+    CHECK((m.start - kBase) / k2M % 10 == 0);
+}
+
+TEST_CASE("a region bigger than a tick's budget goes only with a full bucket, then pays it back") {
+  auto cfg = makeConfig(
+      "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 256\n"
+      "[[workload]]\nname = \"db\"\npids = [7]\n");
+  TickContext ctx;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB, {{kGiB, 8}}),
+               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  WorkloadView w{0, {}};
+  for (uint64_t i = 0; i < 2; ++i) {
+    RegionView r{7, kBase + i * kGiB, kGiB, kGiB, true, 1, 10.0, 0, false};
+    w.regions.push_back(r);
+  }
+  ctx.workloads = {w};
+  Arbiter arbiter;
+  std::vector<uint64_t> movedAt;
+  for (uint64_t t = 1; t <= 12; ++t) {
+    ctx.nowNs = t * kSec;
+    ArbiterDecision d = arbiter.plan(ctx);
+    CHECK(d.plan.moves.size() <= 1);
+    if (!d.plan.moves.empty()) movedAt.push_back(t);
+  }
+  // 1 GiB at 256 MiB/s: one move, then 4 s of debt, then the next.
+  CHECK(movedAt == std::vector<uint64_t>{1, 5, 9});
+}
+
+TEST_CASE("dry run plans the same but spends no budget") {
+  auto cfg = makeConfig(
+      "[daemon]\ndry_run = true\n[migration]\nmax_promote_mib_per_s = 4\n"
+      "fast_headroom = \"0%\"\n[[workload]]\nname = \"a\"\npids = [1]\n");
+  TickContext ctx;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, kGiB, kGiB), node(1, TierKind::Slow, kGiB, kGiB)};
+  ctx.workloads = {{0, {region(1, 0, 1, 9), region(1, 1, 1, 8), region(1, 2, 1, 7)}}};
+  Arbiter arbiter;
+  for (uint64_t t = 1; t <= 3; ++t) {
+    ctx.nowNs = t * kSec;
+    ArbiterDecision d = arbiter.plan(ctx);
+    CHECK(d.dryRun);
+    REQUIRE(d.plan.moves.size() == 2);  // 4 MiB per tick, every tick
+    CHECK(d.plan.moves[0].start == kBase);
+  }
+}
+
+TEST_CASE("page granularity base plans base pages except for hugetlb") {
+  auto cfg = makeConfig(
+      "[migration]\npage_granularity = \"base\"\nfast_headroom = \"0%\"\n"
+      "[[workload]]\nname = \"a\"\npids = [1]\n");
+  TickContext ctx;
+  ctx.config = cfg;
+  ctx.nowNs = kSec;
+  ctx.basePageSize = 65536;
+  ctx.nodes = {node(0, TierKind::Fast, kGiB, kGiB), node(1, TierKind::Slow, kGiB, kGiB)};
+  ctx.workloads = {{0, {region(1, 0, 1, 9)}}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 1);
+  CHECK(d.plan.moves[0].pageSize == 65536);
+}
+
+namespace {
+
+// A random snapshot: 1-2 fast and 1-2 slow nodes, 1-3 workloads of up to 40 regions, some
+// hugetlb, random heat, history and free memory.
+struct World {
+  std::shared_ptr<const CompiledConfig> cfg;
+  TickContext ctx;
+};
+
+World randomWorld(uint64_t seed) {
+  SplitMix64 r(seed);
+  std::ostringstream toml;
+  toml << "[daemon]\ninterval_ms = " << 100 + r.below(1900) << "\n[migration]\n"
+       << "max_promote_mib_per_s = " << r.below(5) * 16
+       << "\nmax_demote_mib_per_s = " << r.below(5) * 16 << "\nfast_headroom = \"" << r.below(20)
+       << "%\"\n";
+  size_t nw = 1 + r.below(3);
+  for (size_t w = 0; w < nw; ++w)
+    toml << "[[workload]]\nname = \"w" << w << "\"\npids = [" << 100 + w << "]\nfast_quota = \""
+         << (r.below(2) ? std::to_string(10 + r.below(91)) + "%"
+                        : std::to_string(r.below(64)) + "MiB")
+         << "\"\ncooldown = \"" << r.below(20) << "s\"\n";
+  World world;
+  world.cfg = makeConfig(toml.str());
+  TickContext& ctx = world.ctx;
+  ctx.config = world.cfg;
+  ctx.nowNs = 100 * kSec;
+  NodeId id = 0;
+  for (TierKind t : {TierKind::Fast, TierKind::Slow})
+    for (uint64_t k = 0, n = 1 + r.below(2); k < n; ++k) {
+      uint64_t total = (64 + r.below(256)) * kMiB;
+      ctx.nodes.push_back(node(id, t, total, r.below(total / k2M) * k2M, {{kGiB, r.below(3)}}));
+      id += 1 + static_cast<NodeId>(r.below(3));  // sparse ids
+    }
+  for (size_t w = 0; w < nw; ++w) {
+    WorkloadView v{static_cast<WorkloadId>(w), {}};
+    for (uint64_t i = 0, n = r.below(41); i < n; ++i) {
+      RegionView reg =
+          region(static_cast<pid_t>(100 + w), i * 1024, ctx.nodes[r.below(ctx.nodes.size())].id,
+                 static_cast<double>(r.below(2000)) / 100.0);
+      if (r.below(10) == 0) {
+        reg.hugetlb = true;
+        reg.length = reg.pageSize = kGiB;
+      }
+      if (r.below(4) == 0) reg.lastMoveNs = ctx.nowNs - r.below(30) * kSec;
+      reg.held = r.below(20) == 0;
+      v.regions.push_back(reg);
+    }
+    ctx.workloads.push_back(v);
+  }
+  return world;
+}
+
+}  // namespace
+
+TEST_CASE("property: budgets, capacity, quota, cooldown, uniqueness and determinism hold") {
+  int checked = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    World world = randomWorld(seed);
+    const TickContext& ctx = world.ctx;
+    const CompiledConfig& cfg = *world.cfg;
+    Arbiter a, b;
+    ArbiterDecision d = a.plan(ctx);
+    ArbiterDecision d2 = b.plan(ctx);
+    REQUIRE(d.plan.moves.size() == d2.plan.moves.size());
+    CHECK(render(d) == render(d2));  // deterministic
+
+    const double interval = static_cast<double>(cfg.daemon.intervalNs) / 1e9;
+    for (Direction dir : {Direction::Promote, Direction::Demote}) {
+      double perTick =
+          static_cast<double>(dir == Direction::Promote ? cfg.migration.maxPromoteMiBPerS
+                                                        : cfg.migration.maxDemoteMiBPerS) *
+          kMiB * interval;
+      uint64_t bytes = 0, count = 0, largest = 0;
+      for (const MoveRange& m : d.plan.moves)
+        if (m.direction == dir) bytes += m.length, ++count, largest = std::max(largest, m.length);
+      bool ok = static_cast<double>(bytes) <= perTick ||
+                (count == 1 && static_cast<double>(largest) > perTick);
+      CHECK_MESSAGE(ok, "seed " << seed << ": " << bytes << " B over budget " << perTick);
+    }
+
+    // Capacity, replayed independently in plan order.
+    uint64_t fastTotal = 0;
+    for (const NodeFacts& n : ctx.nodes)
+      if (n.tier == TierKind::Fast) fastTotal += n.totalBytes;
+    uint64_t headroom = cfg.migration.fastHeadroom.resolve(fastTotal);
+    std::map<NodeId, int64_t> freeB, huge;
+    std::map<NodeId, const NodeFacts*> facts;
+    for (const NodeFacts& n : ctx.nodes) {
+      freeB[n.id] = static_cast<int64_t>(n.freeBytes);
+      huge[n.id] = static_cast<int64_t>(n.freeHugePages.at(kGiB));
+      facts[n.id] = &n;
+    }
+    std::map<std::pair<pid_t, uint64_t>, const RegionView*> byKey;
+    std::map<WorkloadId, int64_t> fastUsed;
+    for (const WorkloadView& w : ctx.workloads)
+      for (const RegionView& r : w.regions) {
+        byKey[{r.pid, r.start}] = &r;
+        if (facts.count(r.node) && facts[r.node]->tier == TierKind::Fast)
+          fastUsed[w.id] += static_cast<int64_t>(r.length);
+      }
+    std::set<std::pair<pid_t, uint64_t>> seen;
+    for (size_t i = 0; i < d.plan.moves.size(); ++i) {
+      const MoveRange& m = d.plan.moves[i];
+      const RegionView* r = byKey.at({m.pid, m.start});
+      CHECK(seen.insert({m.pid, m.start}).second);  // each region at most once
+      CHECK_FALSE(r->held);
+      uint64_t cooldown = cfg.workloads.at(d.workloads[i]).policy.cooldownNs;
+      CHECK((r->lastMoveNs == 0 || ctx.nowNs >= r->lastMoveNs + cooldown));
+      const NodeFacts& to = *facts.at(m.target);
+      CHECK(to.tier == (m.direction == Direction::Promote ? TierKind::Fast : TierKind::Slow));
+      CHECK(facts.at(r->node)->tier != to.tier);
+      if (r->hugetlb) {
+        huge[m.target] -= 1;
+        huge[r->node] += 1;
+        CHECK_MESSAGE(huge[m.target] >= 0, "seed " << seed);
+      } else {
+        freeB[m.target] -= static_cast<int64_t>(m.length);
+        freeB[r->node] += static_cast<int64_t>(m.length);
+        int64_t reserve = to.tier == TierKind::Fast
+                              ? static_cast<int64_t>(static_cast<long double>(headroom) *
+                                                     to.totalBytes / fastTotal)
+                              : 0;
+        CHECK_MESSAGE(freeB[m.target] >= reserve, "seed " << seed << " node " << m.target);
+      }
+      int64_t sign = m.direction == Direction::Promote ? 1 : -1;
+      fastUsed[d.workloads[i]] += sign * static_cast<int64_t>(m.length);
+      if (m.direction == Direction::Promote) {
+        uint64_t quota = cfg.workloads.at(d.workloads[i]).policy.fastQuota.resolve(fastTotal);
+        CHECK_MESSAGE(fastUsed[d.workloads[i]] <= static_cast<int64_t>(quota), "seed " << seed);
+      }
+    }
+    checked += static_cast<int>(d.plan.moves.size());
+  }
+  CHECK(checked > 300);  // the random worlds did plan moves
+}
+
+TEST_CASE(
+    "property: in a closed loop no region moves again within its cooldown, and the "
+    "cumulative bytes stay within rate x time") {
+  uint64_t totalMoves = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SplitMix64 r(seed);
+    const uint64_t cooldownS = 1 + r.below(5), rate = 8 + r.below(4) * 8;
+    auto cfg = makeConfig(
+        "[daemon]\ninterval = \"1s\"\n[migration]\nfast_headroom = \"2%\"\n"
+        "max_promote_mib_per_s = " +
+        std::to_string(rate) + "\nmax_demote_mib_per_s = " + std::to_string(rate) +
+        "\n[[workload]]\nname = \"a\"\npids = [100]\nheat_half_life = \"2s\"\n"
+        "fast_quota = \"50%\"\ncooldown = \"" +
+        std::to_string(cooldownS) + "s\"\n");
+    const uint64_t cooldown = cooldownS * kSec;
+    HeatModel model;
+    model.setWorkload(0, {2 * kSec, cooldown});
+    model.assignPid(100, 0);
+    const uint64_t regions = 128;
+    std::vector<std::pair<uint64_t, NodeId>> where;
+    for (uint64_t i = 0; i < regions; ++i)
+      where.push_back({kBase + i * k2M, 1});
+    model.setLocations(100, where);
+    std::map<NodeId, int64_t> freeB = {{0, static_cast<int64_t>(160 * kMiB)},
+                                       {1, static_cast<int64_t>(768 * kMiB)}};
+    std::map<uint64_t, uint64_t> lastMove;
+    std::map<Direction, uint64_t> cumulative;
+    Arbiter arbiter;
+    ZipfGenerator z(regions, 1.1, seed);
+    for (uint64_t t = 1; t <= 60; ++t) {
+      const uint64_t now = t * kSec;
+      const uint64_t shift = (t / 15) * 41;  // the hot set moves every 15 s
+      std::vector<AccessSample> batch(400);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        uint64_t reg = (z.next() * 37 + shift) % regions;
+        batch[i].pid = 100;
+        batch[i].vaddr = kBase + reg * k2M + 64;
+        batch[i].timeNs = now - kSec + kSec * i / batch.size();
+      }
+      model.ingest(batch, now);
+      TickContext ctx;
+      ctx.nowNs = now;
+      ctx.config = cfg;
+      ctx.nodes = {node(0, TierKind::Fast, 160 * kMiB, static_cast<uint64_t>(freeB[0])),
+                   node(1, TierKind::Slow, kGiB, static_cast<uint64_t>(freeB[1]))};
+      ctx.workloads = {{0, model.regions(0, now)}};
+      ArbiterDecision d = arbiter.plan(ctx);
+      std::vector<MoveOutcome> results;
+      for (const MoveRange& m : d.plan.moves) {
+        uint64_t& last = lastMove[m.start];
+        CHECK_MESSAGE((last == 0 || now >= last + cooldown),
+                      "seed " << seed << " t " << t << " region " << m.start);
+        last = now;
+        NodeId from = m.target == 0 ? 1 : 0;
+        freeB[m.target] -= static_cast<int64_t>(m.length);
+        freeB[from] += static_cast<int64_t>(m.length);
+        CHECK(freeB[m.target] >= 0);
+        cumulative[m.direction] += m.length;
+        results.push_back({m.pid, m.start, m.length, m.direction, m.target, MoveResult::Moved});
+      }
+      totalMoves += results.size();
+      model.recordResults(results, now);
+      model.decay(now);
+      for (auto& [dir, bytes] : cumulative)
+        CHECK_MESSAGE(bytes <= rate * kMiB * t, "seed " << seed << " t " << t);
+      // Quota: the workload never holds more than 50% of the fast tier after a tick.
+      CHECK(160 * kMiB - static_cast<uint64_t>(freeB[0]) <= 80 * kMiB);
+    }
+    CHECK(model.recordStats().moved > 0);
+  }
+  CHECK(totalMoves > 200);
+}

@@ -1,0 +1,324 @@
+// Config units, compiler (valid and invalid fixtures with their full error lists), profiles,
+// the schema document, formatting round trips and the ConfigStore reload mechanism.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "policy/ConfigCompiler.h"
+#include "policy/ConfigFormat.h"
+#include "policy/ConfigSchema.h"
+#include "policy/ConfigStore.h"
+#include "policy/ConfigUnits.h"
+#include "tierd/core/Units.h"
+
+using namespace tierd;
+using namespace tierd::policy;
+
+namespace {
+
+const std::string kFixtures = TIERD_FIXTURES;
+const std::string kRepo = kFixtures + "/../..";
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The errors as lines, with the fixture directory prefix removed (as in the .errors files).
+std::string errorLines(const CompileOutcome& out) {
+  std::string s;
+  for (const ConfigError& e : out.errors) {
+    std::string line = e.describe();
+    std::string prefix = kFixtures + "/";
+    if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+    for (size_t p; (p = line.find(prefix)) != std::string::npos;)
+      line.erase(p, prefix.size());
+    s += line + "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("byte sizes parse strictly") {
+  CHECK(*parseByteSize("2GiB") == 2 * kGiB);
+  CHECK(*parseByteSize("512MiB") == 512 * kMiB);
+  CHECK(*parseByteSize("0B") == 0);
+  CHECK(*parseByteSize("1TiB") == 1024 * kGiB);
+  for (const char* bad : {"2 GB", "2GB", "2gb", "2gib", "2", "-1GiB", "+1GiB", "1.5GiB", "GiB", "",
+                          "2GiBs", "99999999999999999999B", "17179869184GiB"})
+    CHECK_MESSAGE(!parseByteSize(bad).ok(), bad);
+  CHECK(parseByteSize("2GB").error().message.find("did you mean '2GiB'") != std::string::npos);
+  CHECK(parseByteSize("16777215TiB").ok());
+  CHECK(!parseByteSize("16777216TiB").ok());  // 2^64 bytes overflows
+}
+
+TEST_CASE("durations parse strictly") {
+  CHECK(*parseDuration("500ms") == 500'000'000);
+  CHECK(*parseDuration("2m") == 120'000'000'000);
+  CHECK(*parseDuration("1h") == 3'600'000'000'000);
+  CHECK(*parseDuration("7ns") == 7);
+  CHECK(*parseDuration("3us") == 3000);
+  for (const char* bad : {"-1s", "1.5s", "1 s", "1S", "1sec", "1d", "ms", "", "1", "20000000000h"})
+    CHECK_MESSAGE(!parseDuration(bad).ok(), bad);
+}
+
+TEST_CASE("percentages parse strictly") {
+  CHECK(*parsePercent("25%") == doctest::Approx(25.0));
+  CHECK(*parsePercent("2.5%") == doctest::Approx(2.5));
+  CHECK(*parsePercent("0.125%") == doctest::Approx(0.125));
+  for (const char* bad : {"25", "25 %", "-5%", "2.%", "2.1234%", ".5%", "%", "1e2%", "x%"})
+    CHECK_MESSAGE(!parsePercent(bad).ok(), bad);
+}
+
+TEST_CASE("formatting picks the largest exact unit and round-trips") {
+  CHECK(formatByteSize(8 * kGiB) == "8GiB");
+  CHECK(formatByteSize(1536 * kMiB) == "1536MiB");
+  CHECK(formatByteSize(17) == "17B");
+  CHECK(formatDuration(500'000'000) == "500ms");
+  CHECK(formatDuration(120'000'000'000) == "2m");
+  CHECK(formatDuration(0) == "0ns");
+  CHECK(formatPercent(12.5) == "12.5%");
+  CHECK(formatPercent(100) == "100%");
+  for (uint64_t v : {uint64_t{1}, 4096 * kKiB, 3 * kGiB + 1, kGiB * 1024 * 5})
+    CHECK(*parseByteSize(formatByteSize(v)) == v);
+  for (uint64_t v :
+       {uint64_t{1}, uint64_t{1500}, uint64_t{60'000'000'000}, uint64_t{7'200'000'000'000}})
+    CHECK(*parseDuration(formatDuration(v)) == v);
+}
+
+TEST_CASE("edit distance") {
+  CHECK(editDistance("interval", "intervall") == 1);
+  CHECK(editDistance("", "abc") == 3);
+  CHECK(editDistance("kitten", "sitting") == 3);
+}
+
+TEST_CASE("every invalid fixture yields exactly its expected error list") {
+  for (const char* name : {"broken", "syntax", "bad-profile", "types", "units", "overflow"}) {
+    std::string base = kFixtures + "/config/invalid/" + name;
+    CompileOutcome out = compileConfigFile(base + ".toml");
+    CHECK_FALSE(out.ok());
+    CHECK_FALSE(out.config.has_value());
+    CHECK_MESSAGE(errorLines(out) == readText(base + ".errors"), name);
+    for (const ConfigError& e : out.errors) {
+      CHECK(e.line > 0);  // every error names a line and column
+      CHECK(e.column > 0);
+    }
+  }
+}
+
+TEST_CASE("the broken fixture reports all of its mistakes at once") {
+  CompileOutcome out = compileConfigFile(kFixtures + "/config/invalid/broken.toml");
+  CHECK(out.errors.size() == 23);
+  CHECK(out.errors.front().line == 3);
+  CHECK(out.errors.front().keyPath == "daemon.intervall");
+  CHECK(out.errors.front().message == "unknown key (did you mean 'interval'?)");
+}
+
+TEST_CASE("the full valid fixture compiles with every value, layered over its profile") {
+  CompileOutcome out = compileConfigFile(kFixtures + "/config/valid/full.toml");
+  REQUIRE_MESSAGE(out.ok(), errorLines(out));
+  const CompiledConfig& c = *out.config;
+  CHECK(c.daemon.intervalNs == 500'000'000);
+  CHECK(c.daemon.metricsListen == "[::1]:9100");
+  CHECK(c.daemon.dryRun);
+  CHECK(c.tiers.fastNodes == std::set<int>{0, 1});
+  CHECK(c.tiers.slowNodes == std::set<int>{2, 3});
+  CHECK(c.sampling.source == SampleSource::Replay);
+  CHECK(c.sampling.cpuBudgetPercent == doctest::Approx(2.5));
+  CHECK(c.sampling.samplePeriod == 4093);
+  CHECK(c.sampling.trace == kFixtures + "/config/valid/traces/gups.trace");
+  CHECK(c.migration.pageGranularity == PageGranularity::Base);
+  CHECK(c.migration.maxPromoteMiBPerS == 1024);
+  CHECK(c.migration.maxDemoteMiBPerS == 0);
+  CHECK(c.migration.callLatencyTargetNs == 10'000'000);
+  CHECK(c.migration.fastHeadroom == ByteAmount{false, 2 * kGiB, 0});
+  REQUIRE(c.workloads.size() == 3);
+  // Workload beats profile beats defaults.
+  const WorkloadConfig& kv = c.workloads[0];
+  CHECK(kv.selector.kind == WorkloadSelector::Kind::Cgroup);
+  CHECK(kv.selector.cgroup == "/system.slice/redis.service");
+  CHECK(kv.profilePath == kFixtures + "/config/valid/profiles/custom.toml");
+  CHECK(kv.policy.fastQuota == ByteAmount{false, 8 * kGiB, 0});  // workload
+  CHECK(kv.policy.cooldownNs == 60'000'000'000);                 // workload
+  CHECK(kv.policy.hotThreshold == doctest::Approx(6.0));         // profile
+  CHECK(kv.policy.heatHalfLifeNs == 20'000'000'000);             // profile
+  const WorkloadConfig& batch = c.workloads[1];
+  CHECK(batch.selector.pids == std::vector<pid_t>{17, 4242});
+  CHECK(batch.policy.fastQuota.isPercent);
+  CHECK(batch.policy.fastQuota.percent == doctest::Approx(12.5));
+  CHECK(batch.policy.heatHalfLifeNs == 2'500'000'000);
+  CHECK(batch.policy.cooldownNs == 0);
+  CHECK(batch.profile.empty());
+  const WorkloadConfig& gups = c.workloads[2];
+  CHECK(gups.selector.command == "tierd-gups");
+  CHECK(gups.policy.hotThreshold == doctest::Approx(9.5));   // workload beats profile 6.0
+  CHECK(gups.policy.coldThreshold == doctest::Approx(1.5));  // profile
+  CHECK(gups.policy.fastQuota.percent == doctest::Approx(50));
+}
+
+TEST_CASE("an empty config gets the schema defaults") {
+  CompileOutcome out = compileConfigFile(kFixtures + "/config/valid/empty.toml");
+  REQUIRE(out.ok());
+  const CompiledConfig& c = *out.config;
+  CHECK(c.daemon.intervalNs == 1'000'000'000);
+  CHECK(c.daemon.metricsListen == "127.0.0.1:9477");
+  CHECK_FALSE(c.daemon.dryRun);
+  CHECK(c.tiers.fastNodes.empty());
+  CHECK(c.sampling.source == SampleSource::Auto);
+  CHECK(c.sampling.samplePeriod == 10007);
+  CHECK(c.migration.maxPromoteMiBPerS == 256);
+  CHECK(c.migration.callLatencyTargetNs == 20'000'000);
+  CHECK(c.migration.fastHeadroom == ByteAmount{true, 0, 5.0});
+  CHECK(c.workloads.empty());
+}
+
+TEST_CASE("config/tierd.toml, every example and every profile compile") {
+  for (const char* f : {"tierd.toml", "tierd-redis.toml", "tierd-gapbs.toml", "tierd-gups.toml"}) {
+    CompileOutcome out = compileConfigFile(kRepo + "/config/" + f);
+    CHECK_MESSAGE(out.ok(), f, errorLines(out));
+  }
+  size_t profiles = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kRepo + "/config/profiles")) {
+    std::string name = e.path().stem().string();
+    std::string text = "[[workload]]\nname = \"w\"\ncommand = \"x\"\nprofile = \"" + name + "\"\n";
+    CompileOutcome out = compileConfigText(text, kRepo + "/config/probe.toml");
+    REQUIRE_MESSAGE(out.ok(), name, errorLines(out));
+    CHECK(out.config->workloads[0].profilePath == e.path().string());
+    const WorkloadPolicy& p = out.config->workloads[0].policy;
+    CHECK(p.coldThreshold < p.hotThreshold);
+    ++profiles;
+  }
+  CHECK(profiles == 3);
+}
+
+TEST_CASE("the printed config compiles back to the same value") {
+  for (const std::string& f :
+       {kFixtures + "/config/valid/full.toml", kRepo + "/config/tierd-redis.toml"}) {
+    CompileOutcome a = compileConfigFile(f);
+    REQUIRE(a.ok());
+    CompileOutcome b = compileConfigText(configToText(*a.config), f);
+    REQUIRE_MESSAGE(b.ok(), errorLines(b));
+    CHECK(*b.config == *a.config);
+    CHECK(configToJson(*a.config).find("\"interval\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("integers beyond the target type and range are errors, never truncated") {
+  auto one = [](const std::string& text) {
+    CompileOutcome out = compileConfigText(text, "/x/t.toml");
+    REQUIRE(out.errors.size() == 1);
+    return out.errors[0];
+  };
+  CHECK(one("[sampling]\nsample_period = 4294967296\n").message ==
+        "4294967296 is out of range 1 .. 4294967295");
+  CHECK(one("[tiers]\nfast_nodes = [2147483648]\n").keyPath == "tiers.fast_nodes[0]");
+  CHECK(one("[daemon]\ninterval_ms = 9223372036854775807\n").message == "too large");
+  CHECK(one("[[workload]]\nname=\"a\"\npids=[4194305]\n").message ==
+        "4194305 is out of range 1 .. 4194304");
+  ConfigError both = one("[daemon]\ninterval = \"1s\"\ninterval_ms = 1000\n");
+  CHECK(both.line == 3);
+  CHECK(both.message.find("not both") != std::string::npos);
+}
+
+TEST_CASE("docs/configuration.md is the schema table rendered") {
+  CHECK_MESSAGE(readText(kRepo + "/docs/configuration.md") == renderSchemaMarkdown(),
+                "regenerate with: build/bin/tierd --print-config-schema > docs/configuration.md");
+  for (const KeySpec& k : configSchema())
+    CHECK_MESSAGE(readText(kRepo + "/docs/configuration.md").find(std::string("`") + k.key + "`") !=
+                      std::string::npos,
+                  k.key);
+}
+
+TEST_CASE("ConfigStore swaps only good configs, at the tick boundary, and counts reloads") {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("tierd-store-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/tierd.toml";
+  auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  write("[daemon]\ninterval = \"2s\"\n");
+  CompileOutcome first = compileConfigFile(path);
+  REQUIRE(first.ok());
+  ConfigStore store(*first.config);
+  auto running = store.current();
+  CHECK(running->daemon.intervalNs == 2'000'000'000);
+
+  write("[daemon]\ninterval = \"3s\"\n");
+  CHECK(store.requestReload(path).empty());
+  CHECK(store.hasPending());
+  CHECK(store.current()->daemon.intervalNs == 2'000'000'000);  // not before the boundary
+  CHECK(store.applyPending());
+  CHECK(store.current()->daemon.intervalNs == 3'000'000'000);
+  CHECK(running->daemon.intervalNs == 2'000'000'000);  // the old tick's copy is untouched
+  CHECK_FALSE(store.applyPending());
+
+  write("[daemon]\ninterval = \"3 s\"\nbogus = 1\n");
+  std::vector<ConfigError> errs = store.requestReload(path);
+  REQUIRE(errs.size() == 2);
+  CHECK(errs[0].describe() == path +
+                                  ":2:12: daemon.interval: invalid duration '3 s': no space "
+                                  "allowed between number and unit");
+  CHECK(errs[1].line == 3);
+  CHECK_FALSE(store.hasPending());
+  CHECK_FALSE(store.applyPending());
+  CHECK(store.current()->daemon.intervalNs == 3'000'000'000);  // last good config wins
+
+  std::filesystem::remove(path);
+  CHECK(store.requestReload(path).at(0).message.find("cannot read") != std::string::npos);
+  CHECK(store.reloadsOk() == 1);
+  CHECK(store.reloadsFailed() == 2);
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Runs a command line, returns its exit status; stdout and stderr go to `out` and `err`.
+int run(const std::string& cmd, std::string& out, std::string& err) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("tierd-run-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  int rc = std::system((cmd + " >" + dir + "/out 2>" + dir + "/err").c_str());
+  out = readText(dir + "/out");
+  err = readText(dir + "/err");
+  std::filesystem::remove_all(dir);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("tierd --check-config exits 0 on good files and 1 with every error on bad ones") {
+  std::string out, err;
+  const std::string tierd = std::string(TIERD_BIN_DIR) + "/tierd";
+  for (const char* f : {"tierd.toml", "tierd-redis.toml", "tierd-gapbs.toml", "tierd-gups.toml"}) {
+    CHECK_MESSAGE(run(tierd + " --check-config --config " + kRepo + "/config/" + f, out, err) == 0,
+                  f);
+    CHECK(out.find("[daemon]") != std::string::npos);
+  }
+  CHECK(run("cd " + kFixtures + " && " + tierd +
+                " --check-config --config config/invalid/broken.toml",
+            out, err) == 1);
+  CHECK(err == readText(kFixtures + "/config/invalid/broken.errors") +
+                   "tierd: config/invalid/broken.toml: 23 errors\n");
+  CHECK(run(tierd + " --check-config --json --config " + kFixtures + "/config/valid/full.toml", out,
+            err) == 0);
+  CHECK(out.find("\"fast_quota\" : \"12.5%\"") != std::string::npos);
+  CHECK(run(tierd + " --print-config-schema", out, err) == 0);
+  CHECK(out == renderSchemaMarkdown());
+}
+
+TEST_CASE("tierctl bench heat --json prints its figures") {
+  std::string out, err;
+  REQUIRE(run(std::string(TIERD_BIN_DIR) +
+                  "/tierctl bench heat --json --gib 1 --samples 20000 --runs 1",
+              out, err) == 0);
+  for (const char* key : {"\"ingest_samples_per_cpu_second\"", "\"model_bytes_per_tracked_gib\"",
+                          "\"tracked_bytes\": 1073741824", "\"regions\": 512"})
+    CHECK_MESSAGE(out.find(key) != std::string::npos, key);
+}

@@ -1,0 +1,142 @@
+#pragma once
+// A DAMON sysfs tree under a temp dir that behaves like the kernel's for the files DamonSource
+// uses (directories appear when nr_* files are written, state commands act) and logs every write
+// in order, like awslabs/damo's dry-run filesystem. Paths in the log are relative to
+// /sys/kernel/mm/damon/admin/kdamonds.
+
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "TempTree.h"
+#include "telemetry/hotness/DamonSource.h"
+
+namespace tierd::telemetry::testing {
+
+struct FakeRegion {
+  uint64_t start, end, nrAccesses, age;
+};
+
+class FakeDamonFs : public DamonFs {
+ public:
+  static constexpr const char* kRoot = "/sys/kernel/mm/damon/admin/kdamonds";
+
+  FakeDamonFs() : root_(tree_.dir()) { tree_.file(std::string(kRoot) + "/nr_kdamonds", "0\n"); }
+
+  std::vector<std::string> log;
+  std::vector<FakeRegion> regions;  // served on update_schemes_tried_regions
+  bool processGone = false;         // kdamond stopped by itself: state reads off
+  std::string availOperations = "fvaddr\npaddr\nvaddr\n";
+
+  const TempTree& tree() const { return tree_; }
+
+  /// Creates someone else's kdamond (as on this host: state on, paddr).
+  void addForeignKdamond() {
+    REQUIRE(doWrite(std::string(kRoot) + "/nr_kdamonds", "1").ok());
+    const std::string k = std::string(kRoot) + "/0";
+    tree_.file(k + "/state", "on\n");
+    tree_.file(k + "/pid", "77\n");
+    REQUIRE(doWrite(k + "/contexts/nr_contexts", "1").ok());
+    tree_.file(k + "/contexts/0/avail_operations", "paddr\n");
+    tree_.file(k + "/contexts/0/operations", "paddr\n");
+  }
+
+  Result<std::string> readAttr(const std::string& abs) override {
+    if (processGone && abs.size() > 6 && abs.substr(abs.size() - 6) == "/state")
+      return std::string("off");
+    return root_.readAttr(abs);
+  }
+  bool exists(const std::string& abs) override { return root_.exists(abs); }
+  Result<std::vector<std::string>> list(const std::string& abs) override { return root_.list(abs); }
+  Status write(const std::string& abs, const std::string& data) override {
+    log.push_back(abs.substr(std::string(kRoot).size() + 1) + " <- " + data);
+    if (processGone && abs.size() > 6 && abs.substr(abs.size() - 6) == "/state" && data != "off")
+      return Error::sys(EINVAL, "cannot write", abs);
+    return doWrite(abs, data);
+  }
+
+ private:
+  Status doWrite(const std::string& abs, const std::string& data) {
+    if (!root_.exists(abs)) return Error::sys(ENOENT, "cannot open for writing", abs);
+    namespace fs = std::filesystem;
+    const fs::path p(abs);
+    const std::string name = p.filename();
+    const std::string dir = p.parent_path();
+    const size_t n = name.rfind("nr_", 0) == 0 ? std::stoul(data) : 0;
+    auto recreate = [&](auto make) {
+      for (const auto& e : fs::directory_iterator(root_.path(dir)))
+        if (e.is_directory() && std::isdigit(e.path().filename().string()[0])) fs::remove_all(e);
+      for (size_t i = 0; i < n; ++i)
+        make(dir + "/" + std::to_string(i));
+    };
+    if (name == "nr_kdamonds") {
+      recreate([&](const std::string& k) {
+        tree_.file(k + "/state", "off\n");
+        tree_.file(k + "/pid", "-1\n");
+        tree_.file(k + "/contexts/nr_contexts", "0\n");
+      });
+    } else if (name == "nr_contexts") {
+      recreate([&](const std::string& c) {
+        tree_.file(c + "/avail_operations", availOperations);
+        tree_.file(c + "/operations", "vaddr\n");
+        for (const char* f : {"intervals/sample_us", "intervals/aggr_us", "intervals/update_us",
+                              "nr_regions/min", "nr_regions/max"})
+          tree_.file(c + "/monitoring_attrs/" + f, "0\n");
+        tree_.file(c + "/targets/nr_targets", "0\n");
+        tree_.file(c + "/schemes/nr_schemes", "0\n");
+      });
+    } else if (name == "nr_targets") {
+      recreate([&](const std::string& t) {
+        tree_.file(t + "/pid_target", "0\n");
+        tree_.file(t + "/regions/nr_regions", "0\n");
+      });
+    } else if (name == "nr_regions") {
+      recreate([&](const std::string& r) {
+        tree_.file(r + "/start", "0\n");
+        tree_.file(r + "/end", "0\n");
+      });
+    } else if (name == "nr_schemes") {
+      recreate([&](const std::string& s) {
+        tree_.file(s + "/action", "stat\n");
+        for (const char* f : {"sz", "nr_accesses", "age"}) {
+          tree_.file(s + "/access_pattern/" + f + "/min", "0\n");
+          tree_.file(s + "/access_pattern/" + f + "/max", "0\n");
+        }
+        tree_.file(s + "/tried_regions/total_bytes", "0\n");
+      });
+    } else if (name == "state") {
+      if (data == "on") {
+        tree_.file(dir + "/pid", "4242\n");
+      } else if (data == "off") {
+        tree_.file(dir + "/pid", "-1\n");
+      } else if (data == "update_schemes_tried_regions") {
+        const std::string tr = dir + "/contexts/0/schemes/0/tried_regions";
+        fs::remove_all(root_.path(tr));
+        uint64_t total = 0;
+        for (size_t i = 0; i < regions.size(); ++i) {
+          const std::string r = tr + "/" + std::to_string(i);
+          tree_.file(r + "/start", std::to_string(regions[i].start) + "\n");
+          tree_.file(r + "/end", std::to_string(regions[i].end) + "\n");
+          tree_.file(r + "/nr_accesses", std::to_string(regions[i].nrAccesses) + "\n");
+          tree_.file(r + "/age", std::to_string(regions[i].age) + "\n");
+          total += regions[i].end - regions[i].start;
+        }
+        tree_.file(tr + "/total_bytes", std::to_string(total) + "\n");
+        return Ok{};
+      } else {
+        return Error::sys(EINVAL, "bad state command", abs);
+      }
+      tree_.file(abs, data + "\n");
+      return Ok{};
+    }
+    return root_.write(abs, data);
+  }
+
+  TempTree tree_;
+  sys::SysRoot root_;
+};
+
+}  // namespace tierd::telemetry::testing

@@ -1,0 +1,58 @@
+#include <doctest/doctest.h>
+
+#include "FakeDamonFs.h"
+#include "TempTree.h"
+#include "telemetry/hotness/SamplingProbe.h"
+
+using namespace tierd;
+using namespace tierd::telemetry;
+using namespace tierd::telemetry::testing;
+
+TEST_CASE("this build machine: no PMU, DAMON busy (not ours), software page faults as fallback") {
+  sys::SysRoot root(std::string(TIERD_FIXTURES) + "/sampling/host-nopmu");
+  SysRootDamonFs fs(root);
+  auto p = probeSampling(root, fs, /*privileged=*/true);
+  CHECK(p.cpu.vendor == "AuthenticAMD");
+  CHECK_FALSE(p.hardwarePmu);
+  REQUIRE(p.sources.size() == 3);
+  CHECK(p.sources[0].name == "perf-ibs");
+  CHECK_FALSE(p.sources[0].available);
+  CHECK(p.sources[0].why.rfind(
+            "no PMU: no `cpu` PMU and no `ibs_op` in /sys/bus/event_source/devices", 0) == 0);
+  CHECK(p.sources[1].name == "damon-vaddr");
+  CHECK_FALSE(p.sources[1].available);
+  CHECK(p.sources[1].why.rfind("DAMON busy: kdamond 0 is not ours (state on, operations paddr",
+                               0) == 0);
+  CHECK(p.sources[2].name == "perf-sw-page-faults");
+  CHECK(p.sources[2].available);
+  CHECK(p.sources[2].events == std::vector<std::string>{"software/page-faults"});
+  CHECK(p.chosen == "perf-sw-page-faults");
+}
+
+TEST_CASE("unprivileged with paranoid 2: every perf source says why not") {
+  sys::SysRoot root(std::string(TIERD_FIXTURES) + "/sampling/host-nopmu");
+  SysRootDamonFs fs(root);
+  auto p = probeSampling(root, fs, /*privileged=*/false);
+  CHECK_FALSE(p.sources[2].available);
+  CHECK(p.sources[2].why.find("perf_event_paranoid is 2") != std::string::npos);
+  CHECK(p.chosen.empty());
+}
+
+TEST_CASE("a Sapphire Rapids host with free DAMON prefers PEBS and names its events") {
+  TempTree t;
+  t.file("/proc/cpuinfo",
+         "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n\n");
+  t.file("/proc/sys/kernel/perf_event_paranoid", "2\n");
+  t.file("/sys/bus/event_source/devices/cpu/type", "4\n");
+  t.file("/sys/bus/event_source/devices/software/type", "1\n");
+  t.file("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", "0\n");
+  sys::SysRoot root(t.dir());
+  SysRootDamonFs fs(root);
+  auto p = probeSampling(root, fs, true);
+  CHECK(p.hardwarePmu);
+  CHECK(p.sources[0].name == "perf-pebs");
+  CHECK(p.sources[0].available);
+  CHECK(p.sources[0].events.at(0) == "spr::MEM_TRANS_RETIRED:LOAD_LATENCY:ldlat=64:precise=2");
+  CHECK(p.sources[1].available);
+  CHECK(p.chosen == "perf-pebs");
+}

@@ -1,0 +1,173 @@
+// tierctl hotness: run a hotness source (or replay a trace) against a process and score the hot
+// 2 MiB regions it finds against ground truth (tierd-gups --hot-set-out). Used by the rig's
+// `hotness` scenario: precision and recall must both reach 0.8 with DAMON.
+#include <time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "telemetry/hotness/HeatRegions.h"
+#include "telemetry/hotness/Trace.h"
+#include "tierd/cli/Args.h"
+#include "tierd/cli/Command.h"
+#include "tierd/cli/Sampling.h"
+#include "tierd/sys/Parsers.h"
+
+namespace tierd::cli {
+
+namespace {
+
+uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Result<std::string> readFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error::fromErrno("cannot open", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
+  const std::vector<OptionSpec> specs = {
+      {"source", true, "damon (damon-vaddr), perf-pebs, perf-ibs, perf-sw-page-faults", "NAME"},
+      {"pid", true, "process to observe (default: the pid in the truth file)", "PID"},
+      {"seconds", true, "how long to observe (default 30)", "N"},
+      {"truth", true, "hot-set file: 'pid N' then one start-end hex range per line", "FILE"},
+      {"trace", true, "score a recorded trace instead of observing live", "FILE"},
+      {"json", false, "print JSON"},
+      {"sys-root", true, "", "DIR"},
+      {"help", false, "show this help"},
+  };
+  auto parsed = parseArgs(args, begin, specs);
+  if (!parsed) {
+    std::cerr << "tierctl hotness: " << parsed.error().describe() << "\n";
+    return 2;
+  }
+  if (parsed->has("help")) {
+    std::cout
+        << "usage: tierctl hotness --source damon --pid PID --seconds N --truth FILE [--json]\n"
+           "       tierctl hotness --trace FILE --truth FILE [--json]\n\n"
+           "Finds the hot 2 MiB regions (top K by heat, K = size of the truth) and prints "
+           "precision and recall against the truth.\n\n"
+        << optionHelp(specs);
+    return 0;
+  }
+  if (!parsed->has("truth") || !parsed->positional.empty() ||
+      parsed->has("trace") == parsed->has("source")) {
+    std::cerr
+        << "tierctl hotness: need --truth FILE and exactly one of --source NAME or --trace FILE\n";
+    return 2;
+  }
+  auto truthText = readFile(*parsed->get("truth"));
+  if (!truthText) {
+    std::cerr << "tierctl hotness: " << truthText.error().describe() << "\n";
+    return 1;
+  }
+  auto truth = telemetry::parseHotSet(truthText.value(), *parsed->get("truth"));
+  if (!truth) {
+    std::cerr << "tierctl hotness: " << truth.error().describe() << "\n";
+    return 2;
+  }
+  pid_t pid = truth->pid;
+  if (auto p = parsed->get("pid")) {
+    auto v = sys::parseU64(*p, "--pid");
+    if (!v || v.value() == 0) {
+      std::cerr << "tierctl hotness: --pid wants a positive process id, got '" << *p << "'\n";
+      return 2;
+    }
+    pid = static_cast<pid_t>(v.value());
+  }
+  telemetry::RegionHeatMap heat;
+  telemetry::SourceStats stats;
+  std::string sourceName;
+  uint64_t seconds = 0;
+  if (auto tracePath = parsed->get("trace")) {
+    auto text = readFile(*tracePath);
+    if (!text) {
+      std::cerr << "tierctl hotness: " << text.error().describe() << "\n";
+      return 1;
+    }
+    auto trace = telemetry::parseTrace(text.value(), *tracePath);
+    if (!trace) {
+      std::cerr << "tierctl hotness: " << trace.error().describe() << "\n";
+      return 2;
+    }
+    sourceName = "replay:" + trace->header.source;
+    const bool weighted = trace->header.source == "damon-vaddr";
+    telemetry::ReplaySource replay(std::move(trace.value()));
+    auto all = replay.drain(UINT64_MAX);
+    telemetry::addSamples(heat, all.value(), pid, weighted);
+    stats = replay.stats();
+  } else {
+    std::string only = *parsed->get("source");
+    if (only == "damon") only = "damon-vaddr";
+    auto secs = sys::parseU64(parsed->get("seconds").value_or("30"), "--seconds");
+    if (!secs || secs.value() == 0) {
+      std::cerr << "tierctl hotness: --seconds wants a positive integer\n";
+      return 2;
+    }
+    seconds = secs.value();
+    sys::SysRoot root(parsed->get("sys-root").value_or("/"));
+    telemetry::SysRootDamonFs fs(root);
+    telemetry::LinuxPerfEventOpener opener;
+    auto probe = telemetry::probeSampling(root, fs, ::geteuid() == 0);
+    telemetry::SamplingTarget target;
+    target.pid = pid;
+    auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr);
+    if (!started) {
+      std::cerr << "tierctl hotness: " << started.error().describe() << "\n";
+      return 1;
+    }
+    auto& src = *started->source;
+    sourceName = src.name();
+    const bool weighted = sourceName == "damon-vaddr";
+    const uint64_t end = monotonicNs() + seconds * 1000000000u;
+    for (;;) {
+      const uint64_t now = monotonicNs();
+      auto batch = src.drain(now);
+      if (!batch) {
+        std::cerr << "tierctl hotness: " << batch.error().describe() << "\n";
+        src.stop();
+        return 1;
+      }
+      telemetry::addSamples(heat, batch.value(), pid, weighted);
+      if (now >= end) break;
+      timespec ts{0, 100000000};
+      ::nanosleep(&ts, nullptr);
+    }
+    src.stop();
+    stats = src.stats();
+  }
+  const auto score = telemetry::scoreHotSet(heat, truth.value());
+  if (parsed->has("json")) {
+    nlohmann::json j = {{"source", sourceName},
+                        {"pid", pid},
+                        {"seconds", seconds},
+                        {"samples", stats.samples},
+                        {"lost", stats.lost},
+                        {"regions_with_heat", heat.size()},
+                        {"truth_regions", score.actual},
+                        {"predicted_regions", score.predicted},
+                        {"true_positives", score.truePositive},
+                        {"precision", score.precision},
+                        {"recall", score.recall}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "source " << sourceName << ", pid " << pid << ", " << stats.samples << " samples, "
+              << heat.size() << " regions with heat\n"
+              << "hot 2 MiB regions: truth " << score.actual << ", predicted " << score.predicted
+              << ", correct " << score.truePositive << "\nprecision " << score.precision
+              << "\nrecall " << score.recall << "\n";
+  }
+  return 0;
+}
+
+}  // namespace tierd::cli

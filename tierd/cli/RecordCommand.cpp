@@ -1,0 +1,167 @@
+// tierctl record: capture a sample trace (docs/trace-format.md) with the best available source.
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+
+#include "telemetry/hotness/PerfSampler.h"
+#include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/hotness/Trace.h"
+#include "tierd/cli/Args.h"
+#include "tierd/cli/Command.h"
+#include "tierd/cli/Sampling.h"
+#include "tierd/sys/Parsers.h"
+
+namespace tierd::cli {
+
+namespace {
+
+uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
+                                      const telemetry::SamplingTarget& target,
+                                      const std::string& only, telemetry::PerfEventOpener& opener,
+                                      telemetry::DamonFs& fs, const sys::SysRoot& root,
+                                      std::ostream& log) {
+  std::string reasons;
+  for (const auto& s : probe.sources) {
+    if (!only.empty() && s.name != only) continue;
+    if (!s.available) {
+      if (!only.empty()) return Error::env(s.name + " is not available: " + s.why, "sampling");
+      continue;
+    }
+    if (s.name == "damon-vaddr" && target.pid == 0) {
+      log << "skipping damon-vaddr: it monitors a pid, not a cgroup\n";
+      continue;
+    }
+    auto src = telemetry::makeSource(s.name, probe, target, opener, fs, root);
+    if (!src) return src.error();
+    if (auto st = src.value()->start(); !st) {
+      log << "cannot start " << s.name << ": " << st.error().describe() << "\n";
+      reasons += s.name + ": " + st.error().message + "; ";
+      continue;
+    }
+    StartedSource out;
+    out.source = std::move(src.value());
+    for (const auto& e : s.events)
+      out.events.push_back(e);
+    return out;
+  }
+  return Error::env(
+      "no hotness source could be started (" + reasons + "see tierctl sampling --probe)",
+      "sampling");
+}
+
+int recordCommand(const std::vector<std::string>& args, size_t begin) {
+  const std::vector<OptionSpec> specs = {
+      {"cgroup", true, "record the processes of this perf_event cgroup directory", "PATH"},
+      {"pid", true, "or one process", "PID"},
+      {"seconds", true, "how long to record (default 10)", "N"},
+      {"out", true, "trace file to write (docs/trace-format.md)", "FILE"},
+      {"source", true, "force a source (perf-pebs, perf-ibs, damon-vaddr, perf-sw-page-faults)",
+       "NAME"},
+      {"interval-ms", true, "drain interval in milliseconds (default 100)", "MS"},
+      {"sys-root", true, "", "DIR"},
+      {"help", false, "show this help"},
+  };
+  auto parsed = parseArgs(args, begin, specs);
+  if (!parsed) {
+    std::cerr << "tierctl record: " << parsed.error().describe() << "\n";
+    return 2;
+  }
+  if (parsed->has("help")) {
+    std::cout << "usage: tierctl record --cgroup PATH|--pid PID --seconds N --out FILE\n\n"
+                 "Records access samples with the best available source.\n\n"
+              << optionHelp(specs);
+    return 0;
+  }
+  telemetry::SamplingTarget target;
+  target.cgroupPath = parsed->get("cgroup").value_or("");
+  if (auto pid = parsed->get("pid")) {
+    auto v = sys::parseU64(*pid, "--pid");
+    if (!v || v.value() == 0) {
+      std::cerr << "tierctl record: --pid wants a positive process id, got '" << *pid << "'\n";
+      return 2;
+    }
+    target.pid = static_cast<pid_t>(v.value());
+  }
+  if (target.cgroupPath.empty() == (target.pid == 0) || !parsed->has("out") ||
+      !parsed->positional.empty()) {
+    std::cerr << "tierctl record: give exactly one of --cgroup PATH or --pid PID, and --out FILE\n";
+    return 2;
+  }
+  auto seconds = sys::parseU64(parsed->get("seconds").value_or("10"), "--seconds");
+  auto intervalMs = sys::parseU64(parsed->get("interval-ms").value_or("100"), "--interval-ms");
+  if (!seconds || !intervalMs || intervalMs.value() == 0) {
+    std::cerr << "tierctl record: --seconds and --interval-ms want positive integers\n";
+    return 2;
+  }
+  sys::SysRoot root(parsed->get("sys-root").value_or("/"));
+  telemetry::SysRootDamonFs fs(root);
+  telemetry::LinuxPerfEventOpener opener;
+  auto probe = telemetry::probeSampling(root, fs, ::geteuid() == 0);
+  auto started = startBestSource(probe, target, parsed->get("source").value_or(""), opener, fs,
+                                 root, std::cerr);
+  if (!started) {
+    std::cerr << "tierctl record: " << started.error().describe() << "\n";
+    return 1;
+  }
+  auto& src = *started->source;
+  auto* perf = dynamic_cast<telemetry::PerfSampler*>(&src);
+  const std::string outPath = *parsed->get("out");
+  std::ofstream out(outPath);
+  if (!out) {
+    std::cerr << "tierctl record: cannot write " << outPath << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  telemetry::TraceHeader h;
+  h.source = src.name();
+  h.events = started->events;
+  h.samplePeriod = perf ? perf->period() : 0;
+  h.topology = telemetry::topologyFingerprint(root).valueOr("unknown");
+  telemetry::writeTraceHeader(out, h);
+  const uint64_t t0 = monotonicNs();
+  const uint64_t end = t0 + seconds.value() * 1000000000u;
+  int status = 0;
+  for (;;) {
+    const uint64_t now = monotonicNs();
+    auto batch = src.drain(now);
+    if (!batch) {
+      std::cerr << "tierctl record: " << batch.error().describe() << "\n";
+      status = 1;
+      break;
+    }
+    telemetry::writeTraceSamples(out, batch.value());
+    if (now >= end) break;
+    const uint64_t sleepNs = std::min<uint64_t>(intervalMs.value() * 1000000u, end - now);
+    timespec ts{static_cast<time_t>(sleepNs / 1000000000u),
+                static_cast<long>(sleepNs % 1000000000u)};
+    ::nanosleep(&ts, nullptr);
+  }
+  src.stop();
+  out.flush();
+  const auto st = src.stats();
+  std::cout << "recorded " << st.samples << " samples from " << src.name() << " in "
+            << seconds.value() << " s to " << outPath << " (lost " << st.lost << ", throttled "
+            << st.throttled << ", discarded " << st.discarded;
+  if (perf)
+    std::cout << ", sample period " << perf->period() << ", overhead " << perf->overhead() * 100
+              << "% of a core";
+  std::cout << ")\n";
+  if (!out) {
+    std::cerr << "tierctl record: write to " << outPath << " failed\n";
+    return 1;
+  }
+  return status;
+}
+
+}  // namespace tierd::cli
