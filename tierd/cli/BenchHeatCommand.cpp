@@ -182,10 +182,4 @@ int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
   return 0;
 }
 
-int benchCommand(const std::vector<std::string>& args, size_t begin) {
-  if (begin < args.size() && args[begin] == "heat") return benchHeatCommand(args, begin + 1);
-  std::cerr << "usage: tierctl bench heat [--json]\n";
-  return (begin < args.size() && (args[begin] == "--help" || args[begin] == "-h")) ? 0 : 2;
-}
-
 }  // namespace tierd::cli

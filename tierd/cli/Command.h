@@ -16,8 +16,8 @@ using CommandFn = int (*)(const std::vector<std::string>& args, size_t begin);
 /// `tierctl topology [--json] [--sys-root DIR]`: nodes, tiers, reasons, capacity, capabilities.
 int topologyCommand(const std::vector<std::string>& args, size_t begin);
 
-/// `tierctl bench <what> ...`: dispatches to the benchmark named by the first argument.
-int benchCommand(const std::vector<std::string>& args, size_t begin);
+/// `tierctl metrics --catalog [--markdown|--json]`: the metric catalog (docs/metrics.md).
+int metricsCommand(const std::vector<std::string>& args, size_t begin);
 
 /// `tierctl bench heat [--json] [--gib N] [--samples N] [--runs N] [--zipf S]`: heat model
 /// samples ingested per CPU second and bytes of model per tracked GiB (policy/HeatModel.h).
@@ -31,5 +31,15 @@ int recordCommand(const std::vector<std::string>& args, size_t begin);
 /// `tierctl hotness --source NAME|--trace FILE --truth FILE [--pid PID] [--seconds N] [--json]`:
 /// precision/recall of the detected hot 2 MiB regions against ground truth.
 int hotnessCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl locate --pid PID [--json] [--verbose]`: bytes per node and page size (docs/migrate.md).
+int locateCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl move --pid PID --to NODE [--range A-B] [--json]`: one migration, per-errno results.
+int moveCommand(const std::vector<std::string>& args, size_t begin);
+
+/// `tierctl bench migrate|locate|heat ...`: the field's measurements side by side
+/// (docs/migrate.md; heat: benchHeatCommand).
+int benchCommand(const std::vector<std::string>& args, size_t begin);
 
 }  // namespace tierd::cli

@@ -18,13 +18,18 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"topology", &tierd::cli::topologyCommand,
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
-    {"bench", &tierd::cli::benchCommand,
-     "measurements: bench heat (heat model ingest rate, memory)"},
     {"sampling", &tierd::cli::samplingCommand,
      "hotness sources available here (PEBS/IBS, DAMON, page faults), events, why (not)"},
     {"record", &tierd::cli::recordCommand, "record a sample trace of a cgroup or pid"},
     {"hotness", &tierd::cli::hotnessCommand,
      "precision/recall of detected hot 2 MiB regions against a known hot set"},
+    {"locate", &tierd::cli::locateCommand,
+     "where a process's memory lives, per node and page size"},
+    {"move", &tierd::cli::moveCommand, "move a process's pages to a node, with per-errno results"},
+    {"metrics", &tierd::cli::metricsCommand,
+     "the Prometheus metric catalog (--catalog [--markdown|--json])"},
+    {"bench", &tierd::cli::benchCommand,
+     "bench migrate|locate|heat: GiB/s, query speed vs naive, heat model"},
 };
 
 void usage(std::ostream& out) {

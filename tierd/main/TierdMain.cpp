@@ -7,7 +7,8 @@
 #include "policy/ConfigFormat.h"
 #include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
-#include "tierd/topology/TopologyJson.h"
+#include "tierd/daemon/Daemon.h"
+#include "tierd/sys/Parsers.h"
 
 int main(int argc, char** argv) {
   using namespace tierd;
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
       {"config", true, "TOML policy file (default /etc/tierd/tierd.toml)", "FILE"},
       {"dry-run", false, "decide and report, move nothing"},
       {"once", false, "run one tick and exit"},
+      {"ticks", true, "run N ticks and exit", "N"},
       {"check-config", false, "compile the config, print errors or the result, and exit"},
       {"json", false, "with --check-config: print the compiled result as JSON"},
       {"print-config-schema", false, "print docs/configuration.md (every key) and exit"},
@@ -49,18 +51,18 @@ int main(int argc, char** argv) {
                                       : policy::configToText(*out.config));
     return 0;
   }
-  sys::SysRoot root(parsed->get("sys-root").value_or("/"));
-  auto topo = topology::readTopology(root);
-  if (!topo) {
-    std::cerr << "tierd: cannot read the memory topology: " << topo.error().describe() << "\n";
-    return 1;
+  daemon::DaemonOptions options;
+  options.configPath = configPath;
+  options.sysRoot = parsed->get("sys-root").value_or("/");
+  options.dryRun = parsed->has("dry-run");
+  options.once = parsed->has("once");
+  if (auto n = parsed->get("ticks")) {
+    auto v = sys::parseU64(*n, "--ticks");
+    if (!v || v.value() == 0) {
+      std::cerr << "tierd: --ticks needs a positive integer, got '" << *n << "'\n";
+      return 2;
+    }
+    options.ticks = v.value();
   }
-  std::cerr << "tierd: topology classified by " << topo->method << ": fast nodes "
-            << topology::topologyToJson(topo.value())["fast_nodes"].dump() << ", slow nodes "
-            << topology::topologyToJson(topo.value())["slow_nodes"].dump() << "\n";
-  if (!parsed->has("once")) {
-    std::cerr << "tierd: the tiering loop is not built yet; run with --once\n";
-    return 1;
-  }
-  return 0;
+  return daemon::runDaemon(options);
 }

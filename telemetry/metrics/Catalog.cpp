@@ -1,0 +1,403 @@
+#include "telemetry/metrics/Catalog.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <map>
+#include <sstream>
+
+#ifndef TIERD_VERSION
+#error "TIERD_VERSION must be defined by the build (telemetry/metrics/CMakeLists.txt)"
+#endif
+
+namespace tierd::telemetry {
+
+namespace {
+
+// Label definitions shared by several metrics. Fixed value lists are part of the product
+// interface: dashboards and alerts match on them.
+LabelDef direction() {
+  return {"direction",
+          LabelDomain::Fixed,
+          {"promote", "demote"},
+          "promote = slow tier to fast tier, demote = fast tier to slow tier"};
+}
+LabelDef pageSize() {
+  return {"page_size",
+          LabelDomain::Fixed,
+          {"4k", "16k", "64k", "2M", "32M", "512M", "1G", "other"},
+          "size of the pages moved: base page, THP (2M) or hugetlb (2M, 1G)"};
+}
+LabelDef migrateResult() {
+  return {"result",
+          LabelDomain::Fixed,
+          {"moved", "already_placed", "busy", "gone", "denied", "no_memory", "failed"},
+          "per-page outcome from move_pages(2) status[]: moved; already on the target node; "
+          "-EBUSY; -ENOENT/-EFAULT or process exited; -EACCES/-EPERM; -ENOMEM; anything else"};
+}
+LabelDef errnoName() {
+  return {"errno",
+          LabelDomain::Fixed,
+          {"EBUSY", "ENOMEM", "EFAULT", "EACCES", "EPERM", "ENOENT", "EINVAL", "ESRCH", "EAGAIN",
+           "EIO", "other"},
+          "errno of the failed call or page status; unlisted values are counted as other"};
+}
+LabelDef component() {
+  return {"component",
+          LabelDomain::Fixed,
+          {"sampler", "policy", "migrate", "scope", "topology", "metrics", "main"},
+          "part of tierd: hotness sampling, policy and arbiter, migration, workload scoping, "
+          "topology refresh, metrics export, the main loop"};
+}
+LabelDef source() {
+  return {"source",
+          LabelDomain::Fixed,
+          {"pebs", "ibs", "perf_software", "damon", "replay"},
+          "hotness source: Intel PEBS, AMD IBS, software perf events, DAMON, replayed trace"};
+}
+LabelDef workload() {
+  return {"workload", LabelDomain::Workload, {}, "a workload name from the config"};
+}
+LabelDef tier() {
+  return {"tier", LabelDomain::Fixed, {"fast", "slow"}, "fast = DRAM, slow = CXL or far memory"};
+}
+LabelDef node() {
+  return {"node", LabelDomain::Node, {}, "NUMA node id as the kernel numbers it"};
+}
+
+MetricDef counter(CounterHandle h, std::string name, std::string unit, std::string help,
+                  std::vector<LabelDef> labels) {
+  return {h.id,
+          std::move(name),
+          MetricType::Counter,
+          std::move(unit),
+          std::move(help),
+          std::move(labels),
+          {}};
+}
+MetricDef gauge(GaugeHandle h, std::string name, std::string unit, std::string help,
+                std::vector<LabelDef> labels) {
+  return {
+      h.id, std::move(name), MetricType::Gauge, std::move(unit), std::move(help), std::move(labels),
+      {}};
+}
+MetricDef histogram(HistogramHandle h, std::string name, std::string unit, std::string help,
+                    std::vector<LabelDef> labels, std::vector<double> buckets) {
+  return {h.id,
+          std::move(name),
+          MetricType::Histogram,
+          std::move(unit),
+          std::move(help),
+          std::move(labels),
+          std::move(buckets)};
+}
+
+std::vector<MetricDef> buildCatalog() {
+  using namespace metric;
+  std::vector<MetricDef> c = {
+      counter(kMigrateBytes, "tierd_migrate_bytes_total", "bytes",
+              "Bytes tierd asked move_pages(2) to move, by direction, page size and per-page "
+              "result (pages times page size).",
+              {direction(), pageSize(), migrateResult()}),
+      counter(kMigratePages, "tierd_migrate_pages_total", "pages",
+              "Pages (of page_size each) passed to move_pages(2), by direction, page size and "
+              "per-page result read from status[].",
+              {direction(), pageSize(), migrateResult()}),
+      histogram(kMigrateCallDuration, "tierd_migrate_call_duration_seconds", "seconds",
+                "Wall time of one move_pages(2) call (CLOCK_MONOTONIC around the call); calls "
+                "are sized to a latency target of about 20 ms.",
+                {direction()},
+                {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5,
+                 1.0, 2.5}),
+      gauge(kMigrateCopyThroughput, "tierd_migrate_copy_throughput_bytes_per_second",
+            "bytes per second",
+            "Bytes moved per second of move_pages(2) call time during the last tick that moved "
+            "pages in this direction.",
+            {direction()}),
+      counter(kMigrateSystemCpu, "tierd_migrate_system_cpu_seconds_total", "seconds",
+              "System (kernel) CPU time of the migrating thread spent inside move_pages(2) "
+              "(getrusage(RUSAGE_THREAD) ru_stime around the calls).",
+              {direction()}),
+      gauge(kMigrateSystemCpuPerGib, "tierd_migrate_system_cpu_seconds_per_gibibyte",
+            "seconds per GiB",
+            "System CPU seconds spent in move_pages(2) per GiB moved, over the last tick that "
+            "moved at least 64 MiB: the CPU a kernel with batched copy or DMA offload frees.",
+            {direction()}),
+      counter(kDaemonErrors, "tierd_daemon_errors_total", "errors",
+              "Failed system calls and per-page errors tierd counted and survived, by component "
+              "and errno.",
+              {component(), errnoName()}),
+      counter(kDaemonCpu, "tierd_daemon_cpu_seconds_total", "seconds",
+              "CPU time (user + system) tierd's threads spent per component "
+              "(CLOCK_THREAD_CPUTIME_ID deltas around each phase of a tick).",
+              {component()}),
+      counter(kSamplerSamples, "tierd_sampler_samples_total", "samples",
+              "Access samples (or DAMON region reports) drained from a hotness source.",
+              {source()}),
+      counter(kSamplerLostSamples, "tierd_sampler_lost_samples_total", "samples",
+              "Samples the kernel dropped (PERF_RECORD_LOST lost counts) before tierd read them.",
+              {source()}),
+      counter(kSamplerThrottleEvents, "tierd_sampler_throttle_events_total", "events",
+              "PERF_RECORD_THROTTLE records: the kernel throttled sampling because interrupts "
+              "took too long (perf_event_max_sample_rate).",
+              {source()}),
+      gauge(kSamplerOverhead, "tierd_sampler_overhead_ratio", "ratio",
+            "CPU seconds tierd spent sampling and draining per wall-clock second over the last "
+            "tick (0.01 = 1% of one CPU).",
+            {source()}),
+      gauge(kSamplerPeriod, "tierd_sampler_period_events", "events",
+            "Current perf sample period: events counted between two samples (PEBS/IBS/software; "
+            "adapted to the overhead budget). 0 for DAMON and replay.",
+            {source()}),
+      gauge(kSamplerInterval, "tierd_sampler_interval_seconds", "seconds",
+            "Current sampling interval of interval-driven sources (DAMON sampling interval, "
+            "replay tick). 0 for period-driven perf sources.",
+            {source()}),
+      gauge(kHotnessHotBytes, "tierd_hotness_hot_bytes", "bytes",
+            "Bytes of a workload's memory the heat model ranks hot, by the tier they live on now.",
+            {workload(), tier()}),
+      gauge(kHotnessColdBytes, "tierd_hotness_cold_bytes", "bytes",
+            "Bytes of a workload's memory the heat model ranks cold, by the tier they live on now.",
+            {workload(), tier()}),
+      gauge(kWorkloadMemoryBytes, "tierd_workload_memory_bytes", "bytes",
+            "Resident memory of a workload per tier (cgroup memory.numa_stat or numa_maps "
+            "summed over the tier's nodes).",
+            {workload(), tier()}),
+      counter(kWorkloadMigratedBytes, "tierd_workload_migrated_bytes_total", "bytes",
+              "Bytes of a workload's memory tierd moved (per-page result moved), by direction.",
+              {workload(), direction()}),
+      gauge(kNodeCapacity, "tierd_node_capacity_bytes", "bytes",
+            "Memory of a NUMA node (nodeN/meminfo MemTotal), labelled with its tier.",
+            {node(), tier()}),
+      gauge(kNodeUsed, "tierd_node_used_bytes", "bytes",
+            "Memory in use on a NUMA node (nodeN/meminfo MemTotal - MemFree).", {node(), tier()}),
+      gauge(kNodeHugetlbPages, "tierd_node_hugetlb_pages", "pages",
+            "hugetlb pages reserved on a node (nodeN/hugepages/hugepages-<kB>kB/nr_hugepages), by "
+            "page size.",
+            {node(), tier(), pageSize()}),
+      gauge(kNodeHugetlbFreePages, "tierd_node_hugetlb_free_pages", "pages",
+            "Free hugetlb pages on a node (.../free_hugepages), by page size; a 1G move needs a "
+            "free 1G page on the target.",
+            {node(), tier(), pageSize()}),
+      counter(kArbiterPingpongMoves, "tierd_arbiter_pingpong_moves_total", "moves",
+              "Moves the arbiter refused because the region moved the other way within its "
+              "cooldown (ping-pong guard), by the refused direction.",
+              {direction()}),
+      counter(kConfigReloads, "tierd_config_reloads_total", "reloads",
+              "Config reloads (SIGHUP); on failure the last good config stays.",
+              {{"result", LabelDomain::Fixed, {"success", "failure"}, "outcome of the reload"}}),
+      gauge(kKernelCapability, "tierd_kernel_capability_available", "boolean",
+            "1 when the kernel or hardware offers a capability tierd can use, else 0 (read-only "
+            "probes at start and on topology refresh).",
+            {{"capability",
+              LabelDomain::Fixed,
+              {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
+               "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs",
+               "perf_software", "move_pages"},
+              "what is available"}}),
+      counter(kKernelVmstatEvents, "tierd_kernel_vmstat_events_total", "events",
+              "Increase of the kernel's own migration counters in /proc/vmstat since tierd "
+              "started (pgmigrate_*, pgpromote_*, pgdemote_* and numa_pages_migrated count base "
+              "pages, thp_migration_* count THPs), so tierd and the kernel compare on one graph.",
+              {{"counter", LabelDomain::Fixed, vmstatCounterNames(), "/proc/vmstat key"}}),
+      gauge(kBuildInfo, "tierd_build_info", "info", "Always 1; labels describe the build.",
+            {{"version", LabelDomain::Build, {}, "tierd version (CMake PROJECT_VERSION)"}}),
+      counter(kMetricsRejectedUpdates, "tierd_metrics_rejected_updates_total", "updates",
+              "Metric updates the sink dropped because a label value was out of its bounded "
+              "set, the label count was wrong or the value was invalid (a bug in tierd).",
+              {{"metric", LabelDomain::MetricName, {}, "catalog name of the metric"}}),
+  };
+  return c;
+}
+
+}  // namespace
+
+const char* metricTypeName(MetricType t) {
+  switch (t) {
+    case MetricType::Counter:
+      return "counter";
+    case MetricType::Gauge:
+      return "gauge";
+    case MetricType::Histogram:
+      return "histogram";
+  }
+  return "untyped";
+}
+
+const std::vector<MetricDef>& catalog() {
+  static const std::vector<MetricDef> kCatalog = buildCatalog();
+  return kCatalog;
+}
+
+const MetricDef& metricDef(MetricId id) {
+  return catalog().at(static_cast<size_t>(id));
+}
+
+const MetricDef* findMetric(std::string_view name) {
+  for (const auto& m : catalog())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const std::vector<std::string>& vmstatCounterNames() {
+  // Documentation/admin-guide/mm and mm/vmstat.c (6.12): migration, promotion and demotion
+  // counters. pgdemote_proactive appeared in 6.13.
+  static const std::vector<std::string> kNames = {
+      "pgmigrate_success",   "pgmigrate_fail",        "pgpromote_success",   "pgpromote_candidate",
+      "pgdemote_kswapd",     "pgdemote_direct",       "pgdemote_khugepaged", "pgdemote_proactive",
+      "numa_pages_migrated", "thp_migration_success", "thp_migration_fail",  "thp_migration_split",
+  };
+  return kNames;
+}
+
+std::vector<std::string> buildInfoLabels() {
+  return {TIERD_VERSION};
+}
+
+std::string errnoLabel(int err) {
+  if (err < 0) err = -err;
+  switch (err) {
+    case EBUSY:
+      return "EBUSY";
+    case ENOMEM:
+      return "ENOMEM";
+    case EFAULT:
+      return "EFAULT";
+    case EACCES:
+      return "EACCES";
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case EINVAL:
+      return "EINVAL";
+    case ESRCH:
+      return "ESRCH";
+    case EAGAIN:
+      return "EAGAIN";
+    case EIO:
+      return "EIO";
+    default:
+      return "other";
+  }
+}
+
+std::string pageSizeLabel(uint64_t bytes) {
+  static const std::map<uint64_t, std::string> kNames = {
+      {4ULL << 10, "4k"},   {16ULL << 10, "16k"},   {64ULL << 10, "64k"}, {2ULL << 20, "2M"},
+      {32ULL << 20, "32M"}, {512ULL << 20, "512M"}, {1ULL << 30, "1G"},
+  };
+  auto it = kNames.find(bytes);
+  return it == kNames.end() ? "other" : it->second;
+}
+
+std::string directionLabel(Direction d) {
+  return d == Direction::Promote ? "promote" : "demote";
+}
+
+namespace {
+
+const char* domainName(LabelDomain d) {
+  switch (d) {
+    case LabelDomain::Fixed:
+      return "fixed";
+    case LabelDomain::Workload:
+      return "workload";
+    case LabelDomain::Node:
+      return "node";
+    case LabelDomain::MetricName:
+      return "metric_name";
+    case LabelDomain::Build:
+      return "build";
+  }
+  return "?";
+}
+
+std::string labelValuesText(const LabelDef& l) {
+  switch (l.domain) {
+    case LabelDomain::Fixed: {
+      std::string s;
+      for (const auto& v : l.values)
+        s += (s.empty() ? "`" : ", `") + v + "`";
+      return s;
+    }
+    case LabelDomain::Workload:
+      return "workload names from the config";
+    case LabelDomain::Node:
+      return "node ids (0.." + std::to_string(kMaxNodeId) + ")";
+    case LabelDomain::MetricName:
+      return "catalog metric names";
+    case LabelDomain::Build:
+      return "set by the build";
+  }
+  return "";
+}
+
+std::string formatBound(double b) {
+  std::ostringstream o;
+  o << b;
+  return o.str();
+}
+
+}  // namespace
+
+std::string catalogMarkdown() {
+  std::ostringstream o;
+  o << "# tierd metrics\n\n"
+    << "<!-- Generated by `tierctl metrics --catalog --markdown` from "
+       "telemetry/metrics/Catalog.cpp. Do not edit: a unit test compares this file with the "
+       "catalog. -->\n\n"
+    << "tierd exports these metrics in the Prometheus text format on `/metrics` "
+       "(default `127.0.0.1:9464`). Names follow `tierd_<subsystem>_<what>_<unit>`; counters "
+       "end in `_total`. There is no host label (Prometheus adds `instance`) and every label "
+       "value is bounded: fixed lists, configured workload names, node ids. The exporter library "
+       "(prometheus-cpp) also serves its own `exposer_*` metrics about the scrapes "
+       "themselves.\n\n"
+    << "| metric | type | unit | labels |\n|---|---|---|---|\n";
+  for (const auto& m : catalog()) {
+    std::string labels;
+    for (const auto& l : m.labels)
+      labels += (labels.empty() ? "`" : ", `") + l.name + "`";
+    o << "| `" << m.name << "` | " << metricTypeName(m.type) << " | " << m.unit << " | "
+      << (labels.empty() ? "-" : labels) << " |\n";
+  }
+  o << "\n## Details\n";
+  for (const auto& m : catalog()) {
+    o << "\n### `" << m.name << "`\n\n"
+      << metricTypeName(m.type) << ", " << m.unit << ". " << m.help << "\n";
+    if (!m.labels.empty()) {
+      o << "\n";
+      for (const auto& l : m.labels)
+        o << "- `" << l.name << "`: " << l.help << ". Values: " << labelValuesText(l) << ".\n";
+    }
+    if (!m.buckets.empty()) {
+      o << "\nBuckets (upper bounds, " << m.unit << "):";
+      for (double b : m.buckets)
+        o << " " << formatBound(b);
+      o << ", +Inf. Series: `" << m.name << "_bucket`, `" << m.name << "_sum`, `" << m.name
+        << "_count`.\n";
+    }
+  }
+  return o.str();
+}
+
+std::string catalogJson() {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& m : catalog()) {
+    nlohmann::json labels = nlohmann::json::array();
+    for (const auto& l : m.labels)
+      labels.push_back({{"name", l.name},
+                        {"domain", domainName(l.domain)},
+                        {"values", l.values},
+                        {"help", l.help}});
+    arr.push_back({{"name", m.name},
+                   {"type", metricTypeName(m.type)},
+                   {"unit", m.unit},
+                   {"help", m.help},
+                   {"labels", labels},
+                   {"buckets", m.buckets}});
+  }
+  return arr.dump(2) + "\n";
+}
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,20 @@
+#include "telemetry/metrics/CpuTime.h"
+
+#include <sys/resource.h>
+#include <time.h>
+
+namespace tierd::telemetry {
+
+double threadCpuSeconds() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double threadSystemCpuSeconds() {
+  rusage ru{};
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return 0;
+  return static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,16 @@
+#pragma once
+/// \file
+/// CPU time of the calling thread, for tierd_daemon_cpu_seconds_total{component} (the loop
+/// reads threadCpuSeconds() before and after each phase of a tick and adds the difference) and
+/// for the system CPU spent inside move_pages(2) (threadSystemCpuSeconds() around each call).
+
+namespace tierd::telemetry {
+
+/// User + system CPU seconds of the calling thread (clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
+double threadCpuSeconds();
+
+/// System (kernel) CPU seconds of the calling thread (getrusage(RUSAGE_THREAD).ru_stime);
+/// microsecond resolution as the kernel reports it.
+double threadSystemCpuSeconds();
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// MigrationMeter: turns what one move_pages(2) call did into the migration metrics, so the
+/// migrator reports each call once and the label mapping (direction, page size, per-page result,
+/// errno) lives in one place. Per call: tierd_migrate_pages_total / _bytes_total by result,
+/// tierd_migrate_call_duration_seconds, tierd_migrate_system_cpu_seconds_total and
+/// tierd_daemon_errors_total{component="migrate"}. Per tick (endTick): the copy throughput and
+/// system-CPU-per-GiB gauges from the tick's totals.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "telemetry/metrics/MetricsSink.h"
+#include "tierd/core/Types.h"
+
+namespace tierd::telemetry {
+
+/// What one move_pages(2) call did. Page counts are in pages of `pageSize`.
+struct MovePagesCallStats {
+  Direction direction = Direction::Promote;
+  std::string workload;                ///< configured workload the pages belong to; "" if none
+  uint64_t pageSize = 0;               ///< bytes: base page, 2 MiB THP or hugetlb size
+  double wallSeconds = 0;              ///< CLOCK_MONOTONIC around the call
+  double systemCpuSeconds = 0;         ///< getrusage(RUSAGE_THREAD) ru_stime delta around the call
+  uint64_t movedPages = 0;             ///< status[i] == target node after the call
+  uint64_t alreadyPlaced = 0;          ///< pages that were on the target node before the call
+  std::map<int, uint64_t> errorPages;  ///< positive errno from status[i] (-EBUSY...) -> pages
+  int callErrno = 0;  ///< errno when move_pages itself returned -1 (then no page moved)
+};
+
+/// The `result` label of a negative move_pages status (per-page errno, given positive):
+/// EBUSY -> busy; ENOENT, EFAULT, ESRCH -> gone; EACCES, EPERM -> denied; ENOMEM -> no_memory;
+/// anything else -> failed (REFERENCE.md section 2).
+std::string migrateResultLabel(int err);
+
+class MigrationMeter {
+ public:
+  /// Reports one call. Thread: the migrating thread (the tick loop).
+  void record(const MovePagesCallStats& call, MetricsSink& sink);
+  /// Sets the per-tick gauges for directions that moved pages since the last endTick:
+  /// copy throughput = bytes moved / call seconds; system CPU per GiB once at least
+  /// kMinBytesForCpuPerGib were moved (accumulated across ticks until then).
+  void endTick(MetricsSink& sink);
+
+  /// Bytes a direction must have moved before its CPU-per-GiB gauge is updated (64 MiB), so a
+  /// single small call does not swing it.
+  static constexpr uint64_t kMinBytesForCpuPerGib = 64ULL << 20;
+
+ private:
+  struct Totals {
+    double movedBytes = 0;
+    double callSeconds = 0;
+  };
+  struct CpuWindow {
+    double movedBytes = 0;
+    double systemCpuSeconds = 0;
+  };
+  std::map<Direction, Totals> tick_;
+  std::map<Direction, CpuWindow> cpu_;
+};
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,84 @@
+#pragma once
+/// \file
+/// PrometheusSink: the production MetricsSink. Every catalog metric is a prometheus-cpp family
+/// in one registry, served in the text format on http://<listen address>/metrics by a
+/// prometheus-cpp Exposer (civetweb). Optional HTTP basic auth with credentials from a file only
+/// its owner can read. No TLS: Debian 12's civetweb crashes on TLS (REFERENCE.md section 6);
+/// put a TLS proxy in front when the exporter leaves the host.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "telemetry/metrics/MetricsSink.h"
+#include "tierd/core/Result.h"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+}  // namespace prometheus
+
+namespace tierd::telemetry {
+
+/// Where and how the exporter listens.
+struct ExporterOptions {
+  /// "IPv4:port" or "[IPv6]:port"; port 0 picks a free port (tests). Default: loopback only.
+  std::string listenAddress = "127.0.0.1:9464";
+  /// File holding one line "user:password"; must be a regular file (no symlink) with no
+  /// group/other permission bits, owned by root or the user running tierd. Empty: no auth.
+  std::string basicAuthFile;
+  /// civetweb worker threads serving scrapes.
+  size_t threads = 2;
+};
+
+/// Basic auth credentials as read from ExporterOptions::basicAuthFile.
+struct BasicAuthCredentials {
+  std::string user;
+  std::string password;
+};
+
+/// Reads and checks a credentials file (see ExporterOptions::basicAuthFile). Errors: Environment
+/// when the file is missing or readable by group/other, Input when it is not "user:password".
+Result<BasicAuthCredentials> readBasicAuthFile(const std::string& path);
+
+/// Parses "host:port" / "[v6]:port" into a numeric host and port. Errors: Input naming the value.
+Result<std::pair<std::string, int>> parseListenAddress(const std::string& address);
+
+class PrometheusSink : public MetricsSink {
+ public:
+  /// A sink with a registry but no HTTP server (render() only).
+  PrometheusSink();
+  ~PrometheusSink() override;
+  PrometheusSink(const PrometheusSink&) = delete;
+  PrometheusSink& operator=(const PrometheusSink&) = delete;
+
+  /// Creates the sink and starts serving /metrics. Errors (Environment) when the address is in
+  /// use or not available on this host, naming the address and errno; Input for a malformed
+  /// address; the errors of readBasicAuthFile. Sets tierd_build_info to 1.
+  static Result<std::unique_ptr<PrometheusSink>> start(const ExporterOptions& options);
+
+  /// The TCP port actually listened on (useful with port 0), or 0 when not serving.
+  int port() const;
+
+  /// The current exposition text (what a scrape returns).
+  std::string render() const;
+
+ protected:
+  void doAdd(const MetricDef& def, const LabelValues& labels, double delta) override;
+  void doSet(const MetricDef& def, const LabelValues& labels, double value) override;
+  void doObserve(const MetricDef& def, const LabelValues& labels, double value) override;
+  void removeWorkloadSeries(const std::set<std::string>& keep) override;
+
+ private:
+  struct Families;
+  void* series(const MetricDef& def, const LabelValues& labels);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> families_;
+  std::map<std::pair<size_t, LabelValues>, void*> series_;
+  std::unique_ptr<prometheus::Exposer> exposer_;  // destroyed first (joins civetweb threads)
+};
+
+}  // namespace tierd::telemetry

@@ -1,0 +1,95 @@
+// Runs tierctl locate / move / bench as an operator (and the QEMU rig) would, and checks the
+// documented JSON fields (docs/migrate.md). Small buffers: speed is not asserted here.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int exitCode;
+  std::string out;
+};
+
+Run run(const std::string& args) {
+  std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+nlohmann::json runJson(const std::string& args) {
+  Run r = run(args);
+  REQUIRE_MESSAGE(r.exitCode == 0, r.out);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("tierctl bench migrate --json: the documented fields, all methods, data intact") {
+  auto j = runJson("bench migrate --size 8M --page 4k --from 0 --to 0 --runs 2 --json");
+  CHECK(j.at("page") == "4k");
+  CHECK(j.at("page_size_bytes") == 4096);
+  CHECK(j.at("size_bytes") == 8 << 20);
+  CHECK(j.at("runs") == 2);
+  CHECK(j.at("from") == 0);
+  CHECK(j.at("to") == 0);
+  CHECK(j.at("data_intact") == true);
+  CHECK(j.at("source_fraction") == 1.0);
+  for (const char* m : {"tierd", "raw_single_call", "per_4k"}) {
+    INFO(m);
+    const auto& mj = j.at("methods").at(m);
+    CHECK(mj.at("gib_per_s_mean").get<double>() > 0);
+    CHECK(mj.at("gib_per_s_stddev").get<double>() >= 0);
+    CHECK(mj.at("gib_per_s").size() == 2);
+    CHECK(mj.at("seconds").at("runs").size() == 2);
+    CHECK(mj.contains("cpu_seconds_per_gib"));
+    CHECK(mj.at("calls").get<int>() >= 1);
+  }
+  // One node: every page is already there (status = node 0).
+  CHECK(j["methods"]["raw_single_call"]["statuses"]["node0"] == 2048);
+  CHECK(j["methods"]["per_4k"]["addresses"] == 2048);
+  CHECK(j["methods"]["tierd"]["statuses"]["already_there"] == 2048);
+  CHECK(j["methods"]["tierd"]["bytes_moved"] == 0);
+}
+
+TEST_CASE("tierctl bench locate --json: identical to the naive query") {
+  for (const char* page : {"4k", "thp"}) {
+    INFO(page);
+    auto j = runJson(std::string("bench locate --size 16M --page ") + page + " --runs 2 --json");
+    CHECK(j.at("identical") == true);
+    CHECK(j.at("speedup").get<double>() > 0);
+    CHECK(j.at("methods").at("naive_per_4k").at("queried_pages") == 4096);
+    CHECK(j.at("methods").at("tierd").at("seconds").size() == 2);
+  }
+}
+
+TEST_CASE("tierctl locate and move on this test process") {
+  const std::string pid = std::to_string(getpid());
+  auto loc = runJson("locate --pid " + pid + " --json --verbose");
+  CHECK(loc.at("pid") == getpid());
+  CHECK(loc.at("present_bytes").get<uint64_t>() > 0);
+  CHECK(loc.at("nodes").contains("0"));
+  CHECK(loc.at("vmas").size() > 3);
+  auto mv = runJson("move --pid " + pid + " --to 0 --json");
+  CHECK(mv.at("pages").at("moved") == 0);
+  CHECK(mv.at("pages").at("already_there").get<uint64_t>() > 0);
+  CHECK(mv.at("ranges_dropped") == 0);
+
+  Run bad = run("move --pid " + pid + " --to 0 --range zz");
+  CHECK(bad.exitCode == 2);
+  CHECK(bad.out.find("--range") != std::string::npos);
+  Run gone = run("locate --pid 4194304");  // above PID_MAX_LIMIT - 1: never a live process
+  CHECK(gone.exitCode == 1);
+  CHECK(gone.out.find("/proc/4194304/") != std::string::npos);
+}

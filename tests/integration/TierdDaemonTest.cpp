@@ -1,0 +1,109 @@
+// Runs the real tierd binary as an operator would: ticks, SIGHUP with a broken and then a fixed
+// config, SIGTERM. Polls its log with a bounded wait (no fixed sleeps, no timing assertions).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+// Waits until the log contains `needle` at least `times` times (at most 60 s).
+bool waitFor(const fs::path& log, const std::string& needle, size_t times = 1) {
+  for (int i = 0; i < 6000; ++i) {
+    if (count(slurp(log), needle) >= times) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+const char* kGood = R"([daemon]
+interval = "100ms"
+dry_run = true
+[[workload]]
+name = "sleepers"
+command = "itest-sleeper"
+)";
+
+}  // namespace
+
+TEST_CASE("tierd ticks, keeps its config on a broken reload, takes a fixed one, stops on SIGTERM") {
+  char tmpl[] = "/tmp/tierd-daemon-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir = tmpl;
+  const fs::path config = dir / "tierd.toml";
+  const fs::path log = dir / "tierd.log";
+  std::ofstream(config) << kGood;
+
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  CHECK(waitFor(log, "tick 2:"));
+  CHECK(count(slurp(log), "sleepers pids=0") >= 2);
+
+  // A broken config: the errors are logged with file:line:column, the old config stays.
+  std::ofstream(config, std::ios::trunc) << "[daemon]\nintervall = \"1s\"\n";
+  REQUIRE(kill(pid, SIGHUP) == 0);
+  CHECK(waitFor(log, "reload failed; keeping the running config"));
+  CHECK(slurp(log).find(config.string() + ":2:1: daemon.intervall: unknown key") !=
+        std::string::npos);
+  const size_t ticksBefore = count(slurp(log), "tierd: tick ");
+  CHECK(waitFor(log, "tierd: tick ", ticksBefore + 2));  // still ticking
+
+  // A fixed config is taken at the next tick boundary.
+  std::ofstream(config, std::ios::trunc) << kGood;
+  REQUIRE(kill(pid, SIGHUP) == 0);
+  CHECK(waitFor(log, "config reloaded"));
+
+  REQUIRE(kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(slurp(log).find("tierd: stopped after") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tierd refuses to start on a broken config and names every error") {
+  char tmpl[] = "/tmp/tierd-daemon-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir = tmpl;
+  const fs::path config = dir / "bad.toml";
+  std::ofstream(config) << "[daemon]\ninterval = \"2 s\"\n[migraton]\n";
+  const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --once --config " + config.string() +
+                          " 2>" + (dir / "err").string();
+  int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  const std::string err = slurp(dir / "err");
+  CHECK(err.find(config.string() + ":2:12: daemon.interval") != std::string::npos);
+  CHECK(err.find(config.string() + ":3:2: migraton: unknown section") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Evaluates every PromQL expression of the Grafana dashboards on a real Prometheus server.
+
+Starts tierd-metrics-demo (every catalog family populated, counters advancing) on a free loopback
+port, starts the Debian `prometheus` server on another free loopback port with a temporary
+storage dir scraping the demo every second, waits (bounded poll, no fixed sleep) until several
+scrapes succeeded, then sends each dashboard expression -- with Grafana's $__rate_interval and
+$workload substituted -- to /api/v1/query. Each must parse and return at least one series. The
+$workload variable's label_values() query must list the demo's workloads. Both processes are
+stopped at the end, whatever happens. Exit 0 = pass, 1 = fail, 77 = skipped (no prometheus).
+"""
+import argparse
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+RATE_INTERVAL = "1m"
+WORKLOAD = "redis"
+DEADLINE_S = 90  # upper bound for the whole run; the poll usually ends after ~5 scrapes
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_json(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+def collect_exprs(node, out):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "expr" and isinstance(v, str):
+                out.append(v)
+            else:
+                collect_exprs(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            collect_exprs(v, out)
+
+
+def substitute(expr):
+    return (expr.replace("$__rate_interval", RATE_INTERVAL)
+            .replace("${workload}", WORKLOAD).replace("$workload", WORKLOAD))
+
+
+def stop(proc):
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--demo", required=True, help="path of tierd-metrics-demo")
+    ap.add_argument("--dashboards", required=True, help="dashboards/ directory")
+    ap.add_argument("--prometheus", default=shutil.which("prometheus"))
+    args = ap.parse_args()
+    if not args.prometheus:
+        print("SKIP: the prometheus server is not installed (scripts/install-deps installs it)")
+        return 77
+
+    start = time.monotonic()
+
+    def left():
+        return DEADLINE_S - (time.monotonic() - start)
+
+    tmp = tempfile.mkdtemp(prefix="tierd-prom-")
+    demo = prom = None
+    try:
+        demo = subprocess.Popen([args.demo, "--listen", "127.0.0.1:0", "--workloads",
+                                 "redis,gapbs", "--max-seconds", str(DEADLINE_S + 30)],
+                                stdout=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([demo.stdout], [], [], 30)
+        line = demo.stdout.readline() if ready else ""
+        if not line.startswith("listening on port "):
+            print(f"FAIL: tierd-metrics-demo did not start (got {line!r})")
+            return 1
+        demo_port = int(line.split()[-1])
+
+        config = os.path.join(tmp, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: tierd\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{demo_port}']\n")
+        base = None
+        for attempt in range(3):  # a free port can be taken between probe and bind: retry
+            port = free_port()
+            prom = subprocess.Popen(
+                [args.prometheus, f"--config.file={config}",
+                 f"--storage.tsdb.path={os.path.join(tmp, 'data')}",
+                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "prom.log"), "w"))
+            base = f"http://127.0.0.1:{port}"
+            while left() > 0 and prom.poll() is None:
+                try:
+                    with urllib.request.urlopen(base + "/-/ready", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                time.sleep(0.2)
+            if prom.poll() is None:
+                break
+            print(f"note: prometheus exited on port {port} (attempt {attempt + 1}), retrying")
+        if prom.poll() is not None or left() <= 0:
+            print("FAIL: prometheus did not become ready:\n" + open(os.path.join(tmp, "prom.log")).read())
+            return 1
+
+        # Bounded poll: wait for at least 5 successful scrapes, so every rate() over 1m has data.
+        scrapes = 0
+        while left() > 0:
+            try:
+                q = urllib.parse.quote('sum_over_time(up{job="tierd"}[5m])')
+                res = http_json(f"{base}/api/v1/query?query={q}")["data"]["result"]
+                scrapes = int(float(res[0]["value"][1])) if res else 0
+            except (OSError, KeyError, IndexError, ValueError):
+                scrapes = 0
+            if scrapes >= 5:
+                break
+            time.sleep(0.25)
+        if scrapes < 5:
+            print(f"FAIL: only {scrapes} successful scrapes of the exporter before the deadline")
+            return 1
+        print(f"prometheus {base} scraped tierd-metrics-demo :{demo_port} {scrapes} times")
+
+        failures = 0
+        total = 0
+        for name in sorted(os.listdir(args.dashboards)):
+            if not name.endswith(".json"):
+                continue
+            dash = json.load(open(os.path.join(args.dashboards, name)))
+            exprs = []
+            collect_exprs(dash, exprs)
+            for expr in exprs:
+                total += 1
+                q = substitute(expr)
+                try:
+                    body = http_json(f"{base}/api/v1/query?query={urllib.parse.quote(q)}")
+                except urllib.error.HTTPError as e:
+                    body = json.loads(e.read().decode() or "{}")
+                n = len(body.get("data", {}).get("result", [])) if body.get("status") == "success" else -1
+                ok = n >= 1
+                failures += 0 if ok else 1
+                print(f"{'ok  ' if ok else 'FAIL'} {name}: {n} series  {q}"
+                      + ("" if ok else f"  error: {body.get('error')}"))
+            for var in dash.get("templating", {}).get("list", []):
+                query = var.get("query")
+                query = query.get("query") if isinstance(query, dict) else query
+                if not (isinstance(query, str) and query.startswith("label_values(")):
+                    continue
+                total += 1
+                metric, label = [s.strip() for s in query[len("label_values("):-1].split(",")]
+                url = f"{base}/api/v1/label/{label}/values?match[]={urllib.parse.quote(metric)}"
+                values = http_json(url).get("data", [])
+                ok = WORKLOAD in values
+                failures += 0 if ok else 1
+                print(f"{'ok  ' if ok else 'FAIL'} {name}: ${var['name']} = {values}  {query}")
+        if total == 0:
+            print("FAIL: no expressions found")
+            return 1
+        print(f"{total - failures}/{total} dashboard queries returned series")
+        return 1 if failures else 0
+    finally:
+        stop(prom)
+        stop(demo)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

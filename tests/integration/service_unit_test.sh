@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Checks config/tierd.service with systemd's own tools:
+#   1. `systemd-analyze verify` passes with no warnings (run on a temp copy whose ExecStart points
+#      at the built tierd, since the installed path /usr/bin/tierd need not exist here);
+#   2. `systemd-analyze security --offline` exposure stays at or below the recorded score
+#      (docs/service.md), so hardening cannot silently regress.
+# Usage: service_unit_test.sh UNIT_FILE TIERD_BINARY MAX_EXPOSURE_TIMES_10
+# Exit 77 (skipped) when systemd-analyze is absent.
+set -euo pipefail
+unit=$1 tierd=$2 max=$3
+command -v systemd-analyze >/dev/null || { echo "SKIP: systemd-analyze not installed"; exit 77; }
+[ -x "$tierd" ] || { echo "FAIL: $tierd is not an executable"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+grep -q '^ExecStart=/usr/bin/tierd ' "$unit" || { echo "FAIL: ExecStart must run /usr/bin/tierd"; exit 1; }
+sed "s#^ExecStart=/usr/bin/tierd #ExecStart=$tierd #" "$unit" > "$tmp/tierd.service"
+
+echo "== systemd-analyze verify"
+if ! out=$(systemd-analyze verify "$tmp/tierd.service" 2>&1); then
+  echo "$out"; echo "FAIL: systemd-analyze verify"; exit 1
+fi
+if [ -n "$out" ]; then
+  echo "$out"; echo "FAIL: systemd-analyze verify printed warnings"; exit 1
+fi
+echo "ok: no errors, no warnings"
+
+echo "== systemd-analyze security --offline=yes (threshold $max/10)"
+systemd-analyze security --offline=yes "$tmp/tierd.service" | tail -1
+if ! systemd-analyze security --offline=yes --threshold="$max" "$tmp/tierd.service" >/dev/null 2>&1; then
+  systemd-analyze security --offline=yes "$tmp/tierd.service" | grep '✗' || true
+  echo "FAIL: exposure above $max/10; harden the unit or update docs/service.md on purpose"; exit 1
+fi
+echo "ok"

@@ -1,0 +1,107 @@
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tierd/core/FileSafety.h"
+
+using namespace tierd;
+
+namespace {
+// A private temp directory (0755 root) holding one config file.
+struct TempConfig {
+  std::string dir;
+  std::string file;
+  TempConfig() {
+    char name[] = "/tmp/tierd-cfg-XXXXXX";
+    REQUIRE(::mkdtemp(name));
+    dir = name;
+    REQUIRE(::chmod(dir.c_str(), 0755) == 0);
+    file = dir + "/tierd.toml";
+    FILE* f = std::fopen(file.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("# config\n", f);
+    std::fclose(f);
+    REQUIRE(::chmod(file.c_str(), 0644) == 0);
+  }
+  ~TempConfig() {
+    ::unlink(file.c_str());
+    ::rmdir(dir.c_str());
+  }
+};
+}  // namespace
+
+TEST_CASE("checkConfigFileSafe accepts a root-owned file not writable by others") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: needs root to chown test files");
+    return;
+  }
+  TempConfig t;
+  auto s = checkConfigFileSafe(t.file);
+  CHECK_MESSAGE(s.ok(), (s.ok() ? "" : s.error().describe()));
+}
+
+TEST_CASE("checkConfigFileSafe refuses group/other-writable files, non-root owners and dirs") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: needs root to chown test files");
+    return;
+  }
+  {
+    TempConfig t;
+    REQUIRE(::chmod(t.file.c_str(), 0664) == 0);
+    auto s = checkConfigFileSafe(t.file);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().describe().find("writable by group or others (mode 0664)") !=
+          std::string::npos);
+    CHECK(s.error().describe().find("chmod go-w") != std::string::npos);
+  }
+  {
+    TempConfig t;
+    REQUIRE(::chmod(t.file.c_str(), 0646) == 0);
+    CHECK_FALSE(checkConfigFileSafe(t.file).ok());
+  }
+  {
+    TempConfig t;
+    REQUIRE(::chown(t.file.c_str(), 1000, 1000) == 0);
+    auto s = checkConfigFileSafe(t.file);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().describe().find("owned by uid 1000") != std::string::npos);
+    // the user running tierd may own it when tierd is not root
+    CHECK(checkConfigFileSafe(t.file, 1000).ok());
+  }
+  {
+    TempConfig t;
+    REQUIRE(::chmod(t.dir.c_str(), 0777) == 0);  // anyone could replace the file
+    auto s = checkConfigFileSafe(t.file);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().describe().find("directory " + t.dir) != std::string::npos);
+    REQUIRE(::chmod(t.dir.c_str(), 01777) == 0);  // sticky like /tmp: others cannot replace it
+    CHECK(checkConfigFileSafe(t.file).ok());
+  }
+  {
+    TempConfig t;
+    REQUIRE(::chown(t.dir.c_str(), 1000, 1000) == 0);
+    CHECK_FALSE(checkConfigFileSafe(t.file).ok());
+  }
+  CHECK_FALSE(checkConfigFileSafe("/nonexistent/tierd.toml").ok());
+  CHECK_FALSE(checkConfigFileSafe("/tmp").ok());  // not a regular file
+}
+
+TEST_CASE("readPrivateFile refuses symlinks and shared files") {
+  TempConfig t;
+  REQUIRE(::chmod(t.file.c_str(), 0600) == 0);
+  auto ok = readPrivateFile(t.file);
+  REQUIRE(ok.ok());
+  CHECK(ok.value() == "# config\n");
+  const std::string link = t.dir + "/link";
+  REQUIRE(::symlink(t.file.c_str(), link.c_str()) == 0);
+  auto viaLink = readPrivateFile(link);
+  ::unlink(link.c_str());
+  REQUIRE_FALSE(viaLink.ok());
+  CHECK(viaLink.error().describe().find("symlink") != std::string::npos);
+  REQUIRE(::chmod(t.file.c_str(), 0604) == 0);
+  CHECK_FALSE(readPrivateFile(t.file).ok());
+}

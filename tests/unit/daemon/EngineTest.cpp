@@ -1,0 +1,213 @@
+// The tick engine end to end on fakes: the rig guest's topology (captured), a FakeMigrator
+// holding the workload's pages, and a scripted hotness source.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "policy/ConfigCompiler.h"
+#include "tierd/core/Units.h"
+#include "tierd/daemon/Engine.h"
+#include "tierd/migrate/FakeMigrator.h"
+
+using namespace tierd;
+using namespace tierd::daemon;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr pid_t kPid = 4242;
+constexpr pid_t kStranger = 4343;  // hot too, but in no workload
+constexpr uint64_t kBase = 0x7f0000000000;
+constexpr uint64_t kTable = 64 * kMiB;  // 32 THP regions
+constexpr uint64_t kSecond = 1'000'000'000;
+
+// Samples the first `hotRegions` 2 MiB regions of kPid and of kStranger, `perRegion` times each.
+class ScriptedSource final : public telemetry::HotnessSource {
+ public:
+  ScriptedSource(pid_t pid, int hotRegions, int perRegion)
+      : pid_(pid), hot_(hotRegions), per_(perRegion) {}
+  std::string name() const override { return "scripted"; }
+  Status start() override { return Ok{}; }
+  Result<std::vector<AccessSample>> drain(uint64_t untilNs) override {
+    std::vector<AccessSample> out;
+    for (int r = 0; r < hot_; ++r)
+      for (int i = 0; i < per_; ++i)
+        for (pid_t p : {pid_, kStranger})
+          out.push_back({untilNs, p, p, 0, kBase + r * 2 * kMiB + i * 4096, 1, 0});
+    stats_.samples += out.size();
+    return out;
+  }
+  void stop() override { stopped = true; }
+  telemetry::SourceStats stats() const override { return stats_; }
+  bool stopped = false;
+
+ private:
+  pid_t pid_;
+  int hot_, per_;
+  telemetry::SourceStats stats_;
+};
+
+// The fake migrator with a hook run at the start of execute(): after planning, before moving.
+class HookedMigrator final : public migrate::Migrator {
+ public:
+  migrate::FakeMigrator fake;
+  std::function<void()> beforeExecute;
+  int executes = 0;
+  BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
+                      const std::atomic<bool>* stop) override {
+    ++executes;
+    if (beforeExecute) beforeExecute();
+    return fake.execute(batch, deadlineNs, stop);
+  }
+  Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override {
+    return fake.locate(pid, ranges);
+  }
+  int64_t nowNs() override { return fake.nowNs(); }
+};
+
+struct Rig {
+  fs::path root;
+  migrate::FakeMigrator* fake = nullptr;
+  HookedMigrator* hooked = nullptr;
+  std::unique_ptr<Engine> engine;
+  std::vector<ScriptedSource*> sources;
+
+  explicit Rig(const std::string& extraToml = "") {
+    char tmpl[] = "/tmp/engine-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    root = tmpl;
+    fs::copy(std::string(TIERD_FIXTURES) + "/topology/qemu-2node", root,
+             fs::copy_options::recursive);
+    put("/proc/self/mountinfo", "23 1 0:21 / / rw - ext4 /dev/vda rw\n");
+    put("/proc/" + std::to_string(kPid) + "/comm", "tierd-gups\n");
+    put("/proc/" + std::to_string(kPid) + "/cmdline", std::string("tierd-gups\0", 11));
+    put("/proc/" + std::to_string(kStranger) + "/comm", "other\n");
+    put("/proc/" + std::to_string(kStranger) + "/cmdline", std::string("other\0", 6));
+
+    const std::string toml = std::string(R"(
+[daemon]
+interval = "1s"
+[migration]
+max_promote_mib_per_s = 1024
+max_demote_mib_per_s = 1024
+fast_headroom = "1%"
+[[workload]]
+name = "gups"
+command = "tierd-gups"
+hot_threshold = 2.0
+cold_threshold = 0.5
+heat_half_life = "10s"
+cooldown = "5s"
+)") + extraToml;
+    auto compiled = policy::compileConfigText(toml, "engine-test.toml");
+    if (!compiled.ok()) FAIL(compiled.errors.front().describe());
+    auto config = std::make_shared<const policy::CompiledConfig>(*compiled.config);
+
+    auto migrator = std::make_unique<HookedMigrator>();
+    hooked = migrator.get();
+    fake = &migrator->fake;
+    for (pid_t p : {kPid, kStranger}) {
+      fake->kernel().map(p, kBase, kTable, migrate::FakeBacking::Thp);
+      fake->kernel().populate(p, kBase, kTable, 1);  // everything starts on the slow node
+    }
+    auto* kernel = &fake->kernel();
+    engine = std::make_unique<Engine>(
+        sys::SysRoot(root.string()), std::move(migrator),
+        [this](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+          auto s = std::make_unique<ScriptedSource>(pid, 4, 8);
+          sources.push_back(s.get());
+          return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
+        },
+        /*selfPid=*/1, config, [kernel](pid_t pid) { return kernel->smaps(pid); });
+  }
+  ~Rig() {
+    engine.reset();
+    fs::remove_all(root);
+  }
+  void put(const std::string& abs, const std::string& text) const {
+    fs::create_directories(fs::path(root.string() + abs).parent_path());
+    std::ofstream(root.string() + abs, std::ios::binary) << text;
+  }
+  TickReport tick(uint64_t second) {
+    auto r = engine->tick(second * kSecond, INT64_MAX, nullptr);
+    REQUIRE_MESSAGE(r.ok(), r.error().describe());
+    return r.value();
+  }
+  int regionsOn(pid_t pid, NodeId node) const {
+    int n = 0;
+    for (uint64_t a = kBase; a < kBase + kTable; a += 2 * kMiB)
+      if (fake->kernel().nodeOf(pid, a) == node) ++n;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the engine promotes the sampled hot set of a scoped process, and only that") {
+  Rig rig;
+  TickReport first = rig.tick(1);
+  CHECK(first.topologyMethod == "memory-tiers");
+  CHECK(first.fastNodes == std::vector<NodeId>{0});
+  REQUIRE(first.workloads.size() == 1);
+  CHECK(first.workloads[0].pids == 1);
+  CHECK(first.samples == 4 * 8);  // the stranger's samples are filtered out
+  for (uint64_t s = 2; s <= 5; ++s)
+    rig.tick(s);
+
+  // The 4 hot regions are on the fast node; the cold rest stayed; the stranger was never moved.
+  for (int r = 0; r < 4; ++r)
+    CHECK(rig.fake->kernel().nodeOf(kPid, kBase + r * 2 * kMiB) == 0);
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+  CHECK(rig.regionsOn(kStranger, 1) == 32);
+  CHECK(rig.engine->totals().promotedBytes == 4 * 2 * kMiB);
+  CHECK(rig.engine->totals().demotedBytes == 0);
+  TickReport later = rig.tick(6);
+  CHECK(later.workloads[0].hotFastBytes == 4 * 2 * kMiB);
+  CHECK(later.workloads[0].hotSlowBytes == 0);
+  CHECK(later.promotedBytes == 0);  // settled: no ping-pong
+}
+
+TEST_CASE("dry-run decides but moves nothing") {
+  Rig dry;
+  auto cfg = std::make_shared<policy::CompiledConfig>(dry.engine->config());
+  cfg->daemon.dryRun = true;
+  dry.engine->setConfig(cfg);
+  TickReport r1 = dry.tick(1);
+  TickReport r2 = dry.tick(2);
+  CHECK(r2.dryRun);
+  CHECK(r1.plannedPromoteBytes + r2.plannedPromoteBytes > 0);
+  CHECK(dry.regionsOn(kPid, 1) == 32);
+  CHECK(dry.engine->totals().promotedBytes == 0);
+}
+
+TEST_CASE("a process that exits mid-run is dropped and counted, never a crash") {
+  Rig rig;
+  rig.tick(1);
+  rig.fake->kernel().exitPid(kPid);
+  fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
+  TickReport r = rig.tick(2);
+  CHECK(r.workloads[0].pids == 0);
+  CHECK(rig.engine->totals().vanishedPids == 1);
+  REQUIRE_FALSE(rig.sources.empty());
+  CHECK(rig.sources.front()->stopped);
+  CHECK(rig.tick(3).promotedBytes == 0);
+}
+
+TEST_CASE("a process exiting between planning and moving is survived") {
+  Rig rig;
+  rig.hooked->beforeExecute = [&] { rig.fake->kernel().exitPid(kPid); };
+  auto r = rig.engine->tick(1 * kSecond, INT64_MAX, nullptr);
+  REQUIRE(r.ok());
+  CHECK(rig.hooked->executes == 1);
+  REQUIRE_FALSE(r->batch.ranges.empty());
+  for (const RangeResult& rr : r->batch.ranges) {
+    CHECK(rr.dropped);
+    CHECK(rr.bytesMoved == 0);
+  }
+  CHECK(r->promotedBytes == 0);
+  CHECK(rig.regionsOn(kStranger, 1) == 32);
+  // The next tick no longer sees the process (its /proc entry is gone too) and goes on.
+  fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
+  CHECK(rig.tick(2).workloads[0].pids == 0);
+}

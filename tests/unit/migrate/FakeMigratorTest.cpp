@@ -1,0 +1,411 @@
+// The MovePagesMigrator engine on the modelled kernel: every move_pages status and return case.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "tierd/core/Units.h"
+#include "tierd/migrate/FakeMigrator.h"
+
+using namespace tierd;
+using namespace tierd::migrate;
+
+namespace {
+
+constexpr pid_t kPid = 100;
+constexpr uint64_t kBase = 0x10000000;  // 256 MiB: aligned to 2 MiB and 1 GiB/4
+constexpr uint64_t kHuge = 0x80000000;  // 2 GiB: aligned to 1 GiB
+constexpr int64_t kNoDeadline = INT64_MAX;
+
+MoveRange range(uint64_t start, uint64_t length, NodeId to, pid_t pid = kPid,
+                Direction d = Direction::Promote) {
+  MoveRange r;
+  r.pid = pid;
+  r.start = start;
+  r.length = length;
+  r.target = to;
+  r.direction = d;
+  return r;
+}
+
+uint64_t count(const RangeResult& r, MoveOutcome o) {
+  return r.outcomes[o];
+}
+
+size_t countLines(const std::vector<std::string>& log, const std::string& prefix) {
+  size_t n = 0;
+  for (const auto& l : log)
+    if (l.rfind(prefix, 0) == 0) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("one address per page: base pages, THP per 2 MiB, hugetlb per huge page (golden log)") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.map(kPid, kBase + 2 * kMiB, 4 * kMiB, FakeBacking::Thp);
+  k.map(kPid, kHuge, 1 * kGiB, FakeBacking::Hugetlb, 1 * kGiB);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.populate(kPid, kBase + 2 * kMiB, 4 * kMiB, 0);
+  k.populate(kPid, kHuge, 1 * kGiB, 0);
+
+  auto res = m.execute(
+      {range(kBase, 16 * kKiB, 1), range(kBase + 2 * kMiB, 4 * kMiB, 1), range(kHuge, 1 * kGiB, 1)},
+      kNoDeadline);
+  REQUIRE(res.ranges.size() == 3);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 4);
+  CHECK(count(res.ranges[1], MoveOutcome::Moved) == 2);
+  CHECK(count(res.ranges[2], MoveOutcome::Moved) == 1);
+  CHECK(res.ranges[1].bytesMoved == 4 * kMiB);
+  CHECK(res.stats.bytesMoved == 16 * kKiB + 4 * kMiB + 1 * kGiB);
+  CHECK(res.stats.pagesMoved == 7);
+  CHECK(k.nodeOf(kPid, kBase + 3 * kMiB) == 1);
+  CHECK(k.nodeOf(kPid, kHuge + 5 * kMiB) == 1);
+  // First call: 16 MiB budget takes 4 base pages + 2 THPs + the 1 GiB page (>= one page always).
+  const std::vector<std::string> golden = {
+      "query pid=100 n=7 first=0x10000000 -> 0 [0,0,0,0,0,0,0]",
+      "move pid=100 n=7 first=0x10000000 to=1 -> 0 [1,1,1,1,1,1,1]",
+  };
+  CHECK(m.log() == golden);
+  CHECK(res.stats.queryCalls == 1);
+  CHECK(res.stats.moveCalls == 1);
+  CHECK(res.stats.wallNs > 0);
+  CHECK(res.stats.kernelCpuNs > 0);
+  CHECK(res.stats.gibPerSecond() > 0);
+  CHECK(res.stats.cpuSecondsPerGib() > 0);
+}
+
+TEST_CASE("already there pages are not sent; not present pages are skipped, not failures") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 8 * kKiB * 4, FakeBacking::Base);
+  k.populate(kPid, kBase, 8 * kKiB, 1);             // 2 pages already on node 1
+  k.populate(kPid, kBase + 8 * kKiB, 8 * kKiB, 0);  // 2 pages to move; 4 not present
+  auto res = m.execute({range(kBase, 32 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::AlreadyThere) == 2);
+  CHECK(count(r, MoveOutcome::Moved) == 2);
+  CHECK(count(r, MoveOutcome::NotPresent) == 4);
+  CHECK(r.outcomes.total() == 8);
+  CHECK_FALSE(r.dropped);
+  CHECK(res.stats.errnoPages.at(ENOENT) == 4);
+  CHECK(m.log().back() == "move pid=100 n=2 first=0x10002000 to=1 -> 0 [1,1]");
+
+  // Everything already there: no move call at all.
+  m.kernel().clearLog();
+  auto again = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  CHECK(count(again.ranges[0], MoveOutcome::AlreadyThere) == 4);
+  CHECK(again.stats.moveCalls == 0);
+  CHECK(countLines(m.log(), "move") == 0);
+}
+
+TEST_CASE("a range without a VMA at planning is gone and dropped") {
+  FakeMigrator m;
+  m.kernel().map(kPid, kBase, 8 * kKiB, FakeBacking::Base);
+  m.kernel().populate(kPid, kBase, 8 * kKiB, 0);
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2);
+  CHECK(count(res.ranges[0], MoveOutcome::Gone) == 2);
+  CHECK(res.ranges[0].dropped);
+}
+
+TEST_CASE("-EFAULT from the zero page inside a live VMA is not present, the range stays") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 8 * kKiB, 0);
+  k.mapZeroPage(kPid, kBase + 8 * kKiB);
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 2);
+  CHECK(count(r, MoveOutcome::NotPresent) == 2);  // the zero page (-EFAULT) and -ENOENT
+  CHECK(count(r, MoveOutcome::Gone) == 0);
+  CHECK_FALSE(r.dropped);
+  CHECK(res.stats.errnoPages.at(EFAULT) == 1);
+}
+
+TEST_CASE("a range unmapped between planning and moving: -EFAULT drops it") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 2;
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 6 * 4 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 6 * 4 * kKiB, 0);
+  // Call 0 = query of pages 0-1, call 1 = their move; the range is unmapped before call 2.
+  k.beforeCall(2, [&k] { k.unmap(kPid, kBase, 6 * 4 * kKiB); });
+  auto res =
+      m.execute({range(kBase, 6 * 4 * kKiB, 1), range(kBase, 4 * kKiB, 1, 200)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 2);
+  CHECK(count(r, MoveOutcome::Gone) == 4);  // 2 answered -EFAULT, 2 never sent (dropped)
+  CHECK(r.dropped);
+  CHECK(res.stats.errnoPages.at(EFAULT) == 2);
+  const std::vector<std::string> golden = {
+      "query pid=100 n=2 first=0x10000000 -> 0 [0,0]",
+      "move pid=100 n=2 first=0x10000000 to=1 -> 0 [1,1]",
+      "unmap pid=100 0x10000000+0x6000",
+      "query pid=100 n=2 first=0x10002000 -> 0 [-14,-14]",
+  };
+  CHECK(m.log() == golden);
+  // pid 200 has no /proc entry at all: gone at planning, no call made for it.
+  CHECK(count(res.ranges[1], MoveOutcome::Gone) == 1);
+  CHECK(res.ranges[1].dropped);
+}
+
+TEST_CASE("a process that exits mid-batch: ESRCH, its ranges drop, other pids continue") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 2;
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  for (pid_t p : {100, 300}) {
+    k.map(p, kBase, 16 * kKiB, FakeBacking::Base);
+    k.populate(p, kBase, 16 * kKiB, 0);
+  }
+  k.beforeCall(1, [&k] { k.exitPid(100); });  // after the first query, before its move
+  auto res = m.execute({range(kBase, 8 * kKiB, 1, 100), range(kBase + 8 * kKiB, 8 * kKiB, 1, 100),
+                        range(kBase, 16 * kKiB, 1, 300)},
+                       kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Gone) == 2);
+  CHECK(count(res.ranges[1], MoveOutcome::Gone) == 2);
+  CHECK(res.ranges[0].dropped);
+  CHECK(res.ranges[1].dropped);
+  CHECK(count(res.ranges[2], MoveOutcome::Moved) == 4);
+  CHECK(res.stats.failedCalls == 1);
+  CHECK(res.stats.errnoCalls.at(ESRCH) == 1);
+  CHECK(countLines(m.log(), "move pid=100") == 1);
+  CHECK(countLines(m.log(), "query pid=100") == 1);
+}
+
+TEST_CASE("-ENOMEM stops sending that page size to that node for the rest of the batch") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 3;
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 10 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 10 * kMiB, 0);
+  k.map(kPid, kBase + 64 * kMiB, 8 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase + 64 * kMiB, 8 * kKiB, 0);
+  k.setCapacity(1, 2 * kMiB, 2);
+  auto res =
+      m.execute({range(kBase, 10 * kMiB, 1), range(kBase + 64 * kMiB, 8 * kKiB, 1)}, kNoDeadline);
+  const auto& thp = res.ranges[0];
+  CHECK(count(thp, MoveOutcome::Moved) == 2);
+  CHECK(count(thp, MoveOutcome::NoMemory) == 3);  // 1 answered -ENOMEM, 2 never sent
+  CHECK(res.stats.errnoPages.at(ENOMEM) == 1);
+  CHECK(countLines(m.log(), "move pid=100 n=3 first=0x10000000") == 1);
+  CHECK(countLines(m.log(), "query pid=100 n=3 first=0x10600000") == 0);
+  // Base pages to the same node are another size: still sent and moved.
+  CHECK(count(res.ranges[1], MoveOutcome::Moved) == 2);
+  CHECK(k.nodeOf(kPid, kBase + 4 * kMiB) == 0);
+}
+
+TEST_CASE("-EBUSY pages are retried after a back-off, then reported for the caller to back off") {
+  MigratorConfig cfg;
+  cfg.busyBackoffNs = 5'000'000;
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.scriptPageError(kPid, kBase + 4 * kKiB, EBUSY, 1);   // busy once
+  k.scriptPageError(kPid, kBase + 8 * kKiB, EBUSY, -1);  // always busy
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 3);
+  CHECK(count(r, MoveOutcome::Busy) == 1);
+  CHECK(r.busy == std::vector<uint64_t>{kBase + 8 * kKiB});
+  CHECK(res.stats.errnoPages.at(EBUSY) == 3);  // 2 in the first move, 1 in the retry
+  const std::vector<std::string> golden = {
+      "query pid=100 n=4 first=0x10000000 -> 0 [0,0,0,0]",
+      "move pid=100 n=4 first=0x10000000 to=1 -> 0 [1,-16,-16,1]",
+      "sleep 5000000ns",
+      "query pid=100 n=2 first=0x10001000 -> 0 [0,0]",
+      "move pid=100 n=2 first=0x10001000 to=1 -> 0 [1,-16]",
+  };
+  CHECK(m.log() == golden);
+}
+
+TEST_CASE("every address of a THP: later subpages are -EBUSY, the THP moves whole") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 2 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 2 * kMiB, 0);
+  int status[3] = {};
+  void* addrs[3] = {reinterpret_cast<void*>(kBase), reinterpret_cast<void*>(kBase + 4096),
+                    reinterpret_cast<void*>(kBase + 8192)};
+  int nodes[3] = {1, 1, 1};
+  CHECK(k.movePages(kPid, 3, addrs, nodes, status, 0) == 0);
+  CHECK(status[0] == 1);
+  CHECK(status[1] == -EBUSY);
+  CHECK(status[2] == -EBUSY);
+  CHECK(k.nodeOf(kPid, kBase + kMiB) == 1);
+}
+
+TEST_CASE("a positive return: unreached statuses are not trusted, pages are re-queried") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.scriptPartialReturn(0, 1);  // the kernel handles 1 page and returns 3
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 1);
+  CHECK(count(r, MoveOutcome::NotMigrated) == 3);
+  CHECK(res.stats.partialReturns == 1);
+  CHECK(res.stats.partialPages == 3);
+  CHECK(res.stats.pagesMoved == 1);
+  const std::vector<std::string> golden = {
+      "query pid=100 n=4 first=0x10000000 -> 0 [0,0,0,0]",
+      "move pid=100 n=4 first=0x10000000 to=1 -> 3 [1,?,?,?]",
+      "query pid=100 n=4 first=0x10000000 -> 0 [1,0,0,0]",
+  };
+  CHECK(m.log() == golden);
+}
+
+TEST_CASE("denied, other per-page errnos and failed calls are counted per errno") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.scriptPageError(kPid, kBase, EACCES);
+  k.scriptPageError(kPid, kBase + 4 * kKiB, EPERM);
+  k.scriptPageError(kPid, kBase + 8 * kKiB, EINVAL);
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Denied) == 2);
+  CHECK(count(r, MoveOutcome::OtherError) == 1);
+  CHECK(count(r, MoveOutcome::Moved) == 1);
+  CHECK(res.stats.errnoPages == std::map<int, uint64_t>{{EPERM, 1}, {EACCES, 1}, {EINVAL, 1}});
+
+  // A node that does not exist fails the whole call (-ENODEV): the pages are OtherError.
+  k.setNodes({0, 1});
+  auto bad = m.execute({range(kBase, 16 * kKiB, 5)}, kNoDeadline);
+  CHECK(count(bad.ranges[0], MoveOutcome::OtherError) == 4);
+  CHECK(bad.stats.failedCalls == 1);
+  CHECK(bad.stats.errnoCalls.at(ENODEV) == 1);
+}
+
+TEST_CASE("deadline and stop flag are checked between calls") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 2;
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 32 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 32 * kKiB, 0);
+
+  auto none = m.execute({range(kBase, 32 * kKiB, 1)}, m.nowNs());
+  CHECK(none.stats.deadlineReached);
+  CHECK(count(none.ranges[0], MoveOutcome::NotAttempted) == 8);
+  CHECK(m.log().empty());
+
+  std::atomic<bool> stop{false};
+  k.beforeCall(1, [&stop] { stop = true; });  // during the first call pair
+  auto some = m.execute({range(kBase, 32 * kKiB, 1)}, kNoDeadline, &stop);
+  CHECK(some.stats.stopped);
+  CHECK(count(some.ranges[0], MoveOutcome::Moved) == 2);
+  CHECK(count(some.ranges[0], MoveOutcome::NotAttempted) == 6);
+}
+
+TEST_CASE("the per-direction byte budget paces calls and respects the deadline") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // promote unlimited
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 2 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  k.populate(kPid, kBase + 1 * kMiB, 1 * kMiB, 1);
+  // 1 MiB of demotion (node 0 -> 1) at 1 MiB/s: 4 calls of 256 KiB, 3 of them wait 0.25 s.
+  const int64_t t0 = m.nowNs();
+  auto res = m.execute({range(kBase, 1 * kMiB, 1, kPid, Direction::Demote)}, kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 256);
+  CHECK(countLines(m.log(), "sleep") == 3);
+  CHECK(m.nowNs() - t0 >= 750'000'000);
+  // Promotion has no budget: no sleeps.
+  k.clearLog();
+  auto up =
+      m.execute({range(kBase + 1 * kMiB, 1 * kMiB, 0, kPid, Direction::Promote)}, kNoDeadline);
+  CHECK(count(up.ranges[0], MoveOutcome::Moved) == 256);
+  CHECK(countLines(m.log(), "sleep") == 0);
+  // A deadline shorter than the wait leaves the rest not attempted.
+  k.clearLog();
+  auto late =
+      m.execute({range(kBase, 1 * kMiB, 0, kPid, Direction::Demote)}, m.nowNs() + 100'000'000);
+  CHECK(late.stats.deadlineReached);
+  CHECK(count(late.ranges[0], MoveOutcome::NotAttempted) > 0);
+  CHECK(count(late.ranges[0], MoveOutcome::Moved) +
+            count(late.ranges[0], MoveOutcome::NotAttempted) ==
+        256);
+}
+
+TEST_CASE("call size adapts to the latency target from measured time per byte") {
+  MigratorConfig cfg;
+  cfg.callLatencyTargetNs = 1'000'000;  // 1 ms
+  cfg.initialBytesPerCall = 4 * kMiB;
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.nsPerByteMoved = 1;  // ~1 GB/s
+  k.map(kPid, kBase, 8 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 8 * kMiB, 0);
+  CHECK(m.engine().bytesPerCall() == 4 * kMiB);
+  auto res = m.execute({range(kBase, 8 * kMiB, 1)}, kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2048);
+  const uint64_t b = m.engine().bytesPerCall();
+  CHECK(b > 900'000);
+  CHECK(b <= 1'000'000);
+  CHECK(countLines(m.log(), "move pid=100 n=1024") == 1);  // the first call, unmeasured
+  CHECK(res.stats.moveCalls > 4);
+  CHECK(res.stats.maxCallNs > 0);
+}
+
+TEST_CASE("locate on the model equals the naive per-base-page query") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  // Base pages on two nodes with holes; a fully present base VMA; THP partly present;
+  // hugetlb partly present; unmapped gaps between them.
+  k.map(kPid, kBase, 64 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.populate(kPid, kBase + 32 * kKiB, 16 * kKiB, 1);
+  k.map(kPid, kBase + 1 * kMiB, 64 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase + 1 * kMiB, 64 * kKiB, 1);
+  k.map(kPid, kBase + 4 * kMiB, 8 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase + 4 * kMiB, 2 * kMiB, 0);
+  k.populate(kPid, kBase + 8 * kMiB, 2 * kMiB, 1);
+  k.map(kPid, kBase + 16 * kMiB, 8 * kMiB, FakeBacking::Hugetlb, 2 * kMiB);
+  k.populate(kPid, kBase + 20 * kMiB, 2 * kMiB, 1);
+
+  std::vector<AddressRange> ranges = {{kBase, 24 * kMiB}, {kBase + 4 * kMiB + 8 * kKiB, 12 * kKiB}};
+  auto loc = m.locate(kPid, ranges);
+  REQUIRE(loc.ok());
+  auto naive = naiveLocate(k, kPid, ranges);
+  REQUIRE(naive.ok());
+  CHECK(loc->perBasePage(4 * kKiB) == naive.value());
+  CHECK(naive->size() == 24 * kMiB / (4 * kKiB) + 3);
+  CHECK(loc->skippedBytes == 64 * kKiB);  // the fully present base VMA
+  // Queries: 16 for the partly present base VMA; 1 per THP chunk (a not-present first address
+  // is settled by pagemap: 512 entries per chunk); 1 per hugetlb page; 1 for the second range.
+  CHECK(loc->queriedPages == 16 + 4 + 4 + 1);
+  CHECK(loc->pagemapPages == 2 * 512);
+  // THP chunks come back as 2 MiB runs.
+  bool sawThp = false;
+  for (const auto& r : loc->runs)
+    if (r.pageSize == 2 * kMiB && r.status == 1 && r.start == kBase + 8 * kMiB) sawThp = true;
+  CHECK(sawThp);
+
+  // A zero page in a not-present THP chunk answers -EFAULT: that chunk is queried per base page.
+  k.mapZeroPage(kPid, kBase + 10 * kMiB + 12 * kKiB);
+  auto withZero = m.locate(kPid, ranges);
+  REQUIRE(withZero.ok());
+  auto naiveZero = naiveLocate(k, kPid, ranges);
+  REQUIRE(naiveZero.ok());
+  CHECK(withZero->perBasePage(4 * kKiB) == naiveZero.value());
+  CHECK(std::count(naiveZero->begin(), naiveZero->end(), -EFAULT) ==
+        std::count(naive->begin(), naive->end(), -EFAULT) + 1);
+  CHECK(withZero->queriedPages == 16 + 4 + 512 + 4 + 1);
+
+  k.exitPid(kPid);
+  auto gone = m.locate(kPid, ranges);
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.error().code == ENOENT);
+}

@@ -1,0 +1,216 @@
+// `tierctl locate --pid PID [--json] [--verbose]`: where a process's memory lives, per node and
+// page size (Migrator::locate; JSON fields in docs/migrate.md).
+#include <string.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "tierd/cli/Args.h"
+#include "tierd/cli/Command.h"
+#include "tierd/core/Units.h"
+#include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/sys/Parsers.h"
+#include "tierd/sys/ProcMaps.h"
+
+namespace tierd::cli {
+namespace {
+
+std::string hexAddr(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string statusKey(int s) {
+  if (s == -ENOENT) return "not_present";
+  if (s == -EFAULT) return "no_page";  // no VMA, zero page or special mapping
+  const char* n = strerrorname_np(-s);
+  return n ? n : "E" + std::to_string(-s);
+}
+
+/// Bytes of one VMA (or the whole process) by node and page kind, plus negative statuses.
+struct Usage {
+  std::map<int, std::map<std::string, uint64_t>> nodes;  // node -> "4k"/"thp"/"2M"/"1G" -> bytes
+  std::map<std::string, uint64_t> absent;                // status key -> bytes
+  void add(const Usage& o) {
+    for (const auto& [n, kinds] : o.nodes)
+      for (const auto& [k, b] : kinds)
+        nodes[n][k] += b;
+    for (const auto& [k, b] : o.absent)
+      absent[k] += b;
+  }
+  uint64_t present() const {
+    uint64_t t = 0;
+    for (const auto& [n, kinds] : nodes)
+      for (const auto& [k, b] : kinds)
+        t += b;
+    return t;
+  }
+  nlohmann::json json() const {
+    nlohmann::json j = nlohmann::json::object();
+    j["nodes"] = nlohmann::json::object();
+    for (const auto& [n, kinds] : nodes)
+      j["nodes"][std::to_string(n)] = kinds;
+    j["present_bytes"] = present();
+    for (const char* k : {"not_present", "no_page"})
+      j[std::string(k) + "_bytes"] = absent.count(k) ? absent.at(k) : 0;
+    nlohmann::json other = nlohmann::json::object();
+    for (const auto& [k, b] : absent)
+      if (k != "not_present" && k != "no_page") other[k] = b;
+    j["other_status_bytes"] = other;
+    return j;
+  }
+};
+
+}  // namespace
+
+int locateCommand(const std::vector<std::string>& args, size_t begin) {
+  const std::vector<OptionSpec> specs = {
+      {"pid", true, "process id", "PID"},
+      {"json", false, "print the stable JSON form (docs/migrate.md)"},
+      {"verbose", false, "also list every VMA"},
+      {"sys-root", true, "", "DIR"},
+      {"help", false, "show this help"},
+  };
+  auto parsed = parseArgs(args, begin, specs);
+  if (!parsed) {
+    std::cerr << "tierctl locate: " << parsed.error().describe() << "\n";
+    return 2;
+  }
+  if (parsed->has("help")) {
+    std::cout << "usage: tierctl locate --pid PID [--json] [--verbose]\n\nBytes of the "
+                 "process's memory per node and page size (4k, thp, hugetlb 2M/1G).\n\n"
+              << optionHelp(specs);
+    return 0;
+  }
+  auto pidText = parsed->get("pid");
+  auto pidNum = pidText ? sys::parseU64(*pidText, "--pid")
+                        : Result<uint64_t>(Error::input("--pid is required", "locate"));
+  if (!pidNum || pidNum.value() == 0 || pidNum.value() > 1u << 30) {
+    std::cerr << "tierctl locate: "
+              << (pidNum ? Error::input("bad pid", "--pid") : pidNum.error()).describe() << "\n";
+    return 2;
+  }
+  const pid_t pid = static_cast<pid_t>(pidNum.value());
+  sys::SysRoot root(parsed->get("sys-root").value_or("/"));
+  migrate::MovePagesMigrator mig({}, migrate::makeLinuxPageSystem(root));
+  const uint64_t base = mig.system().basePageSize();
+  const uint64_t thp = mig.system().thpSize();
+
+  auto maps = sys::readSmaps(root, pid);  // smaps: page sizes and AnonHugePages per VMA
+  if (!maps) {
+    std::cerr << "tierctl locate: " << maps.error().describe() << "\n";
+    return 1;
+  }
+  std::vector<sys::SmapsVma> vmas;
+  for (const auto& v : maps.value())
+    if (v.path != "[vsyscall]") vmas.push_back(v);
+  std::vector<AddressRange> ranges;
+  for (const auto& v : vmas)
+    ranges.push_back({v.start, v.size()});
+  auto loc = mig.locate(pid, ranges);
+  if (!loc) {
+    std::cerr << "tierctl locate: " << loc.error().describe() << "\n";
+    return 1;
+  }
+
+  // Split the runs back onto VMAs (runs are in VMA order and may span adjacent VMAs).
+  Usage total;
+  std::vector<Usage> perVma(vmas.size());
+  size_t vi = 0;
+  for (const auto& run : loc->runs) {
+    uint64_t s = run.start;
+    const uint64_t e = run.start + run.length;
+    while (s < e && vi < vmas.size()) {
+      if (vmas[vi].end <= s) {
+        ++vi;
+        continue;
+      }
+      const auto& v = vmas[vi];
+      const uint64_t ce = std::min(e, v.end);
+      Usage& u = perVma[vi];
+      if (run.status >= 0) {
+        std::string kind = v.hugetlb()                          ? pageSizeName(v.kernelPageSize)
+                           : run.pageSize == thp && thp != base ? "thp"
+                                                                : pageSizeName(base);
+        u.nodes[run.status][kind] += ce - s;
+      } else {
+        u.absent[statusKey(run.status)] += ce - s;
+      }
+      s = ce;
+    }
+  }
+  // A VMA answered from numa_maps (all on one node) holds its AnonHugePages as THP on that node.
+  for (size_t i = 0; i < vmas.size(); ++i) {
+    Usage& u = perVma[i];
+    const std::string baseName = pageSizeName(base);
+    if (vmas[i].anonHugePages > 0 && u.nodes.size() == 1) {
+      auto& kinds = u.nodes.begin()->second;
+      uint64_t counted = kinds.count("thp") ? kinds["thp"] : 0;
+      if (counted < vmas[i].anonHugePages && kinds.count(baseName)) {
+        uint64_t shift = std::min(kinds[baseName], vmas[i].anonHugePages - counted);
+        kinds[baseName] -= shift;
+        kinds["thp"] += shift;
+        if (kinds[baseName] == 0) kinds.erase(baseName);
+      }
+    }
+    total.add(u);
+  }
+
+  if (parsed->has("json")) {
+    nlohmann::json j = total.json();
+    j["pid"] = pid;
+    j["base_page_size"] = base;
+    j["query_calls"] = loc->queryCalls;
+    j["queried_pages"] = loc->queriedPages;
+    j["skipped_bytes"] = loc->skippedBytes;
+    j["pagemap_pages"] = loc->pagemapPages;
+    if (parsed->has("verbose")) {
+      j["vmas"] = nlohmann::json::array();
+      for (size_t i = 0; i < vmas.size(); ++i) {
+        nlohmann::json v = perVma[i].json();
+        v["start"] = hexAddr(vmas[i].start);
+        v["end"] = hexAddr(vmas[i].end);
+        v["perms"] = vmas[i].perms;
+        v["path"] = vmas[i].path;
+        v["kernel_page_size"] = vmas[i].kernelPageSize;
+        v["anon_huge_pages_bytes"] = vmas[i].anonHugePages;
+        j["vmas"].push_back(std::move(v));
+      }
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  auto line = [](const Usage& u) {
+    std::string s;
+    for (const auto& [n, kinds] : u.nodes)
+      for (const auto& [k, b] : kinds)
+        s += "  node" + std::to_string(n) + "/" + k + " " + formatBytes(b);
+    for (const auto& [k, b] : u.absent)
+      s += "  " + k + " " + formatBytes(b);
+    return s;
+  };
+  std::cout << "pid " << pid << ": " << formatBytes(total.present()) << " present\n";
+  std::printf("  %-6s %-5s %14s\n", "node", "page", "bytes");
+  for (const auto& [n, kinds] : total.nodes)
+    for (const auto& [k, b] : kinds)
+      std::printf("  %-6d %-5s %14s\n", n, k.c_str(), formatBytes(b).c_str());
+  for (const auto& [k, b] : total.absent)
+    std::printf("  %-12s %14s\n", k.c_str(), formatBytes(b).c_str());
+  std::cout << "  (" << loc->queriedPages << " pages queried in " << loc->queryCalls
+            << " move_pages calls; " << formatBytes(loc->skippedBytes)
+            << " answered from numa_maps)\n";
+  if (parsed->has("verbose"))
+    for (size_t i = 0; i < vmas.size(); ++i)
+      std::cout << hexAddr(vmas[i].start) << "-" << hexAddr(vmas[i].end) << " " << vmas[i].perms
+                << " " << (vmas[i].path.empty() ? "[anon]" : vmas[i].path) << line(perVma[i])
+                << "\n";
+  return 0;
+}
+
+}  // namespace tierd::cli

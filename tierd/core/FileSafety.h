@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// Checks that files tierd trusts cannot be changed or read by the wrong users. A config file
+/// decides which processes' memory tierd moves with root's capabilities, so a config that a
+/// non-root user can write is a privilege escalation; a credentials file readable by others
+/// leaks the metrics password.
+
+#include <sys/types.h>
+#include <string>
+
+#include "tierd/core/Result.h"
+
+namespace tierd {
+
+/// Refuses a config file that a user other than root (or `trustedUid`, the user running tierd)
+/// could change: the file must be a regular file owned by root/trustedUid and not writable by
+/// group or others, and every directory above it must be owned by root/trustedUid and not
+/// writable by group or others unless it has the sticky bit (like /tmp). Symlinks are followed
+/// for the file (each path component is checked after resolution with realpath(3)).
+/// Errors: Environment with the offending path, owner and mode, saying what to run to fix it.
+Status checkConfigFileSafe(const std::string& path, uid_t trustedUid = 0);
+
+/// Reads a secret file (basic auth credentials). Refuses a symlink, a non-regular file, a file
+/// with any group/other permission bit, or one owned by neither root nor the effective user.
+/// The checks use fstat on the opened descriptor (no race with a swapped file).
+/// Errors: Environment naming the path and the problem.
+Result<std::string> readPrivateFile(const std::string& path);
+
+}  // namespace tierd

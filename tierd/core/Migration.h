@@ -1,0 +1,126 @@
+#pragma once
+/// \file
+/// What a migration did, per planned MoveRange and per batch (DESIGN.md "Interfaces": Migrator),
+/// and where pages live (Migrator::locate). These cross from tierd/migrate back to policy (busy
+/// pages back off, gone ranges are dropped), to metrics and to tierctl. Plain data.
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "tierd/core/Types.h"
+
+namespace tierd {
+
+/// The fate of one page address given to the migrator, from move_pages(2)'s per-page status
+/// (REFERENCE.md section 2) or from the migrator's own decisions.
+enum class MoveOutcome {
+  Moved,         ///< status == target after the call, and the page was elsewhere before
+  AlreadyThere,  ///< the page was on the target node already (not sent to the kernel)
+  NotPresent,    ///< -ENOENT: not in the page tables (never touched, swapped), or -EFAULT inside
+                 ///< a live VMA (the shared zero page, a special mapping): skipped, no failure
+  Busy,          ///< -EBUSY: in use or under migration; retried once, then the caller backs off
+  Gone,          ///< -EFAULT with no VMA there any more, or the process exited (ESRCH): the range
+                 ///< is dropped
+  Denied,        ///< -EACCES (shared page, needs MPOL_MF_MOVE_ALL) or -EPERM
+  NoMemory,      ///< -ENOMEM: the target had no free page of this size; later pages of this size
+                 ///< to that node in the batch are not sent and counted here too
+  NotMigrated,   ///< counted in a positive move_pages return (kernel gave up on it) or still on
+                 ///< another node after the call
+  OtherError,    ///< any other errno (-EINVAL, ...) per page or for a failed call
+  NotAttempted,  ///< deadline reached or stop requested before the page's call
+};
+
+/// Number of MoveOutcome values (for arrays indexed by outcome).
+inline constexpr size_t kMoveOutcomeCount = 10;
+
+/// Stable lower-case name used in JSON and metrics labels: "moved", "already_there",
+/// "not_present", "busy", "gone", "denied", "no_memory", "not_migrated", "other_error",
+/// "not_attempted".
+const char* moveOutcomeName(MoveOutcome o);
+
+/// Per-outcome page counts.
+struct OutcomeCounts {
+  std::array<uint64_t, kMoveOutcomeCount> pages{};  ///< indexed by MoveOutcome
+
+  uint64_t& operator[](MoveOutcome o) { return pages[static_cast<size_t>(o)]; }
+  uint64_t operator[](MoveOutcome o) const { return pages[static_cast<size_t>(o)]; }
+  uint64_t total() const;
+};
+
+/// What happened to one MoveRange of a batch. Page counts are in units of the page size the
+/// migrator used for each address (one per THP / hugetlb page, one per base page elsewhere).
+struct RangeResult {
+  MoveRange range;             ///< as planned (pageSize as given by the caller)
+  OutcomeCounts outcomes;      ///< pages by outcome
+  uint64_t bytesMoved = 0;     ///< bytes of pages counted Moved
+  bool dropped = false;        ///< the range (or its process) is gone: do not plan it again
+  std::vector<uint64_t> busy;  ///< addresses still -EBUSY after the retry (caller backs off)
+};
+
+/// Totals of one batch (one Migrator::execute call).
+struct MigrationStats {
+  uint64_t pagesMoved = 0;
+  uint64_t bytesMoved = 0;             ///< bytes copied to the target node
+  uint64_t queryCalls = 0;             ///< move_pages(nodes=NULL) calls
+  uint64_t moveCalls = 0;              ///< move_pages calls with target nodes
+  uint64_t failedCalls = 0;            ///< calls that returned < 0
+  uint64_t partialReturns = 0;         ///< calls that returned > 0
+  uint64_t partialPages = 0;           ///< sum of the positive returns
+  std::map<int, uint64_t> errnoPages;  ///< errno (positive, e.g. EBUSY) -> pages with that status
+  std::map<int, uint64_t> errnoCalls;  ///< errno -> calls that failed with it
+  int64_t wallNs = 0;                  ///< wall time of the batch (monotonic clock)
+  int64_t kernelCpuNs = 0;             ///< CPU time the calling thread spent in the kernel
+                                       ///< (getrusage(RUSAGE_THREAD).ru_stime difference)
+  int64_t maxCallNs = 0;               ///< longest single move_pages call (latency bound check)
+  bool deadlineReached = false;        ///< pages were left NotAttempted because of the deadline
+  bool stopped = false;                ///< pages were left NotAttempted because stop was requested
+
+  /// Copy throughput: bytesMoved / wallNs in GiB/s (0 when nothing moved).
+  double gibPerSecond() const;
+  /// Kernel CPU seconds per GiB moved (0 when nothing moved).
+  double cpuSecondsPerGib() const;
+};
+
+/// Result of Migrator::execute: one RangeResult per input MoveRange, same order.
+struct BatchResult {
+  std::vector<RangeResult> ranges;
+  MigrationStats stats;
+};
+
+/// A virtual address range [start, start + length) of one process, bytes.
+struct AddressRange {
+  uint64_t start = 0;
+  uint64_t length = 0;
+};
+
+/// A run of consecutive pages with the same answer: [start, start + length) all have `status`,
+/// which is a node id (>= 0) or the negative errno move_pages(nodes=NULL) gives per page
+/// (-ENOENT not present, -EFAULT no VMA or zero page). `pageSize` is the page unit the answer
+/// was established at: the hugetlb or THP size when one query answered a whole huge page, the
+/// base page size otherwise.
+struct LocatedRun {
+  uint64_t start = 0;
+  uint64_t length = 0;
+  uint64_t pageSize = 0;
+  int status = 0;
+};
+
+/// Where a process's pages live, as runs in the order of the requested ranges (each range
+/// covered exactly once, ascending inside a range).
+struct LocateResult {
+  std::vector<LocatedRun> runs;
+  uint64_t queryCalls = 0;    ///< move_pages(nodes=NULL) calls made
+  uint64_t queriedPages = 0;  ///< addresses passed to those calls
+  uint64_t skippedBytes = 0;  ///< bytes answered from numa_maps without a query
+  uint64_t pagemapPages = 0;  ///< base pages checked in /proc/PID/pagemap instead of queried
+
+  /// The per-base-page view: one status per `basePageSize` page, in run order (what the naive
+  /// query of every base page address would give).
+  std::vector<int> perBasePage(uint64_t basePageSize) const;
+};
+
+}  // namespace tierd

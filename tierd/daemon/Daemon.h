@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// The daemon's main loop (`tierd`): compiles the config, builds the production seams
+/// (MovePagesMigrator, hotness sources chosen by the sampling probe), and runs Engine ticks at
+/// the configured interval until SIGTERM/SIGINT. SIGHUP compiles the config file again aside and
+/// swaps it in at the next tick boundary; on any error the running config stays and the errors
+/// are logged and counted. A signal thread turns SIGTERM into the stop flag the migrator checks
+/// between move_pages calls, so a stop takes at most one call's latency.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tierd::daemon {
+
+/// Command-line options of `tierd` that reach the loop.
+struct DaemonOptions {
+  std::string configPath = "/etc/tierd/tierd.toml";
+  std::string sysRoot = "/";
+  bool dryRun = false;            ///< --dry-run: overrides daemon.dry_run to true
+  bool once = false;              ///< --once: one tick, then exit
+  std::optional<uint64_t> ticks;  ///< --ticks N: exit after N ticks (tests, demos)
+};
+
+/// Runs the daemon. Returns the process exit code: 0 after a clean stop, 1 when the config or
+/// the environment prevents starting (every reason printed to stderr).
+int runDaemon(const DaemonOptions& options);
+
+}  // namespace tierd::daemon

@@ -1,0 +1,380 @@
+#include "tierd/daemon/Engine.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "policy/TickContext.h"
+#include "tierd/core/Units.h"
+#include "tierd/sys/ProcMaps.h"
+
+namespace tierd::daemon {
+namespace {
+
+uint64_t threadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+scope::WorkloadSelector toScopeSelector(const policy::WorkloadConfig& w) {
+  scope::WorkloadSelector s;
+  s.name = w.name;
+  switch (w.selector.kind) {
+    case policy::WorkloadSelector::Kind::Cgroup:
+      s.cgroup = w.selector.cgroup;
+      break;
+    case policy::WorkloadSelector::Kind::Pids:
+      s.pids = w.selector.pids;
+      break;
+    case policy::WorkloadSelector::Kind::Command:
+      s.command = w.selector.command;
+      break;
+  }
+  return s;
+}
+
+topology::TierOverride toOverride(const policy::TiersConfig& t) {
+  topology::TierOverride o;
+  o.fastNodes = t.fastNodes;
+  o.slowNodes = t.slowNodes;
+  return o;
+}
+
+// The migrator's per-range result, reduced to what the heat model learns from. nullopt: nothing
+// to learn (not attempted before the deadline, or nothing present to move).
+std::optional<policy::MoveResult> reduce(const RangeResult& r) {
+  const OutcomeCounts& c = r.outcomes;
+  if (r.dropped || c[MoveOutcome::Gone] > 0) return policy::MoveResult::Gone;
+  if (c[MoveOutcome::Denied] > 0) return policy::MoveResult::Denied;
+  if (c[MoveOutcome::NoMemory] > 0) return policy::MoveResult::NoMemory;
+  if (c[MoveOutcome::Busy] > 0 || !r.busy.empty() || c[MoveOutcome::NotMigrated] > 0)
+    return policy::MoveResult::Busy;
+  if (c[MoveOutcome::Moved] > 0) return policy::MoveResult::Moved;
+  if (c[MoveOutcome::AlreadyThere] > 0) return policy::MoveResult::AlreadyThere;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Mappings tierd manages: private anonymous memory (heap and anonymous mmap) and hugetlb.
+// File-backed, shared and special mappings ([stack] aside) are left to the kernel.
+std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
+                                             uint64_t basePage, uint64_t pmdSize) {
+  std::vector<policy::Mapping> out;
+  for (const sys::SmapsVma& v : vmas) {
+    const bool hugetlb = v.hugetlb();
+    const bool anon = v.path.empty() || v.path == "[heap]";
+    const bool privateRw =
+        v.perms.size() >= 4 && v.perms[0] == 'r' && v.perms[1] == 'w' && v.perms[3] == 'p';
+    if (!hugetlb && !(anon && privateRw)) continue;
+    if (v.size() == 0) continue;
+    policy::Mapping m;
+    m.start = v.start;
+    m.end = v.end;
+    m.hugetlb = hugetlb;
+    if (hugetlb)
+      m.pageSize = v.kernelPageSize;
+    else if (v.thpEligible.value_or(false) || v.anonHugePages > 0)
+      m.pageSize = pmdSize;
+    else
+      m.pageSize = v.kernelPageSize ? v.kernelPageSize : basePage;
+    out.push_back(m);
+  }
+  return out;
+}
+
+Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
+               SourceFactory sources, pid_t selfPid,
+               std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings)
+    : root_(root),
+      migrator_(std::move(migrator)),
+      sources_(std::move(sources)),
+      mappings_(mappings ? std::move(mappings)
+                         : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); })),
+      scopes_(root, selfPid),
+      config_(std::move(config)) {
+  applyWorkloadParams();
+}
+
+Engine::~Engine() {
+  shutdown();
+}
+
+void Engine::shutdown() {
+  for (auto& [pid, proc] : procs_)
+    if (proc.source) proc.source->stop();
+}
+
+void Engine::applyWorkloadParams() {
+  for (size_t i = 0; i < config_->workloads.size(); ++i) {
+    const policy::WorkloadPolicy& p = config_->workloads[i].policy;
+    heat_.setWorkload(static_cast<policy::WorkloadId>(i), {p.heatHalfLifeNs, p.cooldownNs});
+  }
+}
+
+void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
+  const auto old = config_;
+  config_ = std::move(config);
+  // Workloads are identified by their index; one whose name or selector changed starts afresh.
+  for (size_t i = 0; i < old->workloads.size(); ++i) {
+    const bool same = i < config_->workloads.size() &&
+                      config_->workloads[i].name == old->workloads[i].name &&
+                      config_->workloads[i].selector == old->workloads[i].selector;
+    if (same) continue;
+    for (auto it = procs_.begin(); it != procs_.end();) {
+      if (it->second.workload == i) {
+        if (it->second.source) it->second.source->stop();
+        it = procs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
+    cgroupInodes_.erase(old->workloads[i].name);
+  }
+  applyWorkloadParams();
+}
+
+void Engine::dropProc(pid_t pid) {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return;
+  if (it->second.source) it->second.source->stop();
+  heat_.removePid(pid);
+  procs_.erase(it);
+}
+
+void Engine::refreshScopes(TickReport& report, std::map<pid_t, policy::WorkloadId>& scoped) {
+  if (Status s = scopes_.refreshMounts(); !s) {
+    report.problems.push_back("cgroup mounts: " + s.error().describe());
+  }
+  for (size_t i = 0; i < config_->workloads.size(); ++i) {
+    const policy::WorkloadConfig& w = config_->workloads[i];
+    auto scope = scopes_.resolve(toScopeSelector(w));
+    if (!scope) {
+      ++totals_.scopeErrors;
+      report.problems.push_back(scope.error().describe());
+      continue;
+    }
+    if (scope->cgroupInode) {
+      auto [it, inserted] = cgroupInodes_.emplace(w.name, *scope->cgroupInode);
+      if (!inserted && it->second != *scope->cgroupInode) {
+        // The cgroup was removed and created again: a new workload instance, fresh history.
+        report.problems.push_back("workload '" + w.name + "': cgroup re-created, history reset");
+        heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
+        applyWorkloadParams();
+        it->second = *scope->cgroupInode;
+      }
+    }
+    for (pid_t pid : scope->pids)
+      scoped.emplace(pid, static_cast<policy::WorkloadId>(i));
+  }
+}
+
+void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
+                                         TickReport& report) {
+  auto vmas = mappings_(pid);
+  if (!vmas) {
+    ++totals_.locateErrors;
+    report.problems.push_back("pid " + std::to_string(pid) + ": " + vmas.error().describe());
+    return;
+  }
+  const uint64_t base = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
+  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
+  proc.mappings = managedMappings(vmas.value(), base, pmd);
+  heat_.setMappings(pid, proc.mappings);
+
+  std::vector<AddressRange> ranges;
+  for (const policy::Mapping& m : proc.mappings)
+    ranges.push_back({m.start, m.end - m.start});
+  if (ranges.empty()) return;
+  auto located = migrator_->locate(pid, ranges);
+  if (!located) {
+    ++totals_.locateErrors;
+    report.problems.push_back("locate pid " + std::to_string(pid) + ": " +
+                              located.error().describe());
+    return;
+  }
+  // Node of each region = the node holding most of its present bytes.
+  std::map<uint64_t, std::map<NodeId, uint64_t>> bytes;
+  size_t mi = 0;
+  for (const LocatedRun& run : located->runs) {
+    if (run.status < 0) continue;
+    while (mi < proc.mappings.size() && proc.mappings[mi].end <= run.start)
+      ++mi;
+    if (mi == proc.mappings.size()) mi = 0;
+    const policy::Mapping* m = nullptr;
+    for (const policy::Mapping& c : proc.mappings)
+      if (run.start >= c.start && run.start < c.end) m = &c;
+    const uint64_t regionSize = (m && m->hugetlb && m->pageSize >= kGiB) ? m->pageSize : 2 * kMiB;
+    uint64_t a = run.start;
+    const uint64_t end = run.start + run.length;
+    while (a < end) {
+      const uint64_t region = a & ~(regionSize - 1);
+      const uint64_t stop = std::min(end, region + regionSize);
+      bytes[region][run.status] += stop - a;
+      a = stop;
+    }
+  }
+  std::vector<std::pair<uint64_t, NodeId>> regionNodes;
+  regionNodes.reserve(bytes.size());
+  for (const auto& [region, perNode] : bytes) {
+    auto best = std::max_element(perNode.begin(), perNode.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
+    regionNodes.emplace_back(region, best->first);
+  }
+  heat_.setLocations(pid, std::move(regionNodes));
+}
+
+Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
+  TickReport report;
+  report.nowNs = nowNs;
+  uint64_t phaseStart = threadCpuNs();
+  auto phase = [&](uint64_t& into) {
+    const uint64_t t = threadCpuNs();
+    into += t - phaseStart;
+    phaseStart = t;
+  };
+  report.dryRun = config_->daemon.dryRun;
+  auto topo = topology::readTopology(root_, toOverride(config_->tiers));
+  if (!topo) return topo.error().within("topology");
+  report.topologyMethod = topo->method;
+  report.fastNodes = topo->nodesIn(topology::Tier::Fast);
+  report.slowNodes = topo->nodesIn(topology::Tier::Slow);
+
+  // Scopes: who may be sampled, located and moved this tick.
+  std::map<pid_t, policy::WorkloadId> scoped;
+  refreshScopes(report, scoped);
+  phase(report.cpu.topologyScopeNs);
+  for (auto it = procs_.begin(); it != procs_.end();) {
+    auto s = scoped.find(it->first);
+    if (s == scoped.end() || s->second != it->second.workload) {
+      ++totals_.vanishedPids;
+      pid_t pid = it->first;
+      ++it;
+      dropProc(pid);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [pid, wid] : scoped) {
+    if (procs_.count(pid)) continue;
+    Proc proc;
+    proc.workload = wid;
+    heat_.assignPid(pid, wid);
+    auto source = sources_ ? sources_(pid, config_->workloads[wid].name)
+                           : Result<std::unique_ptr<telemetry::HotnessSource>>(
+                                 Error::env("no hotness source configured", "sampling"));
+    if (source && source.value()) {
+      if (Status st = source.value()->start(); st) {
+        proc.source = std::move(source.value());
+      } else {
+        ++totals_.sourceErrors;
+        proc.sourceFailed = true;
+        report.problems.push_back("pid " + std::to_string(pid) +
+                                  ": sampling: " + st.error().describe());
+      }
+    } else if (!source) {
+      ++totals_.sourceErrors;
+      proc.sourceFailed = true;
+      report.problems.push_back("pid " + std::to_string(pid) +
+                                ": sampling: " + source.error().describe());
+    }
+    procs_.emplace(pid, std::move(proc));
+  }
+
+  // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
+  for (auto& [pid, proc] : procs_)
+    refreshMappingsAndLocations(pid, proc, topo.value(), report);
+  phase(report.cpu.locateNs);
+  for (auto& [pid, proc] : procs_) {
+    if (!proc.source) continue;
+    auto batch = proc.source->drain(nowNs);
+    if (!batch) {
+      ++totals_.sourceErrors;
+      report.problems.push_back("pid " + std::to_string(pid) +
+                                ": drain: " + batch.error().describe());
+      continue;
+    }
+    std::vector<AccessSample>& samples = batch.value();
+    samples.erase(std::remove_if(samples.begin(), samples.end(),
+                                 [&](const AccessSample& s) { return s.pid != pid; }),
+                  samples.end());
+    report.samples += samples.size();
+    heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
+  }
+  heat_.decay(nowNs);
+  totals_.samples += report.samples;
+  phase(report.cpu.samplingNs);
+
+  // Snapshot -> plan.
+  policy::TickContext ctx;
+  ctx.nowNs = nowNs;
+  ctx.config = config_;
+  ctx.dryRun = config_->daemon.dryRun;
+  ctx.basePageSize = topo->caps.basePageSize ? topo->caps.basePageSize : 4096;
+  for (const topology::Node& n : topo->nodes) {
+    if (n.tier == topology::Tier::None) continue;
+    policy::NodeFacts f;
+    f.id = n.id;
+    f.tier = n.tier == topology::Tier::Fast ? policy::TierKind::Fast : policy::TierKind::Slow;
+    f.totalBytes = n.memTotal;
+    f.freeBytes = n.memFree;
+    for (const topology::HugePagePool& p : n.hugePages)
+      f.freeHugePages[p.pageSize] = p.free;
+    ctx.nodes.push_back(f);
+  }
+  const std::set<NodeId> fast(report.fastNodes.begin(), report.fastNodes.end());
+  for (size_t i = 0; i < config_->workloads.size(); ++i) {
+    policy::WorkloadView view;
+    view.id = static_cast<policy::WorkloadId>(i);
+    view.regions = heat_.regions(view.id, nowNs);
+    WorkloadReport wr;
+    wr.name = config_->workloads[i].name;
+    for (const auto& [pid, proc] : procs_)
+      if (proc.workload == i) ++wr.pids;
+    const double hot = config_->workloads[i].policy.hotThreshold;
+    for (const policy::RegionView& r : view.regions) {
+      if (r.node < 0) continue;
+      const bool onFast = fast.count(r.node) != 0;
+      (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
+      if (r.heat >= hot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+    }
+    report.workloads.push_back(wr);
+    ctx.workloads.push_back(std::move(view));
+  }
+  policy::ArbiterDecision decision = arbiter_.plan(ctx);
+  phase(report.cpu.policyNs);
+  report.arbiter = decision.stats;
+  report.plannedPromoteBytes = decision.stats.promoteBytes;
+  report.plannedDemoteBytes = decision.stats.demoteBytes;
+
+  // Execute, within scope only.
+  std::vector<MoveRange> moves;
+  for (const MoveRange& m : decision.plan.moves) {
+    if (scoped.count(m.pid) && procs_.count(m.pid))
+      moves.push_back(m);
+    else
+      ++totals_.outOfScopeMoves;
+  }
+  if (!decision.dryRun && !ctx.dryRun && !moves.empty()) {
+    report.batch = migrator_->execute(moves, deadlineNs, stop);
+    std::vector<policy::MoveOutcome> outcomes;
+    for (const RangeResult& r : report.batch.ranges) {
+      (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
+          r.bytesMoved;
+      auto result = reduce(r);
+      if (!result) continue;
+      outcomes.push_back(
+          {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
+    }
+    heat_.recordResults(outcomes, nowNs);
+  }
+  phase(report.cpu.migrateNs);
+  ++totals_.ticks;
+  totals_.promotedBytes += report.promotedBytes;
+  totals_.demotedBytes += report.demotedBytes;
+  return report;
+}
+
+}  // namespace tierd::daemon

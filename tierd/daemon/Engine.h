@@ -1,0 +1,158 @@
+#pragma once
+/// \file
+/// Engine: one tick of the tiering loop (DESIGN.md "One tick"), wiring the seams together:
+///   topology (tierd/topology) and scopes (tierd/scope) refresh -> samples drain
+///   (telemetry::HotnessSource per process) -> heat model (policy::HeatModel) -> page locations
+///   (Migrator::locate, one query per huge page) -> snapshot (policy::TickContext) -> arbiter
+///   (policy::Arbiter) -> migrator (Migrator::execute, bounded by a deadline and the stop flag)
+///   -> results back into the model (busy back-off, gone dropped) -> a TickReport for metrics.
+///
+/// Scope rule: only pids that the ScopeProvider resolved for a configured workload this tick
+/// are ever located or moved; a planned range whose pid left its scope is not executed.
+/// Owned and called by one thread (the daemon's main loop). Time is passed in (CLOCK_MONOTONIC ns).
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "policy/Arbiter.h"
+#include "policy/Config.h"
+#include "policy/HeatModel.h"
+#include "telemetry/hotness/HotnessSource.h"
+#include "tierd/core/Migration.h"
+#include "tierd/core/Result.h"
+#include "tierd/migrate/Migrator.h"
+#include "tierd/scope/Scope.h"
+#include "tierd/sys/ProcMaps.h"
+#include "tierd/sys/SysRoot.h"
+#include "tierd/topology/Topology.h"
+
+namespace tierd::daemon {
+
+/// Builds the hotness source for one process of a workload (not started). Returning an error
+/// means "no sampling for this process"; the engine counts it and goes on.
+using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
+    pid_t pid, const std::string& workload)>;
+
+/// The mappings tierd manages, from /proc/PID/smaps: private anonymous read-write memory (heap
+/// and anonymous mmap) and hugetlb. File-backed, shared and special mappings are left to the
+/// kernel. Page size: KernelPageSize for hugetlb, `pmdSize` where THP may back the mapping
+/// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
+std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
+                                             uint64_t basePage, uint64_t pmdSize);
+
+/// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
+/// the engine's SysRoot; tests pass the fake kernel's rendering.
+using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
+
+/// Per-workload figures of one tick (for metrics and the progress view).
+struct WorkloadReport {
+  std::string name;
+  size_t pids = 0;
+  uint64_t fastBytes = 0;     ///< located bytes of tracked regions on fast-tier nodes
+  uint64_t slowBytes = 0;     ///< located bytes on slow-tier nodes
+  uint64_t hotFastBytes = 0;  ///< bytes of regions at or above hot_threshold on the fast tier
+  uint64_t hotSlowBytes = 0;  ///< ... on the slow tier
+};
+
+/// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
+struct PhaseCpu {
+  uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
+  uint64_t locateNs = 0;         ///< smaps and locate() of every scoped process
+  uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
+  uint64_t policyNs = 0;         ///< snapshot and arbiter
+  uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
+};
+
+/// What one tick did.
+struct TickReport {
+  uint64_t nowNs = 0;
+  std::string topologyMethod;  ///< how tiers were classified this tick
+  std::vector<NodeId> fastNodes, slowNodes;
+  std::vector<WorkloadReport> workloads;
+  uint64_t samples = 0;              ///< samples ingested this tick
+  uint64_t plannedPromoteBytes = 0;  ///< from the arbiter
+  uint64_t plannedDemoteBytes = 0;
+  uint64_t promotedBytes = 0;  ///< bytes actually moved up this tick
+  uint64_t demotedBytes = 0;   ///< bytes actually moved down this tick
+  bool dryRun = false;
+  BatchResult batch;                  ///< the migrator's result (empty in dry-run)
+  policy::ArbiterStats arbiter;       ///< the arbiter's counters
+  std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
+  PhaseCpu cpu;                       ///< where this tick's CPU went
+};
+
+/// Cumulative counters since the engine started.
+struct EngineTotals {
+  uint64_t ticks = 0;
+  uint64_t promotedBytes = 0;
+  uint64_t demotedBytes = 0;
+  uint64_t samples = 0;
+  uint64_t sourceErrors = 0;     ///< sources that failed to build, start or drain
+  uint64_t scopeErrors = 0;      ///< workload selectors that failed to resolve
+  uint64_t vanishedPids = 0;     ///< processes that left while tracked
+  uint64_t locateErrors = 0;     ///< locate() failures (process gone mid-tick, denied)
+  uint64_t outOfScopeMoves = 0;  ///< planned moves dropped because the pid left its scope
+};
+
+/// See the file comment.
+class Engine {
+ public:
+  /// `migrator` executes and locates; `sources` builds a hotness source per process;
+  /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`.
+  Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator, SourceFactory sources,
+         pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
+         MappingsReader mappings = {});
+  ~Engine();
+
+  /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
+  /// re-applied; workloads whose selector changed start afresh.
+  void setConfig(std::shared_ptr<const policy::CompiledConfig> config);
+  const policy::CompiledConfig& config() const { return *config_; }
+
+  /// Runs one tick at `nowNs`. `deadlineNs` bounds the migration step; `stop` is checked between
+  /// move_pages calls. Errors only when the topology cannot be read at all (nothing is moved).
+  Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
+
+  /// Stops every hotness source (and so removes our kdamonds). Idempotent.
+  void shutdown();
+
+  const EngineTotals& totals() const { return totals_; }
+  const policy::HeatModel& heat() const { return heat_; }
+
+ private:
+  struct Proc {
+    policy::WorkloadId workload = 0;
+    std::unique_ptr<telemetry::HotnessSource> source;
+    bool sourceFailed = false;
+    std::vector<policy::Mapping> mappings;
+  };
+
+  void applyWorkloadParams();
+  void refreshScopes(TickReport& report, std::map<pid_t, policy::WorkloadId>& scoped);
+  void dropProc(pid_t pid);
+  void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
+                                   TickReport& report);
+
+  sys::SysRoot root_;
+  std::unique_ptr<migrate::Migrator> migrator_;
+  SourceFactory sources_;
+  MappingsReader mappings_;
+  scope::ScopeProvider scopes_;
+  std::shared_ptr<const policy::CompiledConfig> config_;
+  policy::HeatModel heat_;
+  policy::Arbiter arbiter_;
+  std::map<pid_t, Proc> procs_;
+  std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
+  EngineTotals totals_;
+};
+
+}  // namespace tierd::daemon

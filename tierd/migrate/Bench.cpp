@@ -1,0 +1,411 @@
+#include "tierd/migrate/Bench.h"
+
+#include <linux/mman.h>
+#include <numa.h>
+#include <numaif.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <memory>
+
+#include "tierd/core/Units.h"
+#include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/sys/Parsers.h"
+#include "tierd/sys/ProcMaps.h"
+
+namespace tierd::migrate {
+namespace {
+
+double nowSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+double threadKernelSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) / 1e6;
+}
+
+uint64_t pageBytes(BenchPage p) {
+  switch (p) {
+    case BenchPage::Base4k:
+      return 4 * kKiB;
+    case BenchPage::Thp:
+      return 2 * kMiB;
+    case BenchPage::Hugetlb2M:
+      return 2 * kMiB;
+    case BenchPage::Hugetlb1G:
+      return 1 * kGiB;
+  }
+  return 4 * kKiB;
+}
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Order-dependent 64-bit checksum of the buffer (FNV-style over 8-byte words).
+uint64_t checksum(const char* p, uint64_t n) {
+  const auto* w = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a = 0xcbf29ce484222325ull;
+  for (uint64_t i = 0; i < n / 8; ++i)
+    a = (a ^ w[i]) * 0x100000001b3ull;
+  return a;
+}
+
+std::string statusName(int s) {
+  if (s >= 0) return "node" + std::to_string(s);
+  const char* n = strerrorname_np(-s);
+  return n ? n : "E" + std::to_string(-s);
+}
+
+/// An anonymous mapping, unmapped on destruction.
+struct Buffer {
+  void* map = MAP_FAILED;
+  uint64_t mapLen = 0;
+  char* data = nullptr;
+  uint64_t size = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (map != MAP_FAILED) munmap(map, mapLen);
+  }
+};
+
+/// Allocates `size` bytes of `page` memory, bound to `node` (MPOL_BIND) when node >= 0, and first
+/// touches every page with a pseudo-random pattern.
+Result<std::unique_ptr<Buffer>> allocate(BenchPage page, uint64_t size, int node,
+                                         const sys::SysRoot& root) {
+  const uint64_t psz = pageBytes(page);
+  if (size == 0 || size % psz != 0)
+    return Error::input("size must be a positive multiple of the page size " + pageSizeName(psz),
+                        "--size");
+  auto b = std::make_unique<Buffer>();
+  b->size = size;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  if (page == BenchPage::Thp) {
+    const char* f = "/sys/kernel/mm/transparent_hugepage/enabled";
+    auto mode = root.readAttr(f);
+    if (!mode) return mode.error();
+    auto active = sys::parseBracketChoice(mode.value(), root.path(f));
+    if (!active) return active.error();
+    if (active.value() == "never")
+      return Error::env("THP is disabled: echo madvise > " + root.path(f), "--page thp");
+    b->mapLen = size + psz;
+  } else if (page == BenchPage::Hugetlb2M || page == BenchPage::Hugetlb1G) {
+    flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB |
+            (page == BenchPage::Hugetlb2M ? MAP_HUGE_2MB : MAP_HUGE_1GB);
+    b->mapLen = size;
+  } else {
+    b->mapLen = size;
+  }
+  b->map = mmap(nullptr, b->mapLen, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (b->map == MAP_FAILED)
+    return Error::fromErrno("mmap of " + formatBytes(b->mapLen) + " failed",
+                            std::string("--page ") + benchPageName(page));
+  uint64_t addr = reinterpret_cast<uint64_t>(b->map);
+  if (page == BenchPage::Thp) addr = (addr + psz - 1) / psz * psz;
+  b->data = reinterpret_cast<char*>(addr);
+  if (page == BenchPage::Thp && madvise(b->data, size, MADV_HUGEPAGE) != 0)
+    return Error::fromErrno("madvise(MADV_HUGEPAGE) failed", "--page thp");
+  if (page == BenchPage::Base4k && madvise(b->data, size, MADV_NOHUGEPAGE) != 0)
+    return Error::fromErrno("madvise(MADV_NOHUGEPAGE) failed", "--page 4k");
+  if (node >= 0) {
+    unsigned long mask[16] = {};
+    if (node >= 1024) return Error::input("node id too large", "--from");
+    mask[node / 64] |= 1ul << (node % 64);
+    if (mbind(b->data, size, MPOL_BIND, mask, 1024, 0) != 0)
+      return Error::fromErrno("mbind(MPOL_BIND) to node " + std::to_string(node) + " failed",
+                              "--from");
+  }
+  auto* w = reinterpret_cast<uint64_t*>(b->data);
+  for (uint64_t i = 0; i < size / 8; ++i)
+    w[i] = splitmix(i);
+  return b;
+}
+
+/// Reserves hugetlb pages on nodes for the bench and restores the previous nr_hugepages.
+class HugepageReservation {
+ public:
+  explicit HugepageReservation(const sys::SysRoot& root) : root_(root) {}
+  HugepageReservation(const HugepageReservation&) = delete;
+  HugepageReservation& operator=(const HugepageReservation&) = delete;
+  ~HugepageReservation() {
+    for (auto it = restore_.rbegin(); it != restore_.rend(); ++it)
+      (void)root_.write(it->first, it->second);
+  }
+
+  /// Makes sure `need` free pages of `pageSize` exist on `node`.
+  Status ensureFree(int node, uint64_t pageSize, uint64_t need) {
+    const std::string dir = "/sys/devices/system/node/node" + std::to_string(node) +
+                            "/hugepages/hugepages-" + std::to_string(pageSize / kKiB) + "kB/";
+    auto readCount = [&](const char* f) -> Result<uint64_t> {
+      auto t = root_.readAttr(dir + f);
+      if (!t) return t.error();
+      return sys::parseU64(t.value(), root_.path(dir + f));
+    };
+    auto free0 = readCount("free_hugepages");
+    if (!free0) return free0.error();
+    if (free0.value() >= need) return Ok{};
+    auto nr = readCount("nr_hugepages");
+    if (!nr) return nr.error();
+    const std::string nrPath = dir + "nr_hugepages";
+    const uint64_t want = nr.value() + (need - free0.value());
+    Status w = root_.write(nrPath, std::to_string(want));
+    if (w) restore_.emplace_back(nrPath, std::to_string(nr.value()));
+    auto free1 = readCount("free_hugepages");
+    if (!w || !free1 || free1.value() < need) {
+      return Error::env("need " + std::to_string(need) + " free " + pageSizeName(pageSize) +
+                            " hugetlb pages on node " + std::to_string(node) + ", have " +
+                            std::to_string(free1 ? free1.value() : free0.value()) +
+                            " after trying to reserve: reserve them first, e.g. echo " +
+                            std::to_string(want) + " > " + root_.path(nrPath),
+                        root_.path(nrPath));
+    }
+    note_ += (note_.empty() ? "" : "; ") + std::string("reserved ") +
+             std::to_string(want - nr.value()) + " x " + pageSizeName(pageSize) + " on node " +
+             std::to_string(node) + " (restored to " + std::to_string(nr.value()) + " after)";
+    return Ok{};
+  }
+  const std::string& note() const { return note_; }
+
+ private:
+  sys::SysRoot root_;
+  std::vector<std::pair<std::string, std::string>> restore_;
+  std::string note_;
+};
+
+std::vector<void*> addresses(char* data, uint64_t size, uint64_t step) {
+  std::vector<void*> out;
+  out.reserve(size / step);
+  for (uint64_t off = 0; off < size; off += step)
+    out.push_back(data + off);
+  return out;
+}
+
+}  // namespace
+
+Result<BenchPage> parseBenchPage(const std::string& text) {
+  if (text == "4k") return BenchPage::Base4k;
+  if (text == "thp") return BenchPage::Thp;
+  if (text == "2m") return BenchPage::Hugetlb2M;
+  if (text == "1g") return BenchPage::Hugetlb1G;
+  return Error::input("expected 4k, thp, 2m or 1g, got '" + text + "'", "--page");
+}
+
+const char* benchPageName(BenchPage p) {
+  switch (p) {
+    case BenchPage::Base4k:
+      return "4k";
+    case BenchPage::Thp:
+      return "thp";
+    case BenchPage::Hugetlb2M:
+      return "2m";
+    case BenchPage::Hugetlb1G:
+      return "1g";
+  }
+  return "?";
+}
+
+MeanStd meanStd(const std::vector<double>& v) {
+  MeanStd r;
+  if (v.empty()) return r;
+  for (double x : v)
+    r.mean += x;
+  r.mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return r;
+  double ss = 0;
+  for (double x : v)
+    ss += (x - r.mean) * (x - r.mean);
+  r.stddev = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  return r;
+}
+
+double LocateBenchReport::speedup() const {
+  double t = meanStd(tierdSeconds).mean;
+  return t > 0 ? meanStd(naiveSeconds).mean / t : 0;
+}
+
+Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
+                                           const sys::SysRoot& root) {
+  if (opts.runs < 1) return Error::input("runs must be >= 1", "--runs");
+  if (numa_available() < 0) return Error::env("libnuma: NUMA is not available", "numa_available");
+  for (int n : {opts.from, opts.to})
+    if (n < 0 || n > numa_max_node() || numa_node_size64(n, nullptr) <= 0)
+      return Error::input("node " + std::to_string(n) + " has no memory or does not exist",
+                          "--from/--to");
+  MigrateBenchReport rep;
+  rep.options = opts;
+  rep.pageSize = pageBytes(opts.page);
+  const uint64_t psz = rep.pageSize;
+
+  HugepageReservation reservation(root);
+  if (opts.page == BenchPage::Hugetlb2M || opts.page == BenchPage::Hugetlb1G) {
+    if (opts.sizeBytes % psz != 0)
+      return Error::input("size must be a multiple of " + pageSizeName(psz), "--size");
+    Status s = reservation.ensureFree(opts.from, psz, opts.sizeBytes / psz);
+    if (!s) return s.error();
+    if (opts.to != opts.from) {
+      s = reservation.ensureFree(opts.to, psz, opts.sizeBytes / psz);
+      if (!s) return s.error();
+    }
+  }
+  auto buf = allocate(opts.page, opts.sizeBytes, opts.from, root);
+  if (!buf) return buf.error();
+  char* data = buf.value()->data;
+  const uint64_t size = opts.sizeBytes;
+  const uint64_t before = checksum(data, size);
+
+  std::vector<void*> perPage = addresses(data, size, psz);
+  std::vector<void*> per4k = addresses(data, size, 4 * kKiB);
+  std::vector<int> status(per4k.size());
+  {
+    long r = numa_move_pages(0, perPage.size(), perPage.data(), nullptr, status.data(), 0);
+    if (r < 0) return Error::fromErrno("move_pages(nodes=NULL) failed", "self");
+    uint64_t onSource = 0;
+    for (size_t i = 0; i < perPage.size(); ++i)
+      onSource += status[i] == opts.from;
+    rep.sourceFraction = static_cast<double>(onSource) / static_cast<double>(perPage.size());
+  }
+  std::vector<int> toFrom(per4k.size(), opts.from);
+  std::vector<int> toTarget(per4k.size(), opts.to);
+  auto moveBack = [&]() {
+    if (opts.from == opts.to) return;
+    (void)numa_move_pages(0, perPage.size(), perPage.data(), toFrom.data(), status.data(),
+                          MPOL_MF_MOVE);
+  };
+  auto record = [&](MethodRuns& m, double t0, double t1, double c0, double c1) {
+    double sec = t1 - t0;
+    m.seconds.push_back(sec);
+    m.gibPerS.push_back(sec > 0 ? static_cast<double>(size) / static_cast<double>(kGiB) / sec : 0);
+    m.cpuSeconds.push_back(c1 - c0);
+  };
+  auto rawCall = [&](MethodRuns& m, std::vector<void*>& addrs) {
+    m.statuses.clear();
+    double c0 = threadKernelSeconds();
+    double t0 = nowSeconds();
+    long r = numa_move_pages(0, addrs.size(), addrs.data(), toTarget.data(), status.data(),
+                             MPOL_MF_MOVE);
+    double t1 = nowSeconds();
+    double c1 = threadKernelSeconds();
+    int err = errno;
+    record(m, t0, t1, c0, c1);
+    m.addresses = addrs.size();
+    m.calls = 1;
+    if (r < 0) {
+      m.statuses["call_failed_" + statusName(-err)] += 1;
+      return;
+    }
+    if (r > 0) m.statuses["not_migrated_return"] += static_cast<uint64_t>(r);
+    for (size_t i = 0; i < addrs.size(); ++i)
+      m.statuses[statusName(status[i])] += 1;
+  };
+
+  const std::vector<std::string> names = {"tierd", "raw_single_call", "per_4k"};
+  for (const auto& n : names)
+    rep.methods[n];
+  MovePagesMigrator tierd(MigratorConfig{}, makeLinuxPageSystem(root));
+  for (int run = 0; run < opts.runs; ++run) {
+    bool ok = true;
+    for (size_t k = 0; k < names.size(); ++k) {
+      // Rotate the order each run so no method always runs first (cache and TLB state).
+      const std::string& name = names[(k + static_cast<size_t>(run)) % names.size()];
+      moveBack();
+      MethodRuns& m = rep.methods[name];
+      if (name == "tierd") {
+        MoveRange r;
+        r.pid = getpid();
+        r.start = reinterpret_cast<uint64_t>(data);
+        r.length = size;
+        r.pageSize = psz;
+        r.target = opts.to;
+        double c0 = threadKernelSeconds();
+        double t0 = nowSeconds();
+        BatchResult res = tierd.execute({r}, tierd.nowNs() + 3'600'000'000'000LL);
+        double t1 = nowSeconds();
+        double c1 = threadKernelSeconds();
+        record(m, t0, t1, c0, c1);
+        m.statuses.clear();
+        const RangeResult& rr = res.ranges.at(0);
+        for (size_t o = 0; o < kMoveOutcomeCount; ++o)
+          if (rr.outcomes.pages[o])
+            m.statuses[moveOutcomeName(static_cast<MoveOutcome>(o))] = rr.outcomes.pages[o];
+        m.addresses = rr.outcomes.total();
+        m.calls = res.stats.queryCalls + res.stats.moveCalls;
+        m.bytesMoved = res.stats.bytesMoved;
+      } else if (name == "raw_single_call") {
+        rawCall(m, perPage);
+      } else {
+        rawCall(m, per4k);
+      }
+      if (checksum(data, size) != before) ok = false;
+    }
+    rep.intact.push_back(ok);
+    rep.dataIntact = rep.dataIntact && ok;
+  }
+  rep.hugepageNote = reservation.note();
+  return rep;
+}
+
+Result<LocateBenchReport> runLocateBench(const LocateBenchOptions& opts, const sys::SysRoot& root) {
+  if (opts.runs < 1) return Error::input("runs must be >= 1", "--runs");
+  if (opts.page != BenchPage::Base4k && opts.page != BenchPage::Thp)
+    return Error::input("bench locate supports --page 4k or thp", "--page");
+  LocateBenchReport rep;
+  rep.options = opts;
+  auto buf = allocate(opts.page, opts.sizeBytes, -1, root);
+  if (!buf) return buf.error();
+  char* data = buf.value()->data;
+  const uint64_t size = opts.sizeBytes;
+  const pid_t self = getpid();
+  if (auto sm = sys::readSmaps(root, self)) {
+    for (const auto& v : sm.value())
+      if (v.start <= reinterpret_cast<uint64_t>(data) && reinterpret_cast<uint64_t>(data) < v.end)
+        rep.thpCoverage = static_cast<double>(v.anonHugePages) / static_cast<double>(size);
+  }
+  std::vector<void*> per4k = addresses(data, size, 4 * kKiB);
+  std::vector<int> status(per4k.size());
+  rep.naiveAddresses = per4k.size();
+  MovePagesMigrator tierd(MigratorConfig{}, makeLinuxPageSystem(root));
+  const std::vector<AddressRange> ranges = {{reinterpret_cast<uint64_t>(data), size}};
+  for (int run = 0; run < opts.runs; ++run) {
+    // Alternate which method goes first, so neither always finds the page tables warm.
+    double naive = 0;
+    double mine = 0;
+    Result<LocateResult> loc = Error::input("not run", "bench");
+    for (int k = 0; k < 2; ++k) {
+      if ((k + run) % 2 == 0) {
+        double t0 = nowSeconds();
+        long r = numa_move_pages(self, per4k.size(), per4k.data(), nullptr, status.data(), 0);
+        naive = nowSeconds() - t0;
+        if (r < 0) return Error::fromErrno("move_pages(nodes=NULL) failed", "self");
+      } else {
+        double t0 = nowSeconds();
+        loc = tierd.locate(self, ranges);
+        mine = nowSeconds() - t0;
+        if (!loc) return loc.error();
+      }
+    }
+    rep.naiveSeconds.push_back(naive);
+    rep.tierdSeconds.push_back(mine);
+    rep.identical = rep.identical && loc->perBasePage(4 * kKiB) == status;
+    rep.tierdQueriedPages = loc->queriedPages;
+    rep.tierdQueryCalls = loc->queryCalls;
+    rep.tierdSkippedBytes = loc->skippedBytes;
+    rep.tierdPagemapPages = loc->pagemapPages;
+  }
+  return rep;
+}
+
+}  // namespace tierd::migrate

@@ -1,0 +1,104 @@
+#pragma once
+/// \file
+/// The field's standard migration measurements (REFERENCE.md section 1), run on this process's
+/// own anonymous memory: `tierctl bench migrate` and `tierctl bench locate`. Methods are compared
+/// side by side in the same run on the same buffer; JSON fields are documented in docs/migrate.md.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tierd/core/Result.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::migrate {
+
+/// Which memory the bench allocates.
+enum class BenchPage {
+  Base4k,     ///< "4k": anonymous, MADV_NOHUGEPAGE
+  Thp,        ///< "thp": anonymous, 2 MiB aligned, MADV_HUGEPAGE
+  Hugetlb2M,  ///< "2m": MAP_HUGETLB | MAP_HUGE_2MB (reserved on the source node by the bench)
+  Hugetlb1G,  ///< "1g": MAP_HUGETLB | MAP_HUGE_1GB
+};
+
+/// Parses "4k" | "thp" | "2m" | "1g". Errors: Input naming the accepted values.
+Result<BenchPage> parseBenchPage(const std::string& text);
+/// The name parseBenchPage accepts.
+const char* benchPageName(BenchPage p);
+
+/// mean and sample standard deviation (n-1; 0 for one value) of `v`.
+struct MeanStd {
+  double mean = 0;
+  double stddev = 0;
+};
+MeanStd meanStd(const std::vector<double>& v);
+
+/// One method's measurements over all runs.
+struct MethodRuns {
+  std::vector<double> seconds;     ///< wall time of the measured call(s), per run
+  std::vector<double> gibPerS;     ///< size / seconds, per run
+  std::vector<double> cpuSeconds;  ///< kernel CPU time of the thread (RUSAGE_THREAD), per run
+  uint64_t addresses = 0;          ///< addresses passed per run (last run)
+  uint64_t calls = 0;              ///< move_pages calls per run (last run)
+  std::map<std::string, uint64_t> statuses;  ///< last run: "node0", "ENOENT", "EBUSY"... -> count
+  uint64_t bytesMoved = 0;                   ///< tierd only: bytes counted Moved (last run)
+};
+
+/// Options of `tierctl bench migrate`.
+struct MigrateBenchOptions {
+  uint64_t sizeBytes = 1ull << 30;
+  BenchPage page = BenchPage::Thp;
+  int from = 0;
+  int to = 0;
+  int runs = 5;
+};
+
+/// Result of `tierctl bench migrate`.
+struct MigrateBenchReport {
+  MigrateBenchOptions options;
+  uint64_t pageSize = 0;                      ///< bytes per page the methods address
+  std::map<std::string, MethodRuns> methods;  ///< "tierd", "raw_single_call", "per_4k"
+  std::vector<bool> intact;                   ///< per run: checksum before == after every method
+  bool dataIntact = true;                     ///< all runs intact
+  double sourceFraction = 0;                  ///< share of pages found on `from` after first touch
+  std::string hugepageNote;                   ///< what was reserved and restored, if anything
+};
+
+/// Runs the migration benchmark: allocates and first-touches `sizeBytes` on node `from` (mbind
+/// MPOL_BIND), checksums it, then per run moves it `from` -> `to` with each method (tierd's
+/// MovePagesMigrator, one raw move_pages call with one address per page, one call with every
+/// 4 KiB address), moving it back untimed between methods when from != to, and verifies the
+/// checksum after each. hugetlb sizes are reserved on the nodes through
+/// /sys/devices/system/node/nodeN/hugepages/hugepages-<kB>kB/nr_hugepages (under `root`) and the
+/// previous values restored. Errors: Environment (THP disabled, not enough huge pages, mmap
+/// failed) with what to do.
+Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
+                                           const sys::SysRoot& root);
+
+/// Options of `tierctl bench locate`.
+struct LocateBenchOptions {
+  uint64_t sizeBytes = 4ull << 30;
+  BenchPage page = BenchPage::Thp;  ///< Base4k or Thp
+  int runs = 5;
+};
+
+/// Result of `tierctl bench locate`.
+struct LocateBenchReport {
+  LocateBenchOptions options;
+  std::vector<double> naiveSeconds;  ///< move_pages(nodes=NULL) of every 4 KiB address, one call
+  std::vector<double> tierdSeconds;  ///< MovePagesMigrator::locate
+  bool identical = true;             ///< every run: tierd's per-base-page view == naive
+  uint64_t naiveAddresses = 0;
+  uint64_t tierdQueriedPages = 0;
+  uint64_t tierdQueryCalls = 0;
+  uint64_t tierdSkippedBytes = 0;
+  uint64_t tierdPagemapPages = 0;
+  double thpCoverage = 0;  ///< smaps AnonHugePages / size of the buffer's VMA
+  double speedup() const;  ///< mean naive seconds / mean tierd seconds
+};
+
+/// Runs the locate benchmark on a first-touched buffer of this process. Errors: Environment.
+Result<LocateBenchReport> runLocateBench(const LocateBenchOptions& opts, const sys::SysRoot& root);
+
+}  // namespace tierd::migrate

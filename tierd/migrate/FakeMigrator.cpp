@@ -1,0 +1,310 @@
+#include "tierd/migrate/FakeMigrator.h"
+
+#include <cerrno>
+#include <cstdio>
+
+namespace tierd::migrate {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string statusList(const int* status, uint64_t n) {
+  std::string out;
+  constexpr uint64_t kMax = 16;
+  for (uint64_t i = 0; i < n && i < kMax; ++i) {
+    if (i) out += ",";
+    out += status[i] == INT32_MIN ? std::string("?") : std::to_string(status[i]);
+  }
+  if (n > kMax) out += ",...";
+  return out;
+}
+
+}  // namespace
+
+FakePageSystem::FakePageSystem(uint64_t basePageSize, uint64_t thpSize)
+    : base_(basePageSize), thp_(thpSize) {}
+
+void FakePageSystem::map(pid_t pid, uint64_t start, uint64_t length, FakeBacking backing,
+                         uint64_t hugePageSize) {
+  Vma v;
+  v.start = start;
+  v.end = start + length;
+  v.backing = backing;
+  v.pageSize = backing == FakeBacking::Base  ? base_
+               : backing == FakeBacking::Thp ? thp_
+                                             : hugePageSize;
+  procs_[pid].vmas[start] = v;
+}
+
+const FakePageSystem::Vma* FakePageSystem::findVma(const Proc& p, uint64_t addr) const {
+  auto it = p.vmas.upper_bound(addr);
+  if (it == p.vmas.begin()) return nullptr;
+  --it;
+  return addr < it->second.end ? &it->second : nullptr;
+}
+
+void FakePageSystem::populate(pid_t pid, uint64_t start, uint64_t length, NodeId node) {
+  Proc& p = procs_[pid];
+  for (uint64_t a = start; a < start + length;) {
+    const Vma* v = findVma(p, a);
+    if (!v) {
+      a += base_;
+      continue;
+    }
+    uint64_t page = a / v->pageSize * v->pageSize;
+    p.pages[page] = node;
+    a = page + v->pageSize;
+  }
+}
+
+void FakePageSystem::setCapacity(NodeId node, uint64_t pageSize, uint64_t freePages) {
+  capacity_[{node, pageSize}] = freePages;
+}
+
+void FakePageSystem::setNodes(std::set<NodeId> nodes) {
+  nodes_ = std::move(nodes);
+}
+
+void FakePageSystem::scriptPageError(pid_t pid, uint64_t addr, int err, int times) {
+  const Proc& p = procs_[pid];
+  const Vma* v = findVma(p, addr);
+  uint64_t page = v ? addr / v->pageSize * v->pageSize : addr;
+  errors_[{pid, page}] = {err, times};
+}
+
+void FakePageSystem::scriptPartialReturn(uint64_t moveCall, uint64_t processed) {
+  partial_[moveCall] = processed;
+}
+
+void FakePageSystem::beforeCall(uint64_t call, std::function<void()> action) {
+  before_[call].push_back(std::move(action));
+}
+
+void FakePageSystem::exitPid(pid_t pid) {
+  Proc& p = procs_[pid];
+  p.exited = true;
+  p.vmas.clear();
+  p.pages.clear();
+  log_.push_back("exit pid=" + std::to_string(pid));
+}
+
+void FakePageSystem::unmap(pid_t pid, uint64_t start, uint64_t length) {
+  Proc& p = procs_[pid];
+  const uint64_t end = start + length;
+  std::map<uint64_t, Vma> kept;
+  for (const auto& [s, v] : p.vmas) {
+    if (v.end <= start || v.start >= end) {
+      kept[s] = v;
+      continue;
+    }
+    if (v.start < start) {
+      Vma left = v;
+      left.end = start;
+      kept[left.start] = left;
+    }
+    if (v.end > end) {
+      Vma right = v;
+      right.start = end;
+      kept[right.start] = right;
+    }
+  }
+  p.vmas = std::move(kept);
+  for (auto it = p.pages.begin(); it != p.pages.end();)
+    it = (it->first >= start && it->first < end) ? p.pages.erase(it) : std::next(it);
+  log_.push_back("unmap pid=" + std::to_string(pid) + " " + hex(start) + "+" + hex(length));
+}
+
+std::optional<NodeId> FakePageSystem::nodeOf(pid_t pid, uint64_t addr) const {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end()) return std::nullopt;
+  const Vma* v = findVma(pit->second, addr);
+  if (!v) return std::nullopt;
+  auto it = pit->second.pages.find(addr / v->pageSize * v->pageSize);
+  if (it == pit->second.pages.end()) return std::nullopt;
+  return it->second;
+}
+
+void FakePageSystem::sleepUntilNs(int64_t ns) {
+  if (ns <= now_) return;
+  log_.push_back("sleep " + std::to_string(ns - now_) + "ns");
+  now_ = ns;
+}
+
+long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const int* nodes,
+                               int* status, int flags) {
+  (void)flags;
+  const uint64_t callNo = calls_++;
+  if (auto it = before_.find(callNo); it != before_.end())
+    for (auto& action : it->second)
+      action();
+  const bool query = nodes == nullptr;
+  std::string line = std::string(query ? "query" : "move") + " pid=" + std::to_string(pid) +
+                     " n=" + std::to_string(count) +
+                     (count ? " first=" + hex(reinterpret_cast<uint64_t>(pages[0])) : "");
+  if (!query && count) line += " to=" + std::to_string(nodes[0]);
+  int64_t cost = nsPerCall + nsPerAddress * static_cast<int64_t>(count);
+  auto finish = [&](long ret) {
+    now_ += cost;
+    cpu_ += cost;
+    line += " -> " + std::to_string(ret);
+    if (ret >= 0) line += " [" + statusList(status, count) + "]";
+    log_.push_back(line);
+    return ret;
+  };
+  Proc& p = procs_[pid];
+  if (p.exited) return finish(-ESRCH);
+  uint64_t limit = count;
+  if (!query) {
+    const uint64_t moveNo = moveCalls_++;
+    if (nodes_)
+      for (uint64_t i = 0; i < count; ++i)
+        if (!nodes_->count(nodes[i])) return finish(-ENODEV);
+    if (auto it = partial_.find(moveNo); it != partial_.end()) limit = std::min(count, it->second);
+  }
+  std::set<uint64_t> handled;  // huge pages already handled by this call
+  for (uint64_t i = 0; i < limit; ++i) {
+    const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
+    const Vma* v = findVma(p, addr);
+    if (!v) {
+      status[i] = -EFAULT;
+      continue;
+    }
+    const uint64_t page = addr / v->pageSize * v->pageSize;
+    auto pit = p.pages.find(page);
+    if (pit == p.pages.end() && p.zeroPages.count(addr / base_ * base_)) {
+      status[i] = -EFAULT;  // the zero page (mm/migrate.c do_pages_stat_array, add_page_...)
+      continue;
+    }
+    if (pit == p.pages.end()) {
+      status[i] = -ENOENT;
+      continue;
+    }
+    if (query) {
+      status[i] = pit->second;
+      continue;
+    }
+    if (v->pageSize > base_ && !handled.insert(page).second) {
+      status[i] = -EBUSY;  // a later subpage address of a huge page handled in this call
+      continue;
+    }
+    if (auto eit = errors_.find({pid, page}); eit != errors_.end() && eit->second.times != 0) {
+      status[i] = -eit->second.err;
+      if (eit->second.times > 0) --eit->second.times;
+      continue;
+    }
+    const NodeId target = nodes[i];
+    if (pit->second == target) {
+      status[i] = target;
+      continue;
+    }
+    auto cap = capacity_.find({target, v->pageSize});
+    if (cap != capacity_.end()) {
+      if (cap->second == 0) {
+        status[i] = -ENOMEM;
+        continue;
+      }
+      --cap->second;
+    }
+    auto src = capacity_.find({pit->second, v->pageSize});
+    if (src != capacity_.end()) ++src->second;
+    pit->second = target;
+    status[i] = target;
+    cost += nsPerByteMoved * static_cast<int64_t>(v->pageSize);
+  }
+  return finish(static_cast<long>(count - limit));
+}
+
+void FakePageSystem::mapZeroPage(pid_t pid, uint64_t addr) {
+  procs_[pid].zeroPages.insert(addr / base_ * base_);
+}
+
+Result<std::vector<uint64_t>> FakePageSystem::pagemap(pid_t pid, uint64_t start, uint64_t pages) {
+  auto pit = procs_.find(pid);
+  const std::string where = "/proc/" + std::to_string(pid) + "/pagemap";
+  if (pit == procs_.end() || pit->second.exited) return Error::sys(ENOENT, "cannot open", where);
+  log_.push_back("pagemap pid=" + std::to_string(pid) + " " + hex(start) +
+                 " n=" + std::to_string(pages));
+  std::vector<uint64_t> out(pages, 0);
+  for (uint64_t i = 0; i < pages; ++i) {
+    const uint64_t a = start + i * base_;
+    if (nodeOf(pid, a) || pit->second.zeroPages.count(a)) out[i] = 1ull << 63;
+  }
+  return out;
+}
+
+Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counters) {
+  auto pit = procs_.find(pid);
+  const std::string where = "/proc/" + std::to_string(pid) + (counters ? "/smaps" : "/maps");
+  if (pit == procs_.end() || pit->second.exited) return Error::sys(ENOENT, "cannot open", where);
+  std::vector<sys::SmapsVma> out;
+  for (const auto& [s, v] : pit->second.vmas) {
+    sys::SmapsVma m;
+    m.start = v.start;
+    m.end = v.end;
+    m.perms = "rw-p";
+    m.dev = "00:00";
+    if (v.backing == FakeBacking::Hugetlb) m.path = "/anon_hugepage (deleted)";
+    if (counters) {
+      m.hasCounters = true;
+      uint64_t present = 0;
+      for (auto it = pit->second.pages.lower_bound(v.start);
+           it != pit->second.pages.end() && it->first < v.end; ++it)
+        ++present;
+      m.kernelPageSize = v.backing == FakeBacking::Hugetlb ? v.pageSize : base_;
+      m.mmuPageSize = m.kernelPageSize;
+      if (v.backing == FakeBacking::Hugetlb) {
+        m.vmFlags = {"rd", "wr", "ht"};
+        m.fields["Private_Hugetlb"] = present * v.pageSize;
+      } else {
+        m.vmFlags = {"rd", "wr"};
+        m.rss = present * v.pageSize;
+        if (v.backing == FakeBacking::Thp) m.anonHugePages = m.rss;
+      }
+      m.fields["Rss"] = m.rss;
+      m.fields["AnonHugePages"] = m.anonHugePages;
+      m.fields["KernelPageSize"] = m.kernelPageSize;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Result<std::vector<sys::SmapsVma>> FakePageSystem::maps(pid_t pid) {
+  return render(pid, false);
+}
+Result<std::vector<sys::SmapsVma>> FakePageSystem::smaps(pid_t pid) {
+  return render(pid, true);
+}
+
+Result<std::vector<sys::NumaMapsVma>> FakePageSystem::numaMaps(pid_t pid) {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end() || pit->second.exited)
+    return Error::sys(ENOENT, "cannot open", "/proc/" + std::to_string(pid) + "/numa_maps");
+  std::vector<sys::NumaMapsVma> out;
+  for (const auto& [s, v] : pit->second.vmas) {
+    sys::NumaMapsVma n;
+    n.start = v.start;
+    n.policy = "default";
+    n.huge = v.backing == FakeBacking::Hugetlb;
+    // THP is counted in base pages (like the kernel); hugetlb in huge pages.
+    const uint64_t unit = n.huge ? v.pageSize : base_;
+    for (auto it = pit->second.pages.lower_bound(v.start);
+         it != pit->second.pages.end() && it->first < v.end; ++it)
+      n.pagesPerNode[it->second] += v.pageSize / unit;
+    if (!n.pagesPerNode.empty()) n.kernelPageSize = unit;
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+FakeMigrator::FakeMigrator(MigratorConfig config, uint64_t basePageSize, uint64_t thpSize)
+    : FakeMigrator(config, std::make_unique<FakePageSystem>(basePageSize, thpSize)) {}
+
+FakeMigrator::FakeMigrator(MigratorConfig config, std::unique_ptr<FakePageSystem> kernel)
+    : kernel_(kernel.get()), engine_(config, std::move(kernel)) {}
+
+}  // namespace tierd::migrate

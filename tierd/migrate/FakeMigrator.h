@@ -1,0 +1,157 @@
+#pragma once
+/// \file
+/// FakePageSystem: the kernel side of migration as a model, for tests and golden logs. It keeps a
+/// page table (pid, page) -> node with per-VMA page size (base, PMD THP, hugetlb), per-node free
+/// capacity per page size, and answers move_pages(2) the way the kernel does (REFERENCE.md
+/// section 2): -EFAULT without a VMA, -ENOENT for a not-present page, -ENOMEM when the target has
+/// no free page of that size, -EBUSY for a second address of a huge page already handled in the
+/// same call, -ESRCH for the whole call once the process exited, a positive return with the
+/// unreached status entries left unwritten for scripted partial calls. It renders maps, smaps and
+/// numa_maps from the same table. Time is simulated: each call advances the clock (and the
+/// thread's kernel CPU time) by a fixed cost, and sleeps jump the clock.
+///
+/// FakeMigrator: the real MovePagesMigrator engine running on a FakePageSystem. Every operation
+/// is appended to an ordered log of strings for golden tests.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tierd/migrate/MovePagesMigrator.h"
+
+namespace tierd::migrate {
+
+/// How a fake VMA is backed.
+enum class FakeBacking {
+  Base,     ///< base pages (kernel page size = base page size)
+  Thp,      ///< PMD THPs only: pages are thpSize, smaps AnonHugePages == Rss
+  Hugetlb,  ///< hugetlb pages of the VMA's page size (VmFlags ht, numa_maps "huge")
+};
+
+/// A modelled kernel (see the file comment). Not thread-safe.
+class FakePageSystem final : public PageSystem {
+ public:
+  /// `basePageSize` and `thpSize` in bytes.
+  explicit FakePageSystem(uint64_t basePageSize = 4096, uint64_t thpSize = 2ull << 20);
+
+  // ---- set-up ----
+  /// Maps [start, start+length) for `pid` with `backing`; `hugePageSize` only for Hugetlb.
+  /// start/length must be multiples of the page size.
+  void map(pid_t pid, uint64_t start, uint64_t length, FakeBacking backing,
+           uint64_t hugePageSize = 0);
+  /// Makes every page of [start, start+length) present on `node` (pages of the VMA's size).
+  void populate(pid_t pid, uint64_t start, uint64_t length, NodeId node);
+  /// Limits free pages of `pageSize` on `node` (default: unlimited). Moves consume target
+  /// capacity and give it back to the source when the source is limited too.
+  void setCapacity(NodeId node, uint64_t pageSize, uint64_t freePages);
+  /// Nodes that exist (N_MEMORY); a move to another node fails the call with -ENODEV.
+  /// Default: any node exists.
+  void setNodes(std::set<NodeId> nodes);
+  /// Every move of the page containing `addr` returns status -err, `times` times (-1: always).
+  void scriptPageError(pid_t pid, uint64_t addr, int err, int times = -1);
+  /// The `moveCall`-th (0-based) move call (nodes != NULL) handles only its first `processed`
+  /// pages, returns count - processed and leaves the other status entries unwritten.
+  void scriptPartialReturn(uint64_t moveCall, uint64_t processed);
+  /// Runs `action` just before the `call`-th (0-based) movePages call of any kind (query or
+  /// move): e.g. exitPid or unmap between planning and moving.
+  void beforeCall(uint64_t call, std::function<void()> action);
+  /// The process exits: calls return -ESRCH, /proc reads fail with ENOENT.
+  void exitPid(pid_t pid);
+  /// Unmaps [start, start+length) of `pid` (splits VMAs; drops their pages).
+  void unmap(pid_t pid, uint64_t start, uint64_t length);
+
+  // ---- inspection ----
+  /// Node of the page containing `addr`, nullopt when not present or unmapped.
+  std::optional<NodeId> nodeOf(pid_t pid, uint64_t addr) const;
+  /// Ordered operation log (calls with results, exits, unmaps, sleeps).
+  const std::vector<std::string>& log() const { return log_; }
+  void clearLog() { log_.clear(); }
+  /// Simulated costs: ns per call, per address, per byte moved.
+  int64_t nsPerCall = 2000;
+  int64_t nsPerAddress = 30;
+  int64_t nsPerByteMoved = 1;
+
+  // ---- PageSystem ----
+  long movePages(pid_t pid, uint64_t count, void** pages, const int* nodes, int* status,
+                 int flags) override;
+  Result<std::vector<sys::SmapsVma>> maps(pid_t pid) override;
+  Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) override;
+  Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override;
+  Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override;
+  /// Makes the page at `addr` read as the zero page: present in pagemap, -EFAULT to move_pages,
+  /// not counted in smaps Rss or numa_maps (like the kernel's shared zero page).
+  void mapZeroPage(pid_t pid, uint64_t addr);
+  uint64_t basePageSize() override { return base_; }
+  uint64_t thpSize() override { return thp_; }
+  int64_t nowNs() override { return now_; }
+  void sleepUntilNs(int64_t ns) override;
+  int64_t threadKernelCpuNs() override { return cpu_; }
+
+ private:
+  struct Vma {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    uint64_t pageSize = 0;
+    FakeBacking backing = FakeBacking::Base;
+  };
+  struct Proc {
+    bool exited = false;
+    std::map<uint64_t, Vma> vmas;      // by start
+    std::map<uint64_t, NodeId> pages;  // page start -> node
+    std::set<uint64_t> zeroPages;      // base page addresses mapping the zero page
+  };
+  struct ScriptedError {
+    int err = 0;
+    int times = -1;
+  };
+  const Vma* findVma(const Proc& p, uint64_t addr) const;
+  Result<std::vector<sys::SmapsVma>> render(pid_t pid, bool counters);
+
+  uint64_t base_;
+  uint64_t thp_;
+  std::map<pid_t, Proc> procs_;
+  std::map<std::pair<NodeId, uint64_t>, uint64_t> capacity_;
+  std::optional<std::set<NodeId>> nodes_;
+  std::map<std::pair<pid_t, uint64_t>, ScriptedError> errors_;
+  std::map<uint64_t, uint64_t> partial_;
+  std::map<uint64_t, std::vector<std::function<void()>>> before_;
+  uint64_t calls_ = 0;
+  uint64_t moveCalls_ = 0;
+  int64_t now_ = 0;
+  int64_t cpu_ = 0;
+  std::vector<std::string> log_;
+};
+
+/// The MovePagesMigrator engine on a FakePageSystem (see the file comment).
+class FakeMigrator final : public Migrator {
+ public:
+  explicit FakeMigrator(MigratorConfig config = {}, uint64_t basePageSize = 4096,
+                        uint64_t thpSize = 2ull << 20);
+
+  /// The modelled kernel, for set-up and inspection.
+  FakePageSystem& kernel() { return *kernel_; }
+  /// The ordered operation log.
+  const std::vector<std::string>& log() const { return kernel_->log(); }
+
+  BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
+                      const std::atomic<bool>* stop = nullptr) override {
+    return engine_.execute(batch, deadlineNs, stop);
+  }
+  Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override {
+    return engine_.locate(pid, ranges);
+  }
+  int64_t nowNs() override { return engine_.nowNs(); }
+  /// The engine (for bytesPerCall() and config()).
+  MovePagesMigrator& engine() { return engine_; }
+
+ private:
+  FakeMigrator(MigratorConfig config, std::unique_ptr<FakePageSystem> kernel);
+  FakePageSystem* kernel_;
+  MovePagesMigrator engine_;
+};
+
+}  // namespace tierd::migrate

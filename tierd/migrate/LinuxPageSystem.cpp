@@ -1,0 +1,101 @@
+// The live kernel behind the PageSystem seam: libnuma's numa_move_pages (move_pages(2)), /proc
+// read under a SysRoot, CLOCK_MONOTONIC and the thread's kernel CPU time.
+#include <fcntl.h>
+#include <numa.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "tierd/migrate/Migrator.h"
+#include "tierd/sys/Parsers.h"
+
+namespace tierd::migrate {
+namespace {
+
+class LinuxPageSystem final : public PageSystem {
+ public:
+  explicit LinuxPageSystem(sys::SysRoot root) : root_(std::move(root)) {}
+
+  long movePages(pid_t pid, uint64_t count, void** pages, const int* nodes, int* status,
+                 int flags) override {
+    // numa_move_pages takes a non-const nodes array but does not write it.
+    long r = numa_move_pages(pid, count, pages, const_cast<int*>(nodes), status, flags);
+    if (r < 0) return -errno;
+    return r;
+  }
+  Result<std::vector<sys::SmapsVma>> maps(pid_t pid) override { return sys::readMaps(root_, pid); }
+  Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) override {
+    return sys::readSmaps(root_, pid);
+  }
+  Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override {
+    return sys::readNumaMaps(root_, pid);
+  }
+  Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override {
+    const std::string path = root_.path("/proc/" + std::to_string(pid) + "/pagemap");
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::fromErrno("cannot open", path);
+    std::vector<uint64_t> out(pages);
+    const size_t want = pages * sizeof(uint64_t);
+    size_t got = 0;
+    const off_t off = static_cast<off_t>(start / basePageSize() * sizeof(uint64_t));
+    while (got < want) {
+      ssize_t n = ::pread(fd, reinterpret_cast<char*>(out.data()) + got, want - got,
+                          off + static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        Error e =
+            n < 0 ? Error::fromErrno("cannot read", path) : Error::sys(EIO, "short read", path);
+        ::close(fd);
+        return e;
+      }
+      got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return out;
+  }
+  uint64_t basePageSize() override { return static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)); }
+  uint64_t thpSize() override {
+    if (thpSize_ == 0) {
+      const char* f = "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size";
+      auto text = root_.readAttr(f);
+      auto v = text ? sys::parseU64(text.value(), root_.path(f)) : Result<uint64_t>(text.error());
+      // Without THP support no VMA has AnonHugePages, so the value is never used; 2 MiB is the
+      // x86-64 PMD size.
+      thpSize_ = v ? v.value() : (2ull << 20);
+    }
+    return thpSize_;
+  }
+  int64_t nowNs() override {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  void sleepUntilNs(int64_t ns) override {
+    timespec ts{};
+    ts.tv_sec = ns / 1'000'000'000;
+    ts.tv_nsec = ns % 1'000'000'000;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  int64_t threadKernelCpuNs() override {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000'000 +
+           static_cast<int64_t>(ru.ru_stime.tv_usec) * 1000;
+  }
+
+ private:
+  sys::SysRoot root_;
+  uint64_t thpSize_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<PageSystem> makeLinuxPageSystem(sys::SysRoot root) {
+  (void)libnumaHookCalls();  // links NumaHooks.cpp (the numa_error/numa_warn overrides)
+  return std::make_unique<LinuxPageSystem>(std::move(root));
+}
+
+}  // namespace tierd::migrate

@@ -1,0 +1,100 @@
+#pragma once
+/// \file
+/// The Migrator seam (DESIGN.md "Interfaces") and the narrower PageSystem seam under it.
+///
+/// Migrator: what the tick engine, tierctl and tests call. `execute` moves a batch of planned
+/// ranges, bounded by a deadline and a stop flag checked between move_pages calls; `locate`
+/// answers which node holds each page.
+///
+/// PageSystem: the kernel surface the migrator needs (move_pages, /proc/PID/{maps,smaps,numa_maps},
+/// the clocks). LinuxPageSystem is the real one; FakePageSystem (FakeMigrator.h) models the
+/// kernel's page table and error behaviour, so the same engine runs in unit tests.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tierd/core/Migration.h"
+#include "tierd/core/Result.h"
+#include "tierd/core/Types.h"
+#include "tierd/sys/ProcMaps.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::migrate {
+
+/// Moves pages between nodes and locates them. Called from one thread (the tick thread or a
+/// tierctl command); implementations are not thread-safe. Never throws; a vanished process, a
+/// full node or a busy page is counted in the result, never an error.
+class Migrator {
+ public:
+  virtual ~Migrator() = default;
+
+  /// Executes `batch` in order. Blocks the caller (and each target process, for at most about the
+  /// configured call latency at a time) until done, `deadlineNs` (on nowNs()'s clock) passes, or
+  /// `*stop` becomes true; both are checked between move_pages calls. Returns one RangeResult per
+  /// input range, same order, plus batch stats. Pages not reached are NotAttempted.
+  virtual BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
+                              const std::atomic<bool>* stop = nullptr) = 0;
+
+  /// Which node holds each page of `ranges` of process `pid`. The per-base-page expansion of the
+  /// result equals what move_pages(pid, every base page address, nodes=NULL) returns.
+  /// Errors: the process cannot be read (gone: Environment ESRCH/ENOENT; denied: EACCES).
+  virtual Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) = 0;
+
+  /// The clock deadlines are expressed on: CLOCK_MONOTONIC nanoseconds (simulated in fakes).
+  virtual int64_t nowNs() = 0;
+};
+
+/// The kernel surface under the migration engine. One implementation per environment.
+class PageSystem {
+ public:
+  virtual ~PageSystem() = default;
+
+  /// move_pages(2) semantics exactly: `nodes == nullptr` queries. Returns the syscall's return
+  /// value when >= 0, or -errno when the call failed. `status` has `count` entries.
+  virtual long movePages(pid_t pid, uint64_t count, void** pages, const int* nodes, int* status,
+                         int flags) = 0;
+  /// /proc/PID/maps (no page-table walk).
+  virtual Result<std::vector<sys::SmapsVma>> maps(pid_t pid) = 0;
+  /// /proc/PID/smaps (walks the page tables).
+  virtual Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) = 0;
+  /// /proc/PID/numa_maps (walks the page tables).
+  virtual Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) = 0;
+  /// /proc/PID/pagemap entries of `pages` base pages from `start` (Documentation/admin-guide/mm/
+  /// pagemap.rst: bit 63 present, bit 62 swapped). Errors: Environment with errno and path.
+  virtual Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) = 0;
+  /// Base page size in bytes (sysconf(_SC_PAGESIZE)): 4 KiB on x86-64, 64 KiB on some arm64.
+  virtual uint64_t basePageSize() = 0;
+  /// PMD THP size in bytes (/sys/kernel/mm/transparent_hugepage/hpage_pmd_size).
+  virtual uint64_t thpSize() = 0;
+  /// CLOCK_MONOTONIC in nanoseconds.
+  virtual int64_t nowNs() = 0;
+  /// Sleeps until `ns` on nowNs()'s clock (returns at once when it has passed).
+  virtual void sleepUntilNs(int64_t ns) = 0;
+  /// CPU time the calling thread has spent in the kernel, nanoseconds (RUSAGE_THREAD ru_stime).
+  virtual int64_t threadKernelCpuNs() = 0;
+};
+
+/// The live kernel: libnuma numa_move_pages, /proc under `root`, real clocks.
+std::unique_ptr<PageSystem> makeLinuxPageSystem(sys::SysRoot root = sys::SysRoot::live());
+
+/// Tuning of MovePagesMigrator. Units are in the names.
+struct MigratorConfig {
+  int64_t callLatencyTargetNs = 20'000'000;    ///< aim for each move_pages call to take ~20 ms
+  uint64_t initialBytesPerCall = 16ull << 20;  ///< first call size before any measurement
+  uint64_t maxPagesPerCall = 1u << 16;         ///< hard cap on addresses per call
+  uint64_t promoteBytesPerSecond = 0;  ///< byte-rate budget for Direction::Promote; 0 = none
+  uint64_t demoteBytesPerSecond = 0;   ///< byte-rate budget for Direction::Demote; 0 = none
+  int busyRetries = 1;                 ///< how often -EBUSY pages are retried at batch end
+  int64_t busyBackoffNs = 1'000'000;   ///< wait before retrying -EBUSY pages
+  bool moveShared = false;  ///< MPOL_MF_MOVE_ALL (needs CAP_SYS_NICE) instead of MPOL_MF_MOVE
+};
+
+/// Number of libnuma numa_error()/numa_warn() calls swallowed so far (NumaHooks.cpp overrides
+/// libnuma's weak hooks so it never prints or exits behind us).
+uint64_t libnumaHookCalls();
+
+}  // namespace tierd::migrate

@@ -1,0 +1,666 @@
+#include "tierd/migrate/MovePagesMigrator.h"
+
+#include <numaif.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <string>
+
+namespace tierd::migrate {
+namespace {
+
+constexpr int kUntouched = INT_MIN;  // status value the kernel never writes
+
+uint64_t alignDown(uint64_t v, uint64_t a) {
+  return v / a * a;
+}
+uint64_t alignUp(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+uint64_t ceilDiv(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a;
+}
+
+size_t dirIndex(Direction d) {
+  return d == Direction::Promote ? 0 : 1;
+}
+
+}  // namespace
+
+struct MovePagesMigrator::BatchState {
+  const std::vector<MoveRange>* batch = nullptr;
+  BatchResult result;
+  std::vector<Segment> segments;
+  std::map<pid_t, Result<std::vector<sys::SmapsVma>>> smaps;
+  std::map<pid_t, PidState> pids;
+  std::set<std::pair<uint64_t, NodeId>> blocked;  // (page size, node) that returned -ENOMEM
+  std::vector<PageRef> busy;
+  const std::atomic<bool>* stop = nullptr;
+  std::vector<bool> halted;  // per range: stop sending its pages (-EFAULT, process gone/denied)
+  int64_t deadlineNs = 0;
+
+  const MoveRange& range(size_t i) const { return (*batch)[i]; }
+  void add(size_t i, MoveOutcome o, uint64_t n) { result.ranges[i].outcomes[o] += n; }
+  void dropPid(pid_t pid) {
+    for (size_t i = 0; i < batch->size(); ++i)
+      if ((*batch)[i].pid == pid) {
+        result.ranges[i].dropped = true;
+        halted[i] = true;
+      }
+  }
+};
+
+MovePagesMigrator::MovePagesMigrator(MigratorConfig config, std::unique_ptr<PageSystem> system)
+    : config_(config), sys_(system ? std::move(system) : makeLinuxPageSystem()) {}
+
+uint64_t MovePagesMigrator::bytesPerCall() const {
+  if (nsPerByte_ <= 0) return std::max<uint64_t>(config_.initialBytesPerCall, 1);
+  double b = static_cast<double>(config_.callLatencyTargetNs) / nsPerByte_;
+  if (b < 1) return 1;
+  if (b > 1e15) return static_cast<uint64_t>(1e15);
+  return static_cast<uint64_t>(b);
+}
+
+void MovePagesMigrator::planRange(BatchState& st, size_t index) {
+  const MoveRange& r = st.range(index);
+  RangeResult& rr = st.result.ranges[index];
+  if (r.length == 0) return;
+  const uint64_t base = sys_->basePageSize();
+  const uint64_t unit = r.pageSize ? r.pageSize : base;
+  PidState& ps = st.pids.try_emplace(r.pid, PidState::Ok).first->second;
+  if (ps != PidState::Ok) {
+    st.add(index, ps == PidState::Gone ? MoveOutcome::Gone : MoveOutcome::Denied,
+           ceilDiv(r.length, unit));
+    rr.dropped = true;
+    return;
+  }
+  auto it = st.smaps.find(r.pid);
+  if (it == st.smaps.end()) it = st.smaps.emplace(r.pid, sys_->smaps(r.pid)).first;
+  if (!it->second.ok()) {
+    int code = it->second.error().code;
+    MoveOutcome o = MoveOutcome::OtherError;
+    if (code == ENOENT || code == ESRCH) {
+      ps = PidState::Gone;
+      o = MoveOutcome::Gone;
+    } else if (code == EACCES || code == EPERM) {
+      ps = PidState::Denied;
+      o = MoveOutcome::Denied;
+    }
+    st.add(index, o, ceilDiv(r.length, unit));
+    rr.dropped = o != MoveOutcome::OtherError;
+    return;
+  }
+  const auto& vmas = it->second.value();
+  const uint64_t thp = sys_->thpSize();
+  const uint64_t end = r.start + r.length;
+  uint64_t cur = r.start;
+  auto hole = [&](uint64_t upTo) {
+    if (upTo <= cur) return;
+    st.add(index, MoveOutcome::Gone, ceilDiv(upTo - cur, base));
+    rr.dropped = true;
+  };
+  auto pushBase = [&](uint64_t a, uint64_t b, uint64_t psz) {
+    if (b <= a) return;
+    uint64_t s = alignDown(a, psz);
+    st.segments.push_back({index, s, psz, ceilDiv(b - s, psz)});
+  };
+  for (const auto& v : vmas) {
+    if (v.end <= cur) continue;
+    if (v.start >= end) break;
+    hole(v.start);
+    uint64_t a = std::max(cur, v.start);
+    uint64_t b = std::min(end, v.end);
+    uint64_t psz = v.kernelPageSize ? v.kernelPageSize : base;
+    if (v.hugetlb()) {
+      pushBase(a, b, psz);
+    } else if (v.anonHugePages > 0 && v.anonHugePages == v.rss && thp > psz) {
+      // All resident memory is PMD-mapped THP: one address per aligned 2 MiB chunk, base pages
+      // for the unaligned edges (which cannot hold a PMD THP).
+      uint64_t mid0 = std::min(b, alignUp(a, thp));
+      uint64_t mid1 = std::max(mid0, alignDown(b, thp));
+      pushBase(a, mid0, psz);
+      if (mid1 > mid0) st.segments.push_back({index, mid0, thp, (mid1 - mid0) / thp});
+      pushBase(mid1, b, psz);
+    } else {
+      pushBase(a, b, psz);
+    }
+    cur = b;
+  }
+  hole(end);
+}
+
+std::vector<bool> MovePagesMigrator::liveVmas(pid_t pid, const std::vector<PageRef>& pages,
+                                              const std::vector<int>& status) {
+  std::vector<bool> live(pages.size(), false);
+  if (std::find(status.begin(), status.end(), -EFAULT) == status.end()) return live;
+  auto maps = sys_->maps(pid);
+  if (!maps) return live;  // the process is gone: every -EFAULT page is gone
+  const auto& vmas = maps.value();
+  for (size_t i = 0; i < pages.size(); ++i) {
+    if (status[i] != -EFAULT) continue;
+    auto it = std::upper_bound(vmas.begin(), vmas.end(), pages[i].addr,
+                               [](uint64_t a, const sys::SmapsVma& v) { return a < v.end; });
+    live[i] = it != vmas.end() && it->start <= pages[i].addr;
+  }
+  return live;
+}
+
+void MovePagesMigrator::classify(BatchState& st, const PageRef& p, int status, bool moveCall,
+                                 std::vector<PageRef>& busy, bool liveVma) {
+  const MoveRange& r = st.range(p.range);
+  RangeResult& rr = st.result.ranges[p.range];
+  MigrationStats& s = st.result.stats;
+  if (status == r.target) {
+    if (moveCall) {
+      rr.outcomes[MoveOutcome::Moved] += 1;
+      rr.bytesMoved += p.pageSize;
+      s.pagesMoved += 1;
+      s.bytesMoved += p.pageSize;
+    } else {
+      rr.outcomes[MoveOutcome::AlreadyThere] += 1;
+    }
+    return;
+  }
+  if (status >= 0) {
+    rr.outcomes[MoveOutcome::NotMigrated] += 1;
+    return;
+  }
+  if (status == kUntouched) {  // the kernel did not write it (must not happen when ret == 0)
+    rr.outcomes[MoveOutcome::NotMigrated] += 1;
+    return;
+  }
+  const int err = -status;
+  s.errnoPages[err] += 1;
+  switch (err) {
+    case ENOENT:
+      rr.outcomes[MoveOutcome::NotPresent] += 1;
+      break;
+    case EFAULT:
+      if (liveVma) {  // the zero page or a special mapping: nothing of its own to move
+        rr.outcomes[MoveOutcome::NotPresent] += 1;
+        break;
+      }
+      rr.outcomes[MoveOutcome::Gone] += 1;
+      rr.dropped = true;
+      st.halted[p.range] = true;
+      break;
+    case EBUSY:
+      rr.outcomes[MoveOutcome::Busy] += 1;
+      busy.push_back(p);
+      break;
+    case EACCES:
+    case EPERM:
+      rr.outcomes[MoveOutcome::Denied] += 1;
+      break;
+    case ENOMEM:
+      rr.outcomes[MoveOutcome::NoMemory] += 1;
+      st.blocked.insert({p.pageSize, r.target});
+      break;
+    default:
+      rr.outcomes[MoveOutcome::OtherError] += 1;
+      break;
+  }
+}
+
+void MovePagesMigrator::callFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& pages,
+                                   long err) {
+  MigrationStats& s = st.result.stats;
+  s.failedCalls += 1;
+  s.errnoCalls[static_cast<int>(err)] += 1;
+  MoveOutcome o = MoveOutcome::OtherError;
+  if (err == ESRCH) {
+    st.pids[pid] = PidState::Gone;
+    st.dropPid(pid);
+    o = MoveOutcome::Gone;
+  } else if (err == EPERM || err == EACCES) {
+    st.pids[pid] = PidState::Denied;
+    st.dropPid(pid);
+    o = MoveOutcome::Denied;
+  }
+  for (const auto& p : pages)
+    st.add(p.range, o, 1);
+}
+
+bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>& pages) {
+  const uint64_t rates[2] = {config_.promoteBytesPerSecond, config_.demoteBytesPerSecond};
+  if (rates[0] == 0 && rates[1] == 0) return true;
+  uint64_t want[2] = {0, 0};
+  for (const auto& p : pages)
+    want[dirIndex(st.range(p.range).direction)] += p.pageSize;
+  auto refill = [&](int64_t now) {
+    for (size_t d = 0; d < 2; ++d) {
+      if (rates[d] == 0) continue;
+      double r = static_cast<double>(rates[d]);
+      tokens_[d] += r * static_cast<double>(now - tokensAtNs_[d]) / 1e9;
+      tokens_[d] = std::min(tokens_[d], r);  // burst: at most one second of budget
+      tokensAtNs_[d] = now;
+    }
+  };
+  int64_t now = sys_->nowNs();
+  refill(now);
+  int64_t waitNs = 0;
+  for (size_t d = 0; d < 2; ++d) {
+    if (rates[d] == 0 || want[d] == 0 || tokens_[d] >= 0) continue;
+    double w = -tokens_[d] / static_cast<double>(rates[d]) * 1e9;
+    waitNs = std::max(waitNs, static_cast<int64_t>(std::ceil(w)));
+  }
+  if (waitNs > 0) {
+    if (now + waitNs > st.deadlineNs) {
+      st.result.stats.deadlineReached = true;
+      return false;
+    }
+    sys_->sleepUntilNs(now + waitNs);
+    refill(sys_->nowNs());
+  }
+  for (size_t d = 0; d < 2; ++d)
+    if (rates[d] != 0) tokens_[d] -= static_cast<double>(want[d]);
+  return true;
+}
+
+std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
+    BatchState& st, pid_t pid, const std::vector<PageRef>& call) {
+  std::vector<PageRef> busy;
+  MigrationStats& s = st.result.stats;
+  std::vector<void*> addrs(call.size());
+  for (size_t i = 0; i < call.size(); ++i)
+    addrs[i] = reinterpret_cast<void*>(call[i].addr);
+  std::vector<int> status(call.size(), kUntouched);
+  long ret = sys_->movePages(pid, call.size(), addrs.data(), nullptr, status.data(), 0);
+  s.queryCalls += 1;
+  if (ret < 0) {
+    callFailed(st, pid, call, -ret);
+    return busy;
+  }
+  std::vector<PageRef> send;
+  const std::vector<bool> live = liveVmas(pid, call, status);
+  for (size_t i = 0; i < call.size(); ++i) {
+    int target = st.range(call[i].range).target;
+    if (status[i] >= 0 && status[i] != target)
+      send.push_back(call[i]);
+    else
+      classify(st, call[i], status[i], false, busy, live[i]);
+  }
+  if (send.empty()) return busy;
+  const uint64_t maxPages = std::max<uint64_t>(config_.maxPagesPerCall, 1);
+  size_t i = 0;
+  while (i < send.size()) {
+    if (i > 0 && halted(st)) {
+      for (; i < send.size(); ++i)
+        st.add(send[i].range, MoveOutcome::NotAttempted, 1);
+      break;
+    }
+    const uint64_t limit = bytesPerCall();
+    std::vector<PageRef> sub;
+    uint64_t bytes = 0;
+    while (i < send.size() && sub.size() < maxPages && bytes < limit) {
+      const PageRef& p = send[i++];
+      const PidState ps = st.pids[pid];
+      if (ps != PidState::Ok || st.halted[p.range]) {
+        st.add(p.range, ps == PidState::Denied ? MoveOutcome::Denied : MoveOutcome::Gone, 1);
+        continue;
+      }
+      if (st.blocked.count({p.pageSize, st.range(p.range).target})) {
+        st.add(p.range, MoveOutcome::NoMemory, 1);
+        continue;
+      }
+      sub.push_back(p);
+      bytes += p.pageSize;
+    }
+    if (!sub.empty()) moveSubBatch(st, pid, sub, busy);
+  }
+  return busy;
+}
+
+bool MovePagesMigrator::halted(BatchState& st) {
+  MigrationStats& s = st.result.stats;
+  if (s.stopped || s.deadlineReached) return true;
+  if (st.stop && st.stop->load(std::memory_order_relaxed)) s.stopped = true;
+  if (!s.stopped && sys_->nowNs() >= st.deadlineNs) s.deadlineReached = true;
+  return s.stopped || s.deadlineReached;
+}
+
+void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
+                                     std::vector<PageRef>& busy) {
+  MigrationStats& s = st.result.stats;
+  if (!waitForBudget(st, send)) {
+    for (const auto& p : send)
+      st.add(p.range, MoveOutcome::NotAttempted, 1);
+    return;
+  }
+  std::vector<void*> sendAddrs(send.size());
+  std::vector<int> nodes(send.size());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < send.size(); ++i) {
+    sendAddrs[i] = reinterpret_cast<void*>(send[i].addr);
+    nodes[i] = st.range(send[i].range).target;
+    bytes += send[i].pageSize;
+  }
+  std::vector<int> moved(send.size(), kUntouched);
+  const int flags = config_.moveShared ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+  int64_t t0 = sys_->nowNs();
+  long ret = sys_->movePages(pid, send.size(), sendAddrs.data(), nodes.data(), moved.data(), flags);
+  int64_t dt = sys_->nowNs() - t0;
+  s.moveCalls += 1;
+  s.maxCallNs = std::max(s.maxCallNs, dt);
+  if (ret < 0) {
+    callFailed(st, pid, send, -ret);
+    return;
+  }
+  if (bytes > 0 && dt > 0) {
+    double sample = static_cast<double>(dt) / static_cast<double>(bytes);
+    nsPerByte_ = nsPerByte_ <= 0 ? sample : 0.5 * nsPerByte_ + 0.5 * sample;
+  }
+  if (ret > 0) {
+    // A positive return counts pages the kernel did not migrate, and the status entries of the
+    // pages it never reached are not written: ask the kernel where each page is now.
+    s.partialReturns += 1;
+    s.partialPages += static_cast<uint64_t>(ret);
+    std::vector<int> now(send.size(), kUntouched);
+    long q = sys_->movePages(pid, send.size(), sendAddrs.data(), nullptr, now.data(), 0);
+    s.queryCalls += 1;
+    if (q < 0) {
+      callFailed(st, pid, send, -q);
+      return;
+    }
+    const std::vector<bool> live = liveVmas(pid, send, now);
+    for (size_t i = 0; i < send.size(); ++i)
+      classify(st, send[i], now[i], true, busy, live[i]);
+    return;
+  }
+  const std::vector<bool> live = liveVmas(pid, send, moved);
+  for (size_t i = 0; i < send.size(); ++i)
+    classify(st, send[i], moved[i], true, busy, live[i]);
+}
+
+BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
+                                       const std::atomic<bool>* stop) {
+  BatchState st;
+  st.batch = &batch;
+  st.deadlineNs = deadlineNs;
+  st.stop = stop;
+  st.result.ranges.resize(batch.size());
+  st.halted.assign(batch.size(), false);
+  for (size_t i = 0; i < batch.size(); ++i)
+    st.result.ranges[i].range = batch[i];
+  MigrationStats& s = st.result.stats;
+  const int64_t t0 = sys_->nowNs();
+  const int64_t cpu0 = sys_->threadKernelCpuNs();
+
+  for (size_t i = 0; i < batch.size(); ++i)
+    planRange(st, i);
+
+  const uint64_t maxPages = std::max<uint64_t>(config_.maxPagesPerCall, 1);
+
+  size_t si = 0;
+  uint64_t pos = 0;
+  while (si < st.segments.size()) {
+    if (halted(st)) {
+      for (; si < st.segments.size(); ++si, pos = 0)
+        st.add(st.segments[si].range, MoveOutcome::NotAttempted, st.segments[si].count - pos);
+      break;
+    }
+    const pid_t pid = st.range(st.segments[si].range).pid;
+    std::vector<PageRef> call;
+    while (si < st.segments.size() && call.size() < maxPages) {
+      const Segment& sg = st.segments[si];
+      const MoveRange& r = st.range(sg.range);
+      if (r.pid != pid) break;
+      PidState ps = st.pids[pid];
+      if (ps != PidState::Ok || st.halted[sg.range] || st.blocked.count({sg.pageSize, r.target})) {
+        MoveOutcome o = ps == PidState::Denied ? MoveOutcome::Denied
+                        : ps == PidState::Gone ? MoveOutcome::Gone
+                        : st.halted[sg.range]  ? MoveOutcome::Gone
+                                               : MoveOutcome::NoMemory;
+        st.add(sg.range, o, sg.count - pos);
+        ++si;
+        pos = 0;
+        continue;
+      }
+      call.push_back({sg.range, sg.start + pos * sg.pageSize, sg.pageSize});
+      if (++pos == sg.count) {
+        ++si;
+        pos = 0;
+      }
+    }
+    if (call.empty()) continue;
+    auto busy = processCall(st, pid, call);
+    st.busy.insert(st.busy.end(), busy.begin(), busy.end());
+  }
+
+  // -EBUSY pages: back off, then try again (they are often under migration or pinned briefly).
+  for (int attempt = 0; attempt < config_.busyRetries && !st.busy.empty(); ++attempt) {
+    if (halted(st)) break;
+    int64_t at = sys_->nowNs() + config_.busyBackoffNs;
+    if (at >= deadlineNs) break;
+    sys_->sleepUntilNs(at);
+    std::vector<PageRef> pending = std::move(st.busy);
+    st.busy.clear();
+    for (const auto& p : pending)
+      st.result.ranges[p.range].outcomes[MoveOutcome::Busy] -= 1;
+    size_t i = 0;
+    while (i < pending.size()) {
+      if (halted(st)) {
+        for (; i < pending.size(); ++i) {
+          st.result.ranges[pending[i].range].outcomes[MoveOutcome::Busy] += 1;
+          st.busy.push_back(pending[i]);
+        }
+        break;
+      }
+      const pid_t pid = st.range(pending[i].range).pid;
+      std::vector<PageRef> call;
+      while (i < pending.size() && call.size() < maxPages &&
+             st.range(pending[i].range).pid == pid) {
+        const PageRef& p = pending[i++];
+        if (st.halted[p.range]) {
+          st.add(p.range, MoveOutcome::Gone, 1);
+          continue;
+        }
+        call.push_back(p);
+      }
+      if (call.empty()) continue;
+      auto busy = processCall(st, pid, call);
+      st.busy.insert(st.busy.end(), busy.begin(), busy.end());
+    }
+  }
+  for (const auto& p : st.busy)
+    st.result.ranges[p.range].busy.push_back(p.addr);
+
+  s.wallNs = sys_->nowNs() - t0;
+  s.kernelCpuNs = sys_->threadKernelCpuNs() - cpu0;
+  return std::move(st.result);
+}
+
+namespace {
+
+Result<std::vector<int>> queryPages(PageSystem& system, pid_t pid,
+                                    const std::vector<uint64_t>& addrs, uint64_t& calls) {
+  std::vector<void*> p(addrs.size());
+  for (size_t i = 0; i < addrs.size(); ++i)
+    p[i] = reinterpret_cast<void*>(addrs[i]);
+  std::vector<int> status(addrs.size(), kUntouched);
+  if (addrs.empty()) return status;
+  long ret = system.movePages(pid, addrs.size(), p.data(), nullptr, status.data(), 0);
+  calls += 1;
+  if (ret < 0)
+    return Error::sys(static_cast<int>(-ret), "move_pages(nodes=NULL) failed",
+                      "pid " + std::to_string(pid));
+  return status;
+}
+
+}  // namespace
+
+Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<AddressRange>& ranges) {
+  const uint64_t base = sys_->basePageSize();
+  const uint64_t thp = sys_->thpSize();
+  constexpr uint64_t kQueryBatch = 1u << 16;
+  for (const auto& r : ranges)
+    if (r.start % base != 0 || r.length % base != 0)
+      return Error::input("range is not aligned to the base page size " + std::to_string(base),
+                          "locate pid " + std::to_string(pid));
+  auto maps = sys_->maps(pid);
+  if (!maps) return maps.error();
+  auto numa = sys_->numaMaps(pid);
+  if (!numa) return numa.error();
+  std::map<uint64_t, const sys::NumaMapsVma*> numaByStart;
+  for (const auto& n : numa.value())
+    numaByStart[n.start] = &n;
+  std::optional<std::map<uint64_t, sys::SmapsVma>> smapsByStart;
+
+  LocateResult out;
+  auto emit = [&](uint64_t start, uint64_t len, uint64_t psz, int status) {
+    if (len == 0) return;
+    if (!out.runs.empty()) {
+      LocatedRun& last = out.runs.back();
+      if (last.start + last.length == start && last.status == status && last.pageSize == psz) {
+        last.length += len;
+        return;
+      }
+    }
+    out.runs.push_back({start, len, psz, status});
+  };
+  // Per-base-page queries over [a, b), in batches.
+  auto naive = [&](uint64_t a, uint64_t b) -> Status {
+    std::vector<uint64_t> addrs;
+    for (uint64_t x = a; x < b;) {
+      addrs.clear();
+      for (; x < b && addrs.size() < kQueryBatch; x += base)
+        addrs.push_back(x);
+      auto st = queryPages(*sys_, pid, addrs, out.queryCalls);
+      if (!st) return st.error();
+      out.queriedPages += addrs.size();
+      for (size_t i = 0; i < addrs.size(); ++i)
+        emit(addrs[i], base, base, st.value()[i]);
+    }
+    return Ok{};
+  };
+  // One query per huge page of size psz covering [a, b); run lengths clipped to [a, b).
+  auto perHuge = [&](uint64_t a, uint64_t b, uint64_t psz) -> Status {
+    std::vector<uint64_t> addrs;
+    for (uint64_t x = alignDown(a, psz); x < b;) {
+      addrs.clear();
+      for (; x < b && addrs.size() < kQueryBatch; x += psz)
+        addrs.push_back(std::max(x, a));
+      auto st = queryPages(*sys_, pid, addrs, out.queryCalls);
+      if (!st) return st.error();
+      out.queriedPages += addrs.size();
+      for (size_t i = 0; i < addrs.size(); ++i) {
+        uint64_t s = addrs[i];
+        uint64_t e = std::min(b, alignDown(s, psz) + psz);
+        emit(s, e - s, psz, st.value()[i]);
+      }
+    }
+    return Ok{};
+  };
+
+  const auto& vmas = maps.value();
+  for (const auto& r : ranges) {
+    const uint64_t end = r.start + r.length;
+    uint64_t cur = r.start;
+    auto vit = std::upper_bound(vmas.begin(), vmas.end(), cur,
+                                [](uint64_t v, const sys::SmapsVma& m) { return v < m.end; });
+    for (; vit != vmas.end() && vit->start < end; ++vit) {
+      const auto& v = *vit;
+      if (v.start > cur) emit(cur, v.start - cur, base, -EFAULT);  // no VMA: move_pages -EFAULT
+      const uint64_t a = std::max(cur, v.start);
+      const uint64_t b = std::min(end, v.end);
+      cur = b;
+      auto nit = numaByStart.find(v.start);
+      const sys::NumaMapsVma* n = nit == numaByStart.end() ? nullptr : nit->second;
+      if (n && n->huge && n->kernelPageSize > 0) {
+        const uint64_t psz = n->kernelPageSize;
+        if (n->pagesPerNode.size() == 1 && n->presentPages() * psz == v.size()) {
+          emit(a, b - a, psz, n->pagesPerNode.begin()->first);
+          out.skippedBytes += b - a;
+          continue;
+        }
+        Status s = perHuge(a, b, psz);
+        if (!s) return s.error();
+        continue;
+      }
+      if (n && n->kernelPageSize == base && n->pagesPerNode.size() == 1 &&
+          n->presentPages() * base == v.size()) {
+        // Every base page of the VMA is present, all on one node (numa_maps counts only present
+        // pages; zero pages and special mappings are not counted, so they never get here).
+        emit(a, b - a, base, n->pagesPerNode.begin()->first);
+        out.skippedBytes += b - a;
+        continue;
+      }
+      if (!smapsByStart) {
+        auto sm = sys_->smaps(pid);
+        if (!sm) return sm.error();
+        smapsByStart.emplace();
+        for (auto& m : sm.value())
+          smapsByStart->emplace(m.start, std::move(m));
+      }
+      auto sit = smapsByStart->find(v.start);
+      const sys::SmapsVma* sv = sit == smapsByStart->end() ? nullptr : &sit->second;
+      if (sv && sv->end == v.end && !sv->hugetlb() && sv->anonHugePages > 0 &&
+          sv->anonHugePages == sv->rss && thp > base) {
+        // All resident pages are PMD-mapped THPs: if the first address of an aligned chunk is
+        // present, a THP covers the whole chunk; if it is not, pagemap tells whether anything
+        // (a zero page) is mapped in the chunk.
+        for (uint64_t c = alignDown(a, thp); c < b; c += thp) {
+          const uint64_t ca = std::max(a, c);
+          const uint64_t cb = std::min(b, c + thp);
+          if (c < v.start || c + thp > v.end) {
+            Status s = naive(ca, cb);
+            if (!s) return s.error();
+            continue;
+          }
+          auto st = queryPages(*sys_, pid, {ca}, out.queryCalls);
+          if (!st) return st.error();
+          out.queriedPages += 1;
+          if (st.value()[0] >= 0) {
+            emit(ca, cb - ca, thp, st.value()[0]);
+            continue;
+          }
+          if (st.value()[0] == -ENOENT) {
+            // No THP here. Zero pages would answer -EFAULT yet are invisible to smaps and
+            // numa_maps; pagemap shows them present. Nothing present: all -ENOENT.
+            auto pm = sys_->pagemap(pid, ca, (cb - ca) / base);
+            if (!pm) return pm.error();
+            bool anyPresent = false;
+            for (uint64_t e : pm.value())
+              anyPresent = anyPresent || (e >> 63) != 0;
+            if (!anyPresent) {
+              emit(ca, cb - ca, thp, -ENOENT);
+              out.pagemapPages += pm->size();
+              continue;
+            }
+          }
+          Status s = naive(ca, cb);
+          if (!s) return s.error();
+        }
+        continue;
+      }
+      Status s = naive(a, b);
+      if (!s) return s.error();
+    }
+    if (cur < end) emit(cur, end - cur, base, -EFAULT);
+  }
+  return out;
+}
+
+Result<std::vector<int>> naiveLocate(PageSystem& system, pid_t pid,
+                                     const std::vector<AddressRange>& ranges,
+                                     uint64_t addressesPerCall) {
+  const uint64_t base = system.basePageSize();
+  std::vector<int> out;
+  std::vector<uint64_t> addrs;
+  uint64_t calls = 0;
+  for (const auto& r : ranges) {
+    for (uint64_t x = r.start; x < r.start + r.length;) {
+      addrs.clear();
+      for (; x < r.start + r.length && addrs.size() < addressesPerCall; x += base)
+        addrs.push_back(x);
+      auto st = queryPages(system, pid, addrs, calls);
+      if (!st) return st.error();
+      out.insert(out.end(), st.value().begin(), st.value().end());
+    }
+  }
+  return out;
+}
+
+}  // namespace tierd::migrate

@@ -1,0 +1,101 @@
+#pragma once
+/// \file
+/// MovePagesMigrator: the production Migrator. Runs on a PageSystem (the live kernel through
+/// libnuma's numa_move_pages, or FakePageSystem in tests), so every rule below is unit-tested.
+///
+/// execute():
+///   1. Plans each range against /proc/PID/smaps: one address per hugetlb page (KernelPageSize),
+///      one per PMD THP where the VMA's AnonHugePages covers all its resident memory (Rss), one
+///      per base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4 KiB).
+///      Parts of a range with no VMA are Gone and drop the range.
+///   2. Queries up to maxPagesPerCall pages at a time (move_pages nodes=NULL, cheap: pages already
+///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
+///      rest in calls sized to a latency target: bytes per call = latency target / measured ns
+///      per byte (EWMA of earlier move calls), at least one page, at most maxPagesPerCall.
+///   3. A per-direction byte-rate budget (token bucket, debt allowed, burst <= 1 s) is waited for
+///      before each move call; the deadline and the stop flag are checked between calls.
+///   4. Every result is read: a failed call (ESRCH: the process is gone, all its ranges drop;
+///      EPERM/EACCES: denied; others: the call's pages are OtherError), a positive return (the
+///      call's pages are re-queried to learn which moved), and each status[i]. -EFAULT drops the
+///      range when /proc/PID/maps (re-read once per such call) has no VMA there any more; inside
+///      a live VMA it is the shared zero page (or an unmovable special mapping): NotPresent;
+///      -ENOMEM stops sending that page size to that node for the rest of the batch; -EBUSY pages
+///      are retried after a back-off (busyRetries times), then reported.
+///
+/// locate(): reads maps and numa_maps; a VMA whose numa_maps counts cover every page on one node
+/// is answered without a query; hugetlb VMAs are queried one address per huge page; THP VMAs
+/// whose Rss is all AnonHugePages one address per 2 MiB chunk (a chunk whose first address is
+/// not present is checked in /proc/PID/pagemap: nothing mapped means all -ENOENT, a mapped zero
+/// page means a per-base-page query; chunks not wholly inside the VMA are queried per base page);
+/// everything else per base page. The result equals the naive per-base-page query exactly (tested,
+/// and checked by `tierctl bench locate`).
+
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "tierd/migrate/Migrator.h"
+
+namespace tierd::migrate {
+
+/// The production Migrator (see the file comment). Not thread-safe; one per tick thread.
+class MovePagesMigrator final : public Migrator {
+ public:
+  /// `system` defaults to the live kernel (makeLinuxPageSystem()).
+  explicit MovePagesMigrator(MigratorConfig config = {}, std::unique_ptr<PageSystem> system = {});
+
+  BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
+                      const std::atomic<bool>* stop = nullptr) override;
+  Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override;
+  int64_t nowNs() override { return sys_->nowNs(); }
+
+  /// The PageSystem underneath (for benches and tests).
+  PageSystem& system() { return *sys_; }
+  const MigratorConfig& config() const { return config_; }
+  /// Bytes the next call will gather (latency target / measured ns per byte, clamped).
+  uint64_t bytesPerCall() const;
+
+ private:
+  struct PageRef {
+    size_t range = 0;
+    uint64_t addr = 0;
+    uint64_t pageSize = 0;
+  };
+  struct Segment {
+    size_t range = 0;
+    uint64_t start = 0;
+    uint64_t pageSize = 0;
+    uint64_t count = 0;
+  };
+  enum class PidState { Ok, Gone, Denied };
+  struct BatchState;
+
+  void planRange(BatchState& st, size_t index);
+  std::vector<PageRef> processCall(BatchState& st, pid_t pid, const std::vector<PageRef>& call);
+  void moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
+                    std::vector<PageRef>& busy);
+  bool halted(BatchState& st);
+  void callFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& pages, long err);
+  void classify(BatchState& st, const PageRef& p, int status, bool moveCall,
+                std::vector<PageRef>& busy, bool liveVma);
+  std::vector<bool> liveVmas(pid_t pid, const std::vector<PageRef>& pages,
+                             const std::vector<int>& status);
+  bool waitForBudget(BatchState& st, const std::vector<PageRef>& pages);
+
+  MigratorConfig config_;
+  std::unique_ptr<PageSystem> sys_;
+  double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet
+  double tokens_[2] = {0, 0};  ///< budget bytes per Direction (may go negative: debt)
+  int64_t tokensAtNs_[2] = {0, 0};
+};
+
+/// The naive query, for comparison: move_pages(pid, every base page address of `ranges`,
+/// nodes=NULL) in calls of at most `addressesPerCall` addresses. One status per base page.
+/// Errors: a failed call (e.g. ESRCH) as an Environment error naming the pid.
+Result<std::vector<int>> naiveLocate(PageSystem& system, pid_t pid,
+                                     const std::vector<AddressRange>& ranges,
+                                     uint64_t addressesPerCall = 1u << 20);
+
+}  // namespace tierd::migrate
