@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "policy/TickContext.h"
+#include "telemetry/metrics/CpuTime.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/ProcMaps.h"
 
@@ -221,12 +222,20 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
 Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
   TickReport report;
   report.nowNs = nowNs;
+  double cpuMark = telemetry::threadCpuSeconds();
+  auto lap = [&cpuMark](double& phase) {
+    const double now = telemetry::threadCpuSeconds();
+    phase += now - cpuMark;
+    cpuMark = now;
+  };
   report.dryRun = config_->daemon.dryRun;
   auto topo = topology::readTopology(root_, toOverride(config_->tiers));
   if (!topo) return topo.error().within("topology");
   report.topologyMethod = topo->method;
   report.fastNodes = topo->nodesIn(topology::Tier::Fast);
   report.slowNodes = topo->nodesIn(topology::Tier::Slow);
+  report.topology = topo.value();
+  lap(report.cpu.topology);
 
   // Scopes: who may be sampled, located and moved this tick.
   std::map<pid_t, policy::WorkloadId> scoped;
@@ -268,9 +277,11 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     procs_.emplace(pid, std::move(proc));
   }
 
+  lap(report.cpu.scope);
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), report);
+  lap(report.cpu.migrate);
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
     auto batch = proc.source->drain(nowNs);
@@ -287,6 +298,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     report.samples += samples.size();
     heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
   }
+  lap(report.cpu.sampler);
   heat_.decay(nowNs);
   totals_.samples += report.samples;
 
@@ -317,11 +329,13 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     for (const auto& [pid, proc] : procs_)
       if (proc.workload == i) ++wr.pids;
     const double hot = config_->workloads[i].policy.hotThreshold;
+    const double cold = config_->workloads[i].policy.coldThreshold;
     for (const policy::RegionView& r : view.regions) {
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
       if (r.heat >= hot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+      if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
@@ -339,6 +353,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     else
       ++totals_.outOfScopeMoves;
   }
+  lap(report.cpu.policy);
   if (!decision.dryRun && !ctx.dryRun && !moves.empty()) {
     report.batch = migrator_->execute(moves, deadlineNs, stop);
     std::vector<policy::MoveOutcome> outcomes;
@@ -352,10 +367,24 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     }
     heat_.recordResults(outcomes, nowNs);
   }
+  lap(report.cpu.migrate);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;
   totals_.demotedBytes += report.demotedBytes;
   return report;
+}
+
+std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {
+  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> out;
+  for (const auto& [pid, proc] : procs_)
+    if (proc.source) out.emplace_back(pid, proc.source.get());
+  return out;
+}
+
+std::string Engine::workloadOf(pid_t pid) const {
+  auto it = procs_.find(pid);
+  if (it == procs_.end() || it->second.workload >= config_->workloads.size()) return "";
+  return config_->workloads[it->second.workload].name;
 }
 
 }  // namespace tierd::daemon

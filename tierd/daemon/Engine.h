@@ -50,10 +50,22 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 struct WorkloadReport {
   std::string name;
   size_t pids = 0;
-  uint64_t fastBytes = 0;     ///< located bytes of tracked regions on fast-tier nodes
-  uint64_t slowBytes = 0;     ///< located bytes on slow-tier nodes
-  uint64_t hotFastBytes = 0;  ///< bytes of regions at or above hot_threshold on the fast tier
-  uint64_t hotSlowBytes = 0;  ///< ... on the slow tier
+  uint64_t fastBytes = 0;      ///< located bytes of tracked regions on fast-tier nodes
+  uint64_t slowBytes = 0;      ///< located bytes on slow-tier nodes
+  uint64_t hotFastBytes = 0;   ///< bytes of regions at or above hot_threshold on the fast tier
+  uint64_t hotSlowBytes = 0;   ///< ... on the slow tier
+  uint64_t coldFastBytes = 0;  ///< bytes of regions at or below cold_threshold on the fast tier
+  uint64_t coldSlowBytes = 0;  ///< ... on the slow tier
+};
+
+/// CPU seconds (CLOCK_THREAD_CPUTIME_ID of the ticking thread) spent in each phase of one tick,
+/// for tierd_daemon_cpu_seconds_total{component}.
+struct TickCpu {
+  double topology = 0;  ///< readTopology
+  double scope = 0;     ///< scope refresh, per-process bookkeeping, source creation and start
+  double migrate = 0;   ///< mappings and page location (Migrator::locate) and Migrator::execute
+  double sampler = 0;   ///< draining the hotness sources and ingesting samples into the heat model
+  double policy = 0;    ///< decay, snapshot, arbiter plan, results back into the model
 };
 
 /// What one tick did.
@@ -71,6 +83,8 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
+  TickCpu cpu;                        ///< CPU time of this tick by phase
+  topology::Topology topology;        ///< the snapshot this tick used (for node metrics)
 };
 
 /// Cumulative counters since the engine started.
@@ -110,6 +124,12 @@ class Engine {
 
   const EngineTotals& totals() const { return totals_; }
   const policy::HeatModel& heat() const { return heat_; }
+
+  /// The hotness sources running now, by pid (for per-source stats; pointers valid until the
+  /// next tick(), setConfig() or shutdown()).
+  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> sources() const;
+  /// The configured workload name a tracked pid belongs to, "" when the pid is not tracked.
+  std::string workloadOf(pid_t pid) const;
 
  private:
   struct Proc {
