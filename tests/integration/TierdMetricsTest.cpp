@@ -6,9 +6,11 @@
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "telemetry/metrics/Catalog.h"
 
@@ -74,13 +77,14 @@ std::optional<std::string> scrape(int port) {
   return out;
 }
 
-// Polls until a scrape shows at least one tick's worth of metrics (at most 60 s).
+// Polls until a scrape shows the first tick's metrics (at most 60 s): workload gauges are set
+// by the tick, after its progress line is logged.
 std::optional<std::string> waitForMetrics(int port, pid_t daemon) {
   for (int i = 0; i < 6000; ++i) {
     int status = 0;
     if (::waitpid(daemon, &status, WNOHANG) == daemon) return std::nullopt;  // it died
     if (auto body = scrape(port);
-        body && body->find("tierd_daemon_cpu_seconds_total{") != std::string::npos)
+        body && body->find("tierd_workload_memory_bytes{") != std::string::npos)
       return body;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -178,4 +182,79 @@ TEST_CASE("tierd refuses a config file that group or others can write") {
   const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --once --dry-run --config " +
                           config.string() + " 2>/dev/null";
   CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 0);
+}
+
+namespace {
+
+// Reads one datagram from the fake systemd notification socket (at most 60 s).
+std::string receive(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 60'000) != 1) return "";
+  char buf[4096];
+  ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+// Receives datagrams until one contains `what`; returns every datagram seen (at most 200).
+std::vector<std::string> receiveUntil(int fd, const std::string& what) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < 200; ++i) {
+    std::string m = receive(fd);
+    if (m.empty()) break;
+    seen.push_back(m);
+    if (m.find(what) != std::string::npos) break;
+  }
+  return seen;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& what) {
+  for (const auto& m : v)
+    if (m.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("tierd tells systemd READY, RELOADING, READY, STOPPING and pets the watchdog") {
+  TempDir dir;
+  const fs::path sockPath = dir.path / "notify";
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sockPath.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+
+  const fs::path config = dir.path / "tierd.toml";
+  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\n";
+  const fs::path log = dir.path / "tierd.log";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    ::setenv("NOTIFY_SOCKET", sockPath.c_str(), 1);
+    ::setenv("WATCHDOG_USEC", "200000", 1);  // pet every 100 ms
+    ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--dry-run", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  auto first = receiveUntil(fd, "READY=1");
+  REQUIRE_MESSAGE(contains(first, "READY=1"), slurp(log));
+  CHECK(contains(first, "STATUS=tick 1, 0 workloads, dry run"));
+  CHECK(contains(receiveUntil(fd, "WATCHDOG=1"), "WATCHDOG=1"));
+
+  REQUIRE(::kill(pid, SIGHUP) == 0);
+  auto reload = receiveUntil(fd, "RELOADING=1");
+  CHECK(contains(reload, "RELOADING=1\nMONOTONIC_USEC="));
+  CHECK(contains(receiveUntil(fd, "READY=1"), "READY=1"));
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  CHECK(contains(receiveUntil(fd, "STOPPING=1"), "STOPPING=1"));
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::close(fd);
 }
