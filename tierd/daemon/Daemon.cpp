@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -140,6 +141,27 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
+// DAMON monitoring attributes for one process. DAMON never lets a region grow beyond
+// (monitored size / min_nr_regions), so min_nr_regions = managed bytes / 2 MiB keeps regions at
+// the 2 MiB granularity of the heat model (capped: beyond 8 GiB regions grow past 2 MiB); the
+// tried regions are read at every tick (one aggregation interval, 100 ms). Sampling every 2 ms
+// gives each region 50 checks per aggregation interval, enough to tell a hot 2 MiB page from a
+// cold one that is still touched every few ms (REFERENCE.md section 5; tests/vm/scenarios/hotness).
+telemetry::DamonConfig damonConfigFor(const sys::SysRoot& root, pid_t pid) {
+  telemetry::DamonConfig c;
+  c.sampleUs = 2000;
+  c.aggrUs = 100000;
+  c.updateUs = 1000000;
+  c.snapshotNs = 0;
+  uint64_t managed = 0;
+  if (auto vmas = sys::readSmaps(root, pid))
+    for (const policy::Mapping& m : managedMappings(vmas.value(), 4096, 2 * kMiB))
+      managed += m.end - m.start;
+  c.minRegions = std::clamp<uint64_t>(managed / (2 * kMiB), 10, 4096);
+  c.maxRegions = 2 * c.minRegions;
+  return c;
+}
+
 std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds) {
   std::string line = "tick " + std::to_string(tickNo) + ":";
   for (const WorkloadReport& w : r.workloads) {
@@ -152,10 +174,14 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
             " slow=" + formatBytes(w.slowBytes) + " hot-on-fast=" + pct + " of " +
             formatBytes(hot) + ";";
   }
-  char tail[160];
-  std::snprintf(tail, sizeof tail, " promoted=%s demoted=%s samples=%llu cpu=%.2fs%s",
+  char tail[256];
+  auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+  std::snprintf(tail, sizeof tail,
+                " promoted=%s demoted=%s samples=%llu cpu=%.2fs (tick ms: scope %.1f locate %.1f "
+                "sampling %.1f policy %.1f migrate %.1f)%s",
                 formatBytes(r.promotedBytes).c_str(), formatBytes(r.demotedBytes).c_str(),
-                static_cast<unsigned long long>(r.samples), cpuSeconds,
+                static_cast<unsigned long long>(r.samples), cpuSeconds, ms(r.cpu.topologyScopeNs),
+                ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   return line + tail;
 }
@@ -213,7 +239,8 @@ int runDaemon(const DaemonOptions& options) {
     if (sourceName.empty()) return Error::env(why, "sampling");
     telemetry::SamplingTarget target;
     target.pid = pid;
-    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root);
+    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
+                                 damonConfigFor(root, pid));
   };
 
   // Metrics known before the first tick: node capacities, capability flags, counters at 0.
@@ -368,7 +395,8 @@ int runDaemon(const DaemonOptions& options) {
   std::snprintf(cpu, sizeof cpu, "%.2f", processCpuSeconds());
   log.notice("stopped after " + std::to_string(t.ticks) + " ticks: promoted " +
              formatBytes(t.promotedBytes) + ", demoted " + formatBytes(t.demotedBytes) + ", " +
-             std::to_string(t.samples) + " samples, cpu " + cpu + " s");
+             std::to_string(t.samples) + " samples, cpu " + cpu +
+             " s (moved_bytes=" + std::to_string(t.promotedBytes + t.demotedBytes) + ")");
   return rc;
 }
 

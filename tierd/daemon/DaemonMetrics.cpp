@@ -1,5 +1,6 @@
 #include "tierd/daemon/DaemonMetrics.h"
 
+#include <algorithm>
 #include <set>
 
 #include "telemetry/hotness/DamonSource.h"
@@ -27,9 +28,8 @@ std::vector<SourceSnapshot> snapshotSources(const Engine& engine) {
     s.name = source->name();
     s.stats = source->stats();
     if (auto* perf = dynamic_cast<const telemetry::PerfSampler*>(source)) s.period = perf->period();
-    // DamonSource does not expose its config; makeSource() builds it with DamonConfig defaults.
-    if (dynamic_cast<const telemetry::DamonSource*>(source))
-      s.intervalSec = static_cast<double>(telemetry::DamonConfig{}.sampleUs) / 1e6;
+    if (auto* damon = dynamic_cast<const telemetry::DamonSource*>(source))
+      s.intervalSec = static_cast<double>(damon->config().sampleUs) / 1e6;
     out.push_back(std::move(s));
   }
   return out;
@@ -105,11 +105,14 @@ void DaemonMetrics::capability(const std::string& name, bool available) {
 
 void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnapshot>& sources,
                          double wallSeconds, const std::function<std::string(pid_t)>& workloadOf) {
-  sink_.add(kDaemonCpu, {"topology"}, report.cpu.topology);
-  sink_.add(kDaemonCpu, {"scope"}, report.cpu.scope);
-  sink_.add(kDaemonCpu, {"sampler"}, report.cpu.sampler);
-  sink_.add(kDaemonCpu, {"policy"}, report.cpu.policy);
-  sink_.add(kDaemonCpu, {"migrate"}, report.cpu.migrate);
+  const PhaseCpu& cpu = report.cpu;
+  auto sec = [](uint64_t ns) { return static_cast<double>(ns) / 1e9; };
+  const uint64_t topo = std::min(cpu.topologyNs, cpu.topologyScopeNs);
+  sink_.add(kDaemonCpu, {"topology"}, sec(topo));
+  sink_.add(kDaemonCpu, {"scope"}, sec(cpu.topologyScopeNs - topo));
+  sink_.add(kDaemonCpu, {"sampler"}, sec(cpu.samplingNs));
+  sink_.add(kDaemonCpu, {"policy"}, sec(cpu.policyNs));
+  sink_.add(kDaemonCpu, {"migrate"}, sec(cpu.locateNs + cpu.migrateNs));
 
   // Sources: increases of each process's totals, summed per source label.
   std::map<std::string, telemetry::SourceStats> inc;
@@ -136,7 +139,7 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
     sink_.add(kSamplerLostSamples, {label}, static_cast<double>(d.lost));
     sink_.add(kSamplerThrottleEvents, {label}, static_cast<double>(d.throttled));
     // One source kind runs per daemon, so the sampler phase's CPU is that source's.
-    if (wallSeconds > 0) sink_.set(kSamplerOverhead, {label}, report.cpu.sampler / wallSeconds);
+    if (wallSeconds > 0) sink_.set(kSamplerOverhead, {label}, sec(cpu.samplingNs) / wallSeconds);
     sink_.set(kSamplerPeriod, {label}, static_cast<double>(period[label]));
     sink_.set(kSamplerInterval, {label}, interval[label]);
   }

@@ -9,8 +9,10 @@
 /// samples, engine error counts, the heat model's ping-pong holds) are exported as deltas.
 ///
 /// Where the numbers come from:
-/// - tierd_daemon_cpu_seconds_total: TickReport::cpu (thread CPU clock around each engine phase)
-///   plus what the loop measures itself for `metrics` (this class, vmstat) and `main` (the rest).
+/// - tierd_daemon_cpu_seconds_total: TickReport::cpu (thread CPU clock around each engine phase:
+///   topology = the topology read, scope = the rest of topologyScopeNs, migrate = locate +
+///   execute, sampler = draining and ingest, policy = snapshot and arbiter) plus what the loop
+///   measures itself for `metrics` (this class, vmstat) and `main` (the rest).
 /// - tierd_sampler_*: HotnessSource::stats() per process, summed per source label; overhead is
 ///   the tick's sampler-phase CPU per wall second since the previous tick; period from
 ///   PerfSampler::period(), interval the DAMON sampling interval tierd configures.

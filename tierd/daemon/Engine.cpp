@@ -1,14 +1,21 @@
 #include "tierd/daemon/Engine.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 #include "policy/TickContext.h"
-#include "telemetry/metrics/CpuTime.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/ProcMaps.h"
 
 namespace tierd::daemon {
 namespace {
+
+uint64_t threadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 scope::WorkloadSelector toScopeSelector(const policy::WorkloadConfig& w) {
   scope::WorkloadSelector s;
@@ -48,6 +55,8 @@ std::optional<policy::MoveResult> reduce(const RangeResult& r) {
   return std::nullopt;
 }
 
+}  // namespace
+
 // Mappings tierd manages: private anonymous memory (heap and anonymous mmap) and hugetlb.
 // File-backed, shared and special mappings ([stack] aside) are left to the kernel.
 std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
@@ -74,8 +83,6 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
   }
   return out;
 }
-
-}  // namespace
 
 Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
@@ -222,11 +229,11 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
 Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
   TickReport report;
   report.nowNs = nowNs;
-  double cpuMark = telemetry::threadCpuSeconds();
-  auto lap = [&cpuMark](double& phase) {
-    const double now = telemetry::threadCpuSeconds();
-    phase += now - cpuMark;
-    cpuMark = now;
+  uint64_t phaseStart = threadCpuNs();
+  auto phase = [&](uint64_t& into) {
+    const uint64_t t = threadCpuNs();
+    into += t - phaseStart;
+    phaseStart = t;
   };
   report.dryRun = config_->daemon.dryRun;
   auto topo = topology::readTopology(root_, toOverride(config_->tiers));
@@ -235,11 +242,12 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   report.fastNodes = topo->nodesIn(topology::Tier::Fast);
   report.slowNodes = topo->nodesIn(topology::Tier::Slow);
   report.topology = topo.value();
-  lap(report.cpu.topology);
+  report.cpu.topologyNs = threadCpuNs() - phaseStart;
 
   // Scopes: who may be sampled, located and moved this tick.
   std::map<pid_t, policy::WorkloadId> scoped;
   refreshScopes(report, scoped);
+  phase(report.cpu.topologyScopeNs);
   for (auto it = procs_.begin(); it != procs_.end();) {
     auto s = scoped.find(it->first);
     if (s == scoped.end() || s->second != it->second.workload) {
@@ -277,11 +285,10 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     procs_.emplace(pid, std::move(proc));
   }
 
-  lap(report.cpu.scope);
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), report);
-  lap(report.cpu.migrate);
+  phase(report.cpu.locateNs);
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
     auto batch = proc.source->drain(nowNs);
@@ -298,9 +305,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     report.samples += samples.size();
     heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
   }
-  lap(report.cpu.sampler);
   heat_.decay(nowNs);
   totals_.samples += report.samples;
+  phase(report.cpu.samplingNs);
 
   // Snapshot -> plan.
   policy::TickContext ctx;
@@ -341,6 +348,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     ctx.workloads.push_back(std::move(view));
   }
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
+  phase(report.cpu.policyNs);
   report.arbiter = decision.stats;
   report.plannedPromoteBytes = decision.stats.promoteBytes;
   report.plannedDemoteBytes = decision.stats.demoteBytes;
@@ -353,7 +361,6 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     else
       ++totals_.outOfScopeMoves;
   }
-  lap(report.cpu.policy);
   if (!decision.dryRun && !ctx.dryRun && !moves.empty()) {
     report.batch = migrator_->execute(moves, deadlineNs, stop);
     std::vector<policy::MoveOutcome> outcomes;
@@ -367,7 +374,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     }
     heat_.recordResults(outcomes, nowNs);
   }
-  lap(report.cpu.migrate);
+  phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;
   totals_.demotedBytes += report.demotedBytes;

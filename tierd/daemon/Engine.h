@@ -42,6 +42,13 @@ namespace tierd::daemon {
 using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
     pid_t pid, const std::string& workload)>;
 
+/// The mappings tierd manages, from /proc/PID/smaps: private anonymous read-write memory (heap
+/// and anonymous mmap) and hugetlb. File-backed, shared and special mappings are left to the
+/// kernel. Page size: KernelPageSize for hugetlb, `pmdSize` where THP may back the mapping
+/// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
+std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
+                                             uint64_t basePage, uint64_t pmdSize);
+
 /// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
 /// the engine's SysRoot; tests pass the fake kernel's rendering.
 using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
@@ -58,14 +65,14 @@ struct WorkloadReport {
   uint64_t coldSlowBytes = 0;  ///< ... on the slow tier
 };
 
-/// CPU seconds (CLOCK_THREAD_CPUTIME_ID of the ticking thread) spent in each phase of one tick,
-/// for tierd_daemon_cpu_seconds_total{component}.
-struct TickCpu {
-  double topology = 0;  ///< readTopology
-  double scope = 0;     ///< scope refresh, per-process bookkeeping, source creation and start
-  double migrate = 0;   ///< mappings and page location (Migrator::locate) and Migrator::execute
-  double sampler = 0;   ///< draining the hotness sources and ingesting samples into the heat model
-  double policy = 0;    ///< decay, snapshot, arbiter plan, results back into the model
+/// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
+struct PhaseCpu {
+  uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
+  uint64_t locateNs = 0;         ///< smaps and locate() of every scoped process
+  uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
+  uint64_t policyNs = 0;         ///< snapshot and arbiter
+  uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
+  uint64_t topologyNs = 0;       ///< the topology read alone (part of topologyScopeNs)
 };
 
 /// What one tick did.
@@ -83,7 +90,7 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
-  TickCpu cpu;                        ///< CPU time of this tick by phase
+  PhaseCpu cpu;                       ///< where this tick's CPU went
   topology::Topology topology;        ///< the snapshot this tick used (for node metrics)
 };
 

@@ -67,9 +67,11 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   m.start(configWith({"redis"}), {4096, 2ULL << 20}, "perf-sw-page-faults");
 
   TickReport r;
-  r.cpu.topology = 0.001;
-  r.cpu.sampler = 0.02;
-  r.cpu.migrate = 0.03;
+  r.cpu.topologyScopeNs = 3'000'000;
+  r.cpu.topologyNs = 1'000'000;
+  r.cpu.samplingNs = 20'000'000;
+  r.cpu.locateNs = 10'000'000;
+  r.cpu.migrateNs = 20'000'000;
   WorkloadReport w;
   w.name = "redis";
   w.fastBytes = 10ULL << 21;
@@ -100,6 +102,8 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   m.tick(r, {src}, 2.0, workloadOf);
   CHECK(s.rejectedUpdates() == 0);
   CHECK(s.value("tierd_daemon_cpu_seconds_total", {"sampler"}) == doctest::Approx(0.02));
+  CHECK(s.value("tierd_daemon_cpu_seconds_total", {"topology"}) == doctest::Approx(0.001));
+  CHECK(s.value("tierd_daemon_cpu_seconds_total", {"scope"}) == doctest::Approx(0.002));
   CHECK(s.value("tierd_daemon_cpu_seconds_total", {"migrate"}) == doctest::Approx(0.03));
   CHECK(s.value("tierd_sampler_samples_total", {"perf_software"}) == 100);
   CHECK(s.value("tierd_sampler_lost_samples_total", {"perf_software"}) == 3);
