@@ -43,14 +43,6 @@ void printErrors(const std::vector<policy::ConfigError>& errors, const std::stri
             << (errors.size() == 1 ? "" : "s") << "\n";
 }
 
-migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
-  migrate::MigratorConfig m;
-  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
-  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
-  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
-  return m;
-}
-
 // The source names that can sample one process, in the probe's order of preference.
 std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
                          std::string& why) {
@@ -108,6 +100,14 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
 }
 
 }  // namespace
+
+migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
+  migrate::MigratorConfig m;
+  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
+  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
+  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  return m;
+}
 
 int runDaemon(const DaemonOptions& options) {
   policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath);
