@@ -97,14 +97,6 @@ std::string statusText(uint64_t tickNo, const policy::CompiledConfig& c) {
          " workloads" + (c.daemon.dryRun ? ", dry run" : "");
 }
 
-migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
-  migrate::MigratorConfig m;
-  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
-  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
-  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
-  return m;
-}
-
 // The source names that can sample one process, in the probe's order of preference.
 std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
                          std::string& why) {
@@ -181,6 +173,14 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
 }
 
 }  // namespace
+
+migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
+  migrate::MigratorConfig m;
+  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
+  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
+  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  return m;
+}
 
 int runDaemon(const DaemonOptions& options) {
   DaemonLog log;
