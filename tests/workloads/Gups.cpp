@@ -7,8 +7,12 @@
 // XOR(table) must equal XOR(initial table) ^ XOR(all values): a migration that lost or corrupted
 // data is caught (exit status 3). The hot set (ground truth for `tierctl hotness`) is written as
 // "pid N" and one "start-end" hex range per line. Updates per second are printed every second.
+// SIGTERM or SIGINT ends the run early (at the next 100 ms tick) and still verifies the table, so
+// a test can stop it right after a migration. `--mlock` locks the table after first touch
+// (mlock(2) pins pages in RAM, not to a node: they must still migrate).
 
 #include <numa.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +41,12 @@ namespace {
 
 constexpr uint64_t kChunk = 2 * tierd::kMiB;
 
+volatile sig_atomic_t gStopRequested = 0;
+
+extern "C" void requestStop(int) {
+  gStopRequested = 1;
+}
+
 struct Options {
   uint64_t sizeBytes = tierd::kGiB;
   double hotFraction = 0.1;
@@ -47,14 +57,17 @@ struct Options {
   unsigned threads = 1;
   uint64_t seconds = 10;
   std::string hotSetOut;
+  bool mlock = false;
 };
 
 void usage(std::ostream& out) {
   out << "usage: tierd-gups [--size BYTES[KMG]] [--hot-fraction F] [--hot-share S] [--seed N]\n"
          "                  [--backing anon|thp|hugetlb-2M|hugetlb-1G] [--node N] [--threads N]\n"
-         "                  [--seconds N] [--hot-set-out FILE]\n"
+         "                  [--seconds N] [--hot-set-out FILE] [--mlock]\n"
          "Random read-modify-write updates; --hot-fraction of the table (scattered 2 MiB chunks)\n"
-         "gets --hot-share of the updates. Prints updates/s every second; verifies the table.\n";
+         "gets --hot-share of the updates. Prints updates/s every second; verifies the table\n"
+         "at the end (exit 3 if it changed). SIGTERM/SIGINT end the run early, still verified.\n"
+         "--mlock locks the table in RAM after first touch.\n";
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
@@ -117,6 +130,10 @@ int main(int argc, char** argv) {
       usage(std::cout);
       return 0;
     }
+    if (a == "--mlock") {
+      o.mlock = true;
+      continue;
+    }
     if (i + 1 >= args.size()) {
       std::cerr << "tierd-gups: " << a << " needs a value (or is unknown)\n";
       return 2;
@@ -164,6 +181,13 @@ int main(int argc, char** argv) {
   const uint64_t size = (o.sizeBytes + page - 1) / page * page;
   const uint64_t chunks = size / kChunk;
 
+  // Installed before the table exists: a stop requested during first touch is honoured too.
+  struct sigaction sa {};
+  sa.sa_handler = requestStop;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+
   // Map, aligned to 2 MiB so every chunk can be one THP.
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   uint64_t mapLen = size + kChunk;
@@ -206,6 +230,12 @@ int main(int argc, char** argv) {
     expected ^= table[i];
   }
 
+  if (o.mlock && ::mlock(table, size) != 0) {
+    std::cerr << "tierd-gups: mlock of " << tierd::formatBytes(size)
+              << " failed: " << std::strerror(errno) << " (RLIMIT_MEMLOCK?)\n";
+    return 1;
+  }
+
   // The hot set: a seeded shuffle of chunk indices; the first `hot` are hot.
   std::vector<uint64_t> order(chunks);
   for (uint64_t i = 0; i < chunks; ++i)
@@ -240,7 +270,7 @@ int main(int argc, char** argv) {
   std::cout << "tierd-gups pid " << ::getpid() << " table " << tierd::formatBytes(size) << " at 0x"
             << std::hex << base << std::dec << " (" << o.backing << "), " << hot << " hot of "
             << chunks << " 2 MiB chunks get " << o.hotShare * 100 << "% of updates, " << o.threads
-            << " threads, " << o.seconds << " s" << std::endl;
+            << " threads, " << o.seconds << " s" << (o.mlock ? ", mlocked" : "") << std::endl;
 
   std::atomic<bool> stop{false};
   std::vector<std::atomic<uint64_t>> counts(o.threads);
@@ -271,9 +301,9 @@ int main(int argc, char** argv) {
   }
   const uint64_t start = monotonicNs();
   uint64_t last = 0;
-  for (uint64_t s = 1; s <= o.seconds; ++s) {
+  for (uint64_t s = 1; s <= o.seconds && !gStopRequested; ++s) {
     const uint64_t target = start + s * 1000000000u;
-    for (uint64_t now = monotonicNs(); now < target; now = monotonicNs()) {
+    for (uint64_t now = monotonicNs(); now < target && !gStopRequested; now = monotonicNs()) {
       timespec ts{0, static_cast<long>(std::min<uint64_t>(target - now, 100000000u))};
       ::nanosleep(&ts, nullptr);
     }
