@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -87,6 +88,21 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
+// DAMON monitoring attributes for one process: DAMON's defaults (5 ms sampling, 100 ms
+// aggregation, 10..1000 adaptive regions), tried regions read once per second. Measured in the
+// rig (tests/vm/scenarios/tiering-gups): denser regions (min_nr_regions = size / 2 or 4 MiB) cost
+// more kdamond and tierd CPU under emulation and converged more slowly; see the issue notes.
+telemetry::DamonConfig damonConfigFor() {
+  telemetry::DamonConfig c;
+  c.sampleUs = 5000;
+  c.aggrUs = 100000;
+  c.updateUs = 1000000;
+  c.minRegions = 10;
+  c.maxRegions = 1000;
+  c.snapshotNs = 1'000'000'000;
+  return c;
+}
+
 std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds) {
   std::string line = "tick " + std::to_string(tickNo) + ":";
   for (const WorkloadReport& w : r.workloads) {
@@ -99,10 +115,14 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
             " slow=" + formatBytes(w.slowBytes) + " hot-on-fast=" + pct + " of " +
             formatBytes(hot) + ";";
   }
-  char tail[160];
-  std::snprintf(tail, sizeof tail, " promoted=%s demoted=%s samples=%llu cpu=%.2fs%s",
+  char tail[256];
+  auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+  std::snprintf(tail, sizeof tail,
+                " promoted=%s demoted=%s samples=%llu cpu=%.2fs (tick ms: scope %.1f locate %.1f "
+                "sampling %.1f policy %.1f migrate %.1f)%s",
                 formatBytes(r.promotedBytes).c_str(), formatBytes(r.demotedBytes).c_str(),
-                static_cast<unsigned long long>(r.samples), cpuSeconds,
+                static_cast<unsigned long long>(r.samples), cpuSeconds, ms(r.cpu.topologyScopeNs),
+                ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   return line + tail;
 }
@@ -138,7 +158,8 @@ int runDaemon(const DaemonOptions& options) {
     if (sourceName.empty()) return Error::env(why, "sampling");
     telemetry::SamplingTarget target;
     target.pid = pid;
-    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root);
+    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
+                                 damonConfigFor());
   };
 
   Engine engine(root,
@@ -209,7 +230,8 @@ int runDaemon(const DaemonOptions& options) {
   const EngineTotals& t = engine.totals();
   std::cerr << "tierd: stopped after " << t.ticks << " ticks: promoted "
             << formatBytes(t.promotedBytes) << ", demoted " << formatBytes(t.demotedBytes) << ", "
-            << t.samples << " samples, cpu " << processCpuSeconds() << " s\n";
+            << t.samples << " samples, cpu " << processCpuSeconds()
+            << " s (moved_bytes=" << t.promotedBytes + t.demotedBytes << ")\n";
   return rc;
 }
 

@@ -42,6 +42,13 @@ namespace tierd::daemon {
 using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
     pid_t pid, const std::string& workload)>;
 
+/// The mappings tierd manages, from /proc/PID/smaps: private anonymous read-write memory (heap
+/// and anonymous mmap) and hugetlb. File-backed, shared and special mappings are left to the
+/// kernel. Page size: KernelPageSize for hugetlb, `pmdSize` where THP may back the mapping
+/// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
+std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
+                                             uint64_t basePage, uint64_t pmdSize);
+
 /// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
 /// the engine's SysRoot; tests pass the fake kernel's rendering.
 using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
@@ -54,6 +61,15 @@ struct WorkloadReport {
   uint64_t slowBytes = 0;     ///< located bytes on slow-tier nodes
   uint64_t hotFastBytes = 0;  ///< bytes of regions at or above hot_threshold on the fast tier
   uint64_t hotSlowBytes = 0;  ///< ... on the slow tier
+};
+
+/// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
+struct PhaseCpu {
+  uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
+  uint64_t locateNs = 0;         ///< smaps and locate() of every scoped process
+  uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
+  uint64_t policyNs = 0;         ///< snapshot and arbiter
+  uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
 };
 
 /// What one tick did.
@@ -71,6 +87,7 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
+  PhaseCpu cpu;                       ///< where this tick's CPU went
 };
 
 /// Cumulative counters since the engine started.
