@@ -6,16 +6,40 @@
 
 rig_failed=0
 
-# check WHAT COMMAND...: runs COMMAND, records its success or failure under WHAT.
+# check WHAT COMMAND...: runs COMMAND, records its success or failure under WHAT; returns 0 on
+# success and 1 on failure (so `if check ...; then` can skip what depends on it).
 check() {
-  what="$1"
+  check_what="$1"
   shift
   if "$@"; then
-    echo "ok - $what" | tee -a "$RIG_OUT/checks"
-  else
-    echo "FAIL - $what" | tee -a "$RIG_OUT/checks"
-    rig_failed=$((rig_failed + 1))
+    echo "ok - $check_what" | tee -a "$RIG_OUT/checks"
+    return 0
   fi
+  echo "FAIL - $check_what" | tee -a "$RIG_OUT/checks"
+  rig_failed=$((rig_failed + 1))
+  return 1
+}
+
+# jchecks FILE FILTER: several checks with one jq run (each jq start costs time under TCG). FILTER
+# yields one [OK, WHAT] pair per check (OK a boolean); each is recorded like `check`. Returns 1 if
+# any failed or the file is not JSON.
+jchecks() {
+  jchecks_out="$(jq -r "$2"' | "\(if .[0] == true then 1 else 0 end) \(.[1])"' "$1")" || {
+    fail "jq could not read $1"
+    return 1
+  }
+  if [ -z "$jchecks_out" ]; then
+    fail "no JSON in $1"
+    return 1
+  fi
+  jchecks_rc=0
+  while read -r ok desc; do
+    [ -n "$desc" ] || continue
+    check "$desc" [ "$ok" = 1 ] || jchecks_rc=1
+  done <<EOF_JCHECKS
+$jchecks_out
+EOF_JCHECKS
+  return $jchecks_rc
 }
 
 # fail WHAT: records a failure found by the scenario itself.

@@ -48,14 +48,16 @@ struct Options {
   unsigned threads = 1;
   uint64_t seconds = 10;
   std::string hotSetOut;
+  bool mlock = false;
 };
 
 void usage(std::ostream& out) {
   out << "usage: tierd-gups [--size BYTES[KMG]] [--hot-fraction F] [--hot-share S] [--seed N]\n"
          "                  [--backing anon|thp|hugetlb-2M|hugetlb-1G] [--node N] [--threads N]\n"
-         "                  [--seconds N] [--hot-set-out FILE]\n"
+         "                  [--seconds N] [--hot-set-out FILE] [--mlock]\n"
          "Random read-modify-write updates; --hot-fraction of the table (scattered 2 MiB chunks)\n"
-         "gets --hot-share of the updates. Prints updates/s every second; verifies the table.\n";
+         "gets --hot-share of the updates. Prints updates/s every second; verifies the table.\n"
+         "--mlock locks the table in RAM after first touch (it must still migrate).\n";
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
@@ -117,6 +119,10 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       usage(std::cout);
       return 0;
+    }
+    if (a == "--mlock") {  // mlock(2) pins pages in RAM, not to a node: they must still migrate
+      o.mlock = true;
+      continue;
     }
     if (i + 1 >= args.size()) {
       std::cerr << "tierd-gups: " << a << " needs a value (or is unknown)\n";
@@ -207,6 +213,12 @@ int main(int argc, char** argv) {
     expected ^= table[i];
   }
 
+  if (o.mlock && ::mlock(table, size) != 0) {
+    std::cerr << "tierd-gups: mlock of " << tierd::formatBytes(size)
+              << " failed: " << std::strerror(errno) << " (RLIMIT_MEMLOCK?)\n";
+    return 1;
+  }
+
   // The hot set: a seeded shuffle of chunk indices; the first `hot` are hot.
   std::vector<uint64_t> order(chunks);
   for (uint64_t i = 0; i < chunks; ++i)
@@ -241,7 +253,7 @@ int main(int argc, char** argv) {
   std::cout << "tierd-gups pid " << ::getpid() << " table " << tierd::formatBytes(size) << " at 0x"
             << std::hex << base << std::dec << " (" << o.backing << "), " << hot << " hot of "
             << chunks << " 2 MiB chunks get " << o.hotShare * 100 << "% of updates, " << o.threads
-            << " threads, " << o.seconds << " s" << std::endl;
+            << " threads, " << o.seconds << " s" << (o.mlock ? ", mlocked" : "") << std::endl;
 
   std::atomic<bool> stop{false};
   std::vector<std::atomic<uint64_t>> counts(o.threads);

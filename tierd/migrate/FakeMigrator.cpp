@@ -92,6 +92,14 @@ void FakePageSystem::exitPid(pid_t pid) {
   log_.push_back("exit pid=" + std::to_string(pid));
 }
 
+void FakePageSystem::zombiePid(pid_t pid) {
+  Proc& p = procs_[pid];
+  p.zombie = true;
+  p.vmas.clear();
+  p.pages.clear();
+  log_.push_back("zombie pid=" + std::to_string(pid));
+}
+
 void FakePageSystem::unmap(pid_t pid, uint64_t start, uint64_t length) {
   Proc& p = procs_[pid];
   const uint64_t end = start + length;
@@ -157,6 +165,7 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
   };
   Proc& p = procs_[pid];
   if (p.exited) return finish(-ESRCH);
+  if (p.zombie) return finish(-EINVAL);
   uint64_t limit = count;
   if (!query) {
     const uint64_t moveNo = moveCalls_++;
@@ -204,6 +213,7 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
     auto cap = capacity_.find({target, v->pageSize});
     if (cap != capacity_.end()) {
       if (cap->second == 0) {
+        if (enomemFailsCall_) return finish(-ENOMEM);  // statuses stay unwritten
         status[i] = -ENOMEM;
         continue;
       }

@@ -61,6 +61,13 @@ class FakePageSystem final : public PageSystem {
   void beforeCall(uint64_t call, std::function<void()> action);
   /// The process exits: calls return -ESRCH, /proc reads fail with ENOENT.
   void exitPid(pid_t pid);
+  /// The process exits but is not reaped (a zombie): it has no mm, so calls return -EINVAL
+  /// (mm/migrate.c find_mm_struct) and /proc/PID/{maps,smaps,numa_maps} read empty.
+  void zombiePid(pid_t pid);
+  /// Model of 6.12 mm/migrate.c when a target has no free page of a size: migrate_pages() gives
+  /// up at that page, the pages before it in the call stay moved, and the call returns -ENOMEM
+  /// with no status written (instead of a per-page -ENOMEM status). Default false.
+  void setEnomemFailsCall(bool on) { enomemFailsCall_ = on; }
   /// Unmaps [start, start+length) of `pid` (splits VMAs; drops their pages).
   void unmap(pid_t pid, uint64_t start, uint64_t length);
 
@@ -100,6 +107,7 @@ class FakePageSystem final : public PageSystem {
   };
   struct Proc {
     bool exited = false;
+    bool zombie = false;
     std::map<uint64_t, Vma> vmas;      // by start
     std::map<uint64_t, NodeId> pages;  // page start -> node
     std::set<uint64_t> zeroPages;      // base page addresses mapping the zero page
@@ -119,6 +127,7 @@ class FakePageSystem final : public PageSystem {
   std::map<std::pair<pid_t, uint64_t>, ScriptedError> errors_;
   std::map<uint64_t, uint64_t> partial_;
   std::map<uint64_t, std::vector<std::function<void()>>> before_;
+  bool enomemFailsCall_ = false;
   uint64_t calls_ = 0;
   uint64_t moveCalls_ = 0;
   int64_t now_ = 0;

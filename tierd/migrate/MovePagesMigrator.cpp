@@ -248,6 +248,13 @@ void MovePagesMigrator::callFailed(BatchState& st, pid_t pid, const std::vector<
   s.failedCalls += 1;
   s.errnoCalls[static_cast<int>(err)] += 1;
   MoveOutcome o = MoveOutcome::OtherError;
+  if (err == EINVAL) {
+    // mm/migrate.c find_mm_struct: a process that has exited but is not reaped yet (a zombie)
+    // has no mm, and move_pages answers -EINVAL rather than -ESRCH. Its /proc/PID/maps then reads
+    // empty (or fails once it is reaped): the process is gone.
+    auto maps = sys_->maps(pid);
+    if (!maps || maps->empty()) err = ESRCH;
+  }
   if (err == ESRCH) {
     st.pids[pid] = PidState::Gone;
     st.dropPid(pid);
@@ -382,6 +389,36 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
   int64_t dt = sys_->nowNs() - t0;
   s.moveCalls += 1;
   s.maxCallNs = std::max(s.maxCallNs, dt);
+  if (ret == -ENOMEM) {
+    // 6.12 mm/migrate.c: migrate_pages() gives up at the first page it cannot allocate on the
+    // target (a gigantic page is never allocated at migration time; a full node) and move_pages
+    // returns -ENOMEM without writing any status, although the pages before that one have
+    // moved. Ask where each page is now: on the target = moved, elsewhere = no_memory. Only the
+    // size of the first page that stayed (the one the kernel gave up at, it works in order) is
+    // blocked for the rest of the batch.
+    s.failedCalls += 1;
+    s.errnoCalls[ENOMEM] += 1;
+    std::vector<int> now(send.size(), kUntouched);
+    long q = sys_->movePages(pid, send.size(), sendAddrs.data(), nullptr, now.data(), 0);
+    s.queryCalls += 1;
+    if (q < 0) {
+      callFailed(st, pid, send, -q);
+      return;
+    }
+    const std::vector<bool> live = liveVmas(pid, send, now);
+    bool blocked = false;
+    for (size_t i = 0; i < send.size(); ++i) {
+      if (now[i] < 0 || now[i] == nodes[i]) {
+        classify(st, send[i], now[i], true, busy, live[i]);
+        continue;
+      }
+      st.add(send[i].range, MoveOutcome::NoMemory, 1);
+      s.errnoPages[ENOMEM] += 1;
+      if (!blocked) st.blocked.insert({send[i].pageSize, nodes[i]});
+      blocked = true;
+    }
+    return;
+  }
   if (ret < 0) {
     callFailed(st, pid, send, -ret);
     return;
