@@ -38,9 +38,10 @@ class ScriptedSource final : public telemetry::HotnessSource {
     stats_.samples += out.size();
     return out;
   }
-  void stop() override { stopped = true; }
+  void stop() override { *stopped = true; }
   telemetry::SourceStats stats() const override { return stats_; }
-  bool stopped = false;
+  /// Outlives the source (the engine destroys a source when its process leaves).
+  std::shared_ptr<bool> stopped = std::make_shared<bool>(false);
 
  private:
   pid_t pid_;
@@ -71,7 +72,7 @@ struct Rig {
   migrate::FakeMigrator* fake = nullptr;
   HookedMigrator* hooked = nullptr;
   std::unique_ptr<Engine> engine;
-  std::vector<ScriptedSource*> sources;
+  std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
 
   explicit Rig(const std::string& extraToml = "") {
     char tmpl[] = "/tmp/engine-test-XXXXXX";
@@ -116,7 +117,7 @@ cooldown = "5s"
         sys::SysRoot(root.string()), std::move(migrator),
         [this](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
           auto s = std::make_unique<ScriptedSource>(pid, 4, 8);
-          sources.push_back(s.get());
+          sourceStopped.push_back(s->stopped);
           return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
         },
         /*selfPid=*/1, config, [kernel](pid_t pid) { return kernel->smaps(pid); });
@@ -189,8 +190,8 @@ TEST_CASE("a process that exits mid-run is dropped and counted, never a crash") 
   TickReport r = rig.tick(2);
   CHECK(r.workloads[0].pids == 0);
   CHECK(rig.engine->totals().vanishedPids == 1);
-  REQUIRE_FALSE(rig.sources.empty());
-  CHECK(rig.sources.front()->stopped);
+  REQUIRE(rig.sourceStopped.size() == 1);
+  CHECK(*rig.sourceStopped.front());
   CHECK(rig.tick(3).promotedBytes == 0);
 }
 
