@@ -205,7 +205,7 @@ TEST_CASE("a tiny fast node is never filled past its headroom") {
     CHECK(t.fastFreeBytes >= r.fastHeadroomBytes);
 }
 
-TEST_CASE("alternating hot sets with cooldown 0 show ping-pong; a long cooldown damps it") {
+TEST_CASE("alternating hot sets with cooldown 0 show ping-pong and a long cooldown damps it") {
   // 4-region hot sets alternating every 3 s; quota 8 MiB = one hot set.
   const telemetry::Trace trace = alternatingTrace(4, 3, 60, 100);
   const std::string quota = "fast_quota = \"8MiB\"\n";
@@ -223,7 +223,7 @@ TEST_CASE("alternating hot sets with cooldown 0 show ping-pong; a long cooldown 
   CHECK(formatSimulationText(eager).find("ping-pong") != std::string::npos);
 }
 
-TEST_CASE("pids named by a workload's pid list go to it; others to the default workload") {
+TEST_CASE("pids named by a workload's pid list go to it and others to the default workload") {
   telemetry::Trace trace = alternatingTrace(2, 100, 3, 10);
   AccessSample other = trace.samples.front();
   other.pid = 888;
