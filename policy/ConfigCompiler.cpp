@@ -447,6 +447,7 @@ WorkloadPolicy policyFrom(const Values& v) {
   WorkloadPolicy p;
   p.fastQuota = v.at("fast_quota").amount;
   p.hotThreshold = v.at("hot_threshold").d;
+  p.hotRatio = v.at("hot_ratio").d;
   p.coldThreshold = v.at("cold_threshold").d;
   p.heatHalfLifeNs = v.at("heat_half_life").ns;
   p.cooldownNs = v.at("cooldown").ns;

@@ -73,6 +73,7 @@ toml::table toTable(const CompiledConfig& cfg) {
     toml::table t{{"name", w.name},
                   {"fast_quota", amountText(w.policy.fastQuota)},
                   {"hot_threshold", w.policy.hotThreshold},
+                  {"hot_ratio", w.policy.hotRatio},
                   {"cold_threshold", w.policy.coldThreshold},
                   {"heat_half_life", formatDuration(w.policy.heatHalfLifeNs)},
                   {"cooldown", formatDuration(w.policy.cooldownNs)}};

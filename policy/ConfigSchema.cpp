@@ -18,7 +18,7 @@ const std::vector<KeySpec>& configSchema() {
       // [daemon]
       {"daemon", "interval", ValueType::Duration, "\"1s\"", 10 * kMs, 3600 * kS, "", false, false,
        "", "Tick interval: how often tierd drains samples, decides and migrates."},
-      {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9477\"", 0, 0, "", false, false,
+      {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9464\"", 0, 0, "", false, false,
        "", "Address of the Prometheus /metrics endpoint; \"\" disables it."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
@@ -79,6 +79,12 @@ const std::vector<KeySpec>& configSchema() {
       {"workload", "hot_threshold", ValueType::Number, "2.0", 0, 1e9, "", true, false, "samples",
        "Least heat (decayed samples per region) for a slow-tier region to be promoted. Candidates "
        "are ranked by heat against the fast tier's room: this is a floor, not the cut."},
+      {"workload", "hot_ratio", ValueType::Number, "0.0", 0, 1000, "", true, false, "x mean heat",
+       "Relative cut for promotion: a slow-tier region is promoted only when its heat is at least "
+       "this many times the mean heat of the workload's regions (0 = off: any region above "
+       "hot_threshold may fill free fast memory). With huge pages even cold regions are sampled "
+       "often, so ranking against the workload's own mean separates the hot set where a fixed "
+       "threshold cannot (REFERENCE.md section 5)."},
       {"workload", "cold_threshold", ValueType::Number, "0.5", 0, 1e9, "", true, false, "samples",
        "Most heat for a fast-tier region to be demoted when free memory is short. Must be below "
        "hot_threshold. Over quota, the coldest regions go regardless."},

@@ -35,6 +35,19 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       if (n.id == id) return &n;
     return nullptr;
   };
+  // The promotion cut: hot_threshold, raised to hot_ratio x the mean heat of the workload's
+  // located regions when hot_ratio is set (ranking against the workload's own access rate).
+  double cut = pol.hotThreshold;
+  if (pol.hotRatio > 0) {
+    double sum = 0;
+    size_t n = 0;
+    for (const RegionView& r : w.regions)
+      if (tierOf(r.node)) {
+        sum += r.heat;
+        ++n;
+      }
+    if (n > 0) cut = std::max(cut, pol.hotRatio * sum / static_cast<double>(n));
+  }
   std::vector<Candidate> fast;
   for (const RegionView& r : w.regions) {
     const NodeFacts* n = tierOf(r.node);
@@ -49,8 +62,7 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       continue;
     }
     if (n->tier == TierKind::Slow) {
-      if (r.heat >= pol.hotThreshold)
-        out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
+      if (r.heat >= cut) out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
     } else {
       fast.push_back({w.id, r, Direction::Demote, MoveReason::Pressure});
     }

@@ -3,7 +3,8 @@
 /// Per-workload policy: from the tick snapshot, which of a workload's regions want to move.
 /// Pure and deterministic: no syscalls, no clock, same TickContext -> same proposal.
 ///
-/// - Promote: regions on the slow tier with heat >= hot_threshold, hottest first. The arbiter
+/// - Promote: regions on the slow tier with heat >= hot_threshold (and, when hot_ratio is set,
+///   >= hot_ratio x the mean heat of the workload's located regions), hottest first. The arbiter
 ///   takes them while the fast tier has room above its headroom and the workload is under its
 ///   quota, or exchanges them for clearly colder fast-tier regions of the same workload.
 /// - Demote for quota: when the workload holds more fast-tier bytes than fast_quota, its coldest

@@ -51,6 +51,25 @@ DamonProbe probeDamon(DamonFs& fs) {
     k.availOperations = joinLines(fs.readAttr(d + "/contexts/0/avail_operations").valueOr(""));
     p.kdamonds.push_back(k);
   }
+  if (!p.kdamonds.empty() && !p.kdamonds.front().availOperations.empty()) {
+    const std::string ops = "," + p.kdamonds.front().availOperations + ",";
+    p.vaddr = ops.find(",vaddr,") != std::string::npos ? "yes" : "no";
+    p.vaddrEvidence = "avail_operations of kdamond 0: " + p.kdamonds.front().availOperations;
+  } else if (auto syms = fs.readAttr("/proc/kallsyms"); !syms) {
+    p.vaddrEvidence = "no kdamond to read avail_operations from, and " + syms.error().describe();
+  } else {
+    const std::string& text = syms.value();
+    const std::string sym = " damon_va_check_accesses";
+    bool found = false;
+    for (size_t at = text.find(sym); at != std::string::npos && !found;
+         at = text.find(sym, at + 1)) {
+      const size_t end = at + sym.size();
+      found = end == text.size() || text[end] == '\n' || text[end] == '\t';
+    }
+    p.vaddr = found ? "yes" : "no";
+    p.vaddrEvidence = std::string("/proc/kallsyms ") + (found ? "has" : "lacks") +
+                      " damon_va_check_accesses (mm/damon/vaddr.c, CONFIG_DAMON_VADDR)";
+  }
   if (p.nrKdamonds == 0) {
     p.usable = true;
     p.why = "no kdamond exists: tierd may create its own (nr_kdamonds 0 -> 1)";
@@ -244,13 +263,18 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
       continue;
     }
     if (v[2] == 0) continue;  // not accessed in the last aggregation interval
+    // DAMON's region boundaries are page multiples, not 2 MiB ones: a chunk straddled by two
+    // regions gets each one's nr_accesses in proportion to the part it covers (weighting every
+    // overlap fully counted such chunks twice).
     for (uint64_t c = v[0] & ~(kHeatRegionBytes - 1); c < v[1]; c += kHeatRegionBytes) {
+      const uint64_t from = std::max(c, v[0]);
+      const uint64_t to = std::min(c + kHeatRegionBytes, v[1]);
       AccessSample a;
       a.timeNs = untilNs;
       a.pid = config_.pid;
       a.tid = config_.pid;
-      a.vaddr = std::max(c, v[0]);
-      a.weight = v[2];
+      a.vaddr = from;
+      a.weight = v[2] * ((to - from + kDamonWeightUnit - 1) / kDamonWeightUnit);
       out.push_back(a);
     }
   }

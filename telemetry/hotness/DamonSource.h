@@ -5,8 +5,12 @@
 /// and reads region access frequencies through a `stat` scheme whose access pattern matches every
 /// region (the max values default to 0, so they are set), asking the kernel for the scheme's
 /// tried regions (`state` <- update_schemes_tried_regions). Each region becomes one AccessSample
-/// per 2 MiB chunk it covers, weight = nr_accesses (samples per aggregation interval that saw the
-/// region accessed).
+/// per 2 MiB chunk it overlaps, weight = nr_accesses (samples per aggregation interval that saw
+/// the region accessed) x the 4 KiB pages of the chunk it covers (kDamonWeightUnit): a chunk fully
+/// inside one region weighs nr_accesses x 512, a chunk split between regions gets each region's
+/// share. On 6.12 the write of update_schemes_tried_regions returns once the kernel has collected
+/// the regions of the next scheme apply (one aggregation interval, polled every 100 ms), and
+/// tried_regions/ then holds directories 0..N-1 plus the file total_bytes.
 ///
 /// Ownership rule (DAMON sysfs has no owner marker):
 /// - We never write under a kdamond we did not create. Writing `nr_kdamonds` removes and recreates
@@ -32,6 +36,10 @@
 #include "tierd/sys/SysRoot.h"
 
 namespace tierd::telemetry {
+
+/// Unit of DAMON sample weights: nr_accesses is multiplied by the number of these (4 KiB pages,
+/// rounded up) the region covers within the sample's 2 MiB chunk.
+inline constexpr uint64_t kDamonWeightUnit = 4096;
 
 /// The file operations DamonSource does, so tests can log them in order (awslabs/damo dry-run fs).
 class DamonFs {
@@ -72,6 +80,12 @@ struct DamonProbe {
   std::vector<Kdamond> kdamonds;
   bool usable = false;  ///< we may create our own kdamond (nr_kdamonds == 0)
   std::string why;      ///< "DAMON busy: kdamond 0 is not ours (state on, operations paddr)", ...
+  /// Whether the kernel has vaddr operations: "yes", "no" or "unknown". avail_operations exists
+  /// only under a kdamond's context and creating one to read it would be a trial write, so with
+  /// no kdamond it is read from /proc/kallsyms: mm/damon/vaddr.c's damon_va_check_accesses is
+  /// there exactly when CONFIG_DAMON_VADDR is built in (it cannot be a module).
+  std::string vaddr = "unknown";
+  std::string vaddrEvidence;  ///< where `vaddr` comes from, or why it is unknown
 };
 
 /// Reads DAMON's sysfs state without writing anything.
@@ -111,12 +125,15 @@ class DamonSource final : public HotnessSource {
   /// our kdamond is removed again).
   Status start() override;
   /// When snapshotNs has passed since the last snapshot (by `untilNs`), asks the kernel for the
-  /// tried regions and returns one sample per 2 MiB chunk of each accessed region, timeNs =
-  /// untilNs. When our kdamond stopped (the process exited) returns an empty batch and marks it.
+  /// tried regions and returns one sample per 2 MiB chunk each accessed region overlaps
+  /// (weights: see the file comment), timeNs = untilNs. When our kdamond stopped (the process
+  /// exited) returns an empty batch and marks it.
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override;
   void stop() override;
   SourceStats stats() const override { return stats_; }
 
+  /// The monitoring parameters this source was built with.
+  const DamonConfig& config() const { return config_; }
   /// True when our kdamond has stopped by itself (the monitored process is gone).
   bool targetGone() const { return targetGone_; }
 

@@ -79,19 +79,60 @@ std::vector<uint64_t> truthRegions(const HotSetTruth& truth) {
   return {regions.begin(), regions.end()};
 }
 
+namespace {
+
+double medianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<long>(mid));
+  return (lower + upper) / 2;
+}
+
+}  // namespace
+
+HotCut findHotRegions(const RegionHeatMap& heat) {
+  HotCut cut;
+  std::vector<double> values;
+  values.reserve(heat.size());
+  for (const auto& [region, h] : heat)
+    values.push_back(static_cast<double>(h));
+  cut.median = medianOf(values);
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double v : values)
+    deviations.push_back(v > cut.median ? v - cut.median : cut.median - v);
+  cut.mad = medianOf(std::move(deviations));
+  cut.outlierThreshold = cut.median + kHotMadCut * 1.4826 * cut.mad;
+  // Two medians (1-D k-medians, k = 2, Lloyd's iteration) seeded with the outliers: each region
+  // joins the nearer level; the cut never drops below the outlier threshold.
+  double threshold = cut.outlierThreshold;
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    std::vector<double> cold, hot;
+    for (double v : values)
+      (v > threshold ? hot : cold).push_back(v);
+    if (hot.empty()) break;
+    cut.coldLevel = medianOf(std::move(cold));
+    cut.hotLevel = medianOf(std::move(hot));
+    const double next = std::max(cut.outlierThreshold, (cut.coldLevel + cut.hotLevel) / 2);
+    if (next == threshold) break;
+    threshold = next;
+  }
+  cut.threshold = threshold;
+  for (const auto& [region, h] : heat)  // std::map: ascending addresses
+    if (static_cast<double>(h) > cut.threshold) cut.hot.push_back(region);
+  return cut;
+}
+
 HotSetScore scoreHotSet(const RegionHeatMap& heat, const HotSetTruth& truth) {
   HotSetScore score;
   const std::vector<uint64_t> actual = truthRegions(truth);
   score.actual = actual.size();
-  std::vector<std::pair<uint64_t, uint64_t>> ranked;  // (heat, region)
-  for (const auto& [region, h] : heat)
-    if (h > 0) ranked.push_back({h, region});
-  std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first > y.first : x.second < y.second;
-  });
-  if (ranked.size() > actual.size()) ranked.resize(actual.size());
-  score.predicted = ranked.size();
-  for (const auto& [h, region] : ranked)
+  score.cut = findHotRegions(heat);
+  score.predicted = score.cut.hot.size();
+  for (uint64_t region : score.cut.hot)
     if (std::binary_search(actual.begin(), actual.end(), region)) ++score.truePositive;
   score.precision = score.predicted ? double(score.truePositive) / double(score.predicted) : 0;
   score.recall = score.actual ? double(score.truePositive) / double(score.actual) : 0;

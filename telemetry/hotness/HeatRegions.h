@@ -2,9 +2,28 @@
 /// \file
 /// Per-2 MiB heat (DESIGN.md principle 3: the unit of hotness is the 2 MiB region) and scoring a
 /// detected hot set against ground truth (tierd-gups writes its hot set to a file).
-/// Scoring ranks regions by heat and calls the top K hot, K = the number of truth regions: ranking
-/// against capacity separates hot from cold where fixed thresholds fail with huge pages
-/// (REFERENCE.md section 5: cold 2 MiB pages still look accessed in ~73% of DAMON checks).
+///
+/// Which regions are hot is decided from the heat distribution alone, never from the truth, in
+/// two steps:
+/// 1. Outliers: a region may be hot only when its heat is an outlier above the bulk of the
+///    process's regions, heat > median + kHotMadCut x 1.4826 x MAD (MAD = median of
+///    |heat - median|): Hampel's identifier, a robust z-score above 3 (Leys et al. 2013,
+///    "Detecting outliers: do not use standard deviation around the mean, use absolute deviation
+///    around the median"); 1.4826 scales the MAD to a standard deviation for normal noise.
+///    Why: with huge pages cold memory still looks accessed in most DAMON checks (REFERENCE.md
+///    section 5: ~73% at 5 ms), so a fixed threshold on access frequency calls everything hot,
+///    while the hot set sits above the cold bulk. Median and MAD ignore the minority (the hot set
+///    itself, and rarely touched mappings such as libraries below the bulk), so neither a second
+///    cold mode nor the hot set's size moves the cut; a mean/stddev or Otsu cut is pulled by
+///    exactly those. It assumes the hot set is less than half of the regions with heat. When the
+///    heats do not spread (MAD 0, e.g. every region saturated) only regions above the median
+///    qualify: with nothing standing out nothing is called hot.
+/// 2. Nearest level: the outliers include the hot set's neighbours, which a monitor with coarse
+///    regions (DAMON's region boundaries are not 2 MiB aligned) or skid blurs toward hot. So the
+///    regions are split in two by 1-D two-medians (Lloyd's iteration seeded with step 1): a region
+///    is hot when its heat is nearer the hot level (median heat of the hot regions) than the cold
+///    level (median of the rest), i.e. above their midpoint, and is still an outlier of step 1.
+///    It converges in a few iterations (at most 100 are run).
 
 #include <sys/types.h>
 
@@ -46,16 +65,34 @@ Result<HotSetTruth> parseHotSet(std::string_view text, const std::string& contex
 /// The 2 MiB regions (aligned starts) fully or partly covered by the truth ranges.
 std::vector<uint64_t> truthRegions(const HotSetTruth& truth);
 
+/// The scale factor of the MAD cut (see the file comment): 3 robust standard deviations.
+inline constexpr double kHotMadCut = 3.0;
+
+/// The hot regions of a heat map and the statistics of the cut (see the file comment).
+struct HotCut {
+  double median = 0;            ///< median heat of the regions in the map
+  double mad = 0;               ///< median absolute deviation from it
+  double outlierThreshold = 0;  ///< step 1: median + kHotMadCut x 1.4826 x mad
+  double coldLevel = 0;         ///< step 2: median heat of the regions called cold
+  double hotLevel = 0;          ///< step 2: median heat of the regions called hot (0: none)
+  double threshold = 0;  ///< max(outlierThreshold, (coldLevel + hotLevel) / 2); hot: heat above
+  std::vector<uint64_t> hot;  ///< aligned starts of the hot regions, ascending
+};
+
+/// Finds the hot regions of `heat` (regions with heat 0 count as cold members of the bulk).
+HotCut findHotRegions(const RegionHeatMap& heat);
+
 /// Precision and recall of the predicted hot regions.
 struct HotSetScore {
+  HotCut cut;            ///< how the regions were called hot
   size_t actual = 0;     ///< regions in the truth
-  size_t predicted = 0;  ///< regions called hot (top K by heat, K = actual; only heat > 0)
+  size_t predicted = 0;  ///< regions called hot by findHotRegions
   size_t truePositive = 0;
   double precision = 0;  ///< truePositive / predicted (0 when nothing predicted)
   double recall = 0;     ///< truePositive / actual
 };
 
-/// Scores `heat` against `truth` (see the file comment). Ties in heat break by lower address.
+/// Scores the hot regions findHotRegions(heat) calls against `truth`.
 HotSetScore scoreHotSet(const RegionHeatMap& heat, const HotSetTruth& truth);
 
 }  // namespace tierd::telemetry

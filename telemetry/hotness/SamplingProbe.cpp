@@ -57,9 +57,19 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
   p.damon = probeDamon(fs);
   SourceProbe damon;
   damon.name = "damon-vaddr";
-  damon.available = p.damon.usable && privileged;
+  damon.available = p.damon.usable && privileged && p.damon.vaddr != "no";
   damon.why = !privileged && p.damon.usable ? "writing DAMON sysfs needs root" : p.damon.why;
-  if (damon.available) damon.why = "DAMON sysfs with vaddr operations: " + p.damon.why;
+  if (p.damon.present && p.damon.vaddr == "no") {
+    const std::string lacks =
+        "the kernel's DAMON lacks vaddr operations (" + p.damon.vaddrEvidence + ")";
+    damon.why = p.damon.usable ? lacks : damon.why + "; besides, " + lacks;
+  }
+  if (damon.available)
+    damon.why = (p.damon.vaddr == "yes"
+                     ? "DAMON sysfs with vaddr operations (" + p.damon.vaddrEvidence + "): "
+                     : "DAMON sysfs, vaddr not yet confirmed (" + p.damon.vaddrEvidence +
+                           "; checked in avail_operations when tierd starts its kdamond): ") +
+                p.damon.why;
   p.sources.push_back(damon);
 
   // 3. Software page-fault sampling.
@@ -88,17 +98,15 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
   return p;
 }
 
-Result<std::unique_ptr<HotnessSource>> makeSource(const std::string& name,
-                                                  const SamplingProbe& probe,
-                                                  const SamplingTarget& target,
-                                                  PerfEventOpener& opener, DamonFs& fs,
-                                                  const sys::SysRoot& root) {
+Result<std::unique_ptr<HotnessSource>> makeSource(
+    const std::string& name, const SamplingProbe& probe, const SamplingTarget& target,
+    PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon) {
   if (target.cgroupPath.empty() == (target.pid == 0))
     return Error::input("give exactly one of a cgroup or a pid", "sampling target");
   if (name == "damon-vaddr") {
     if (target.pid == 0)
       return Error::input("DAMON vaddr monitors a pid, not a cgroup", "sampling target");
-    DamonConfig c;
+    DamonConfig c = damon;
     c.pid = target.pid;
     return std::unique_ptr<HotnessSource>(std::make_unique<DamonSource>(c, fs));
   }

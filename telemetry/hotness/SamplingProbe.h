@@ -50,11 +50,10 @@ struct SamplingTarget {
 };
 
 /// Builds the source named `name` (one of SourceProbe::name) for `target`, not yet started.
-/// `opener` and `fs` must outlive it. DAMON needs a pid; perf-pebs/ibs need a cgroup.
-Result<std::unique_ptr<HotnessSource>> makeSource(const std::string& name,
-                                                  const SamplingProbe& probe,
-                                                  const SamplingTarget& target,
-                                                  PerfEventOpener& opener, DamonFs& fs,
-                                                  const sys::SysRoot& root);
+/// `opener` and `fs` must outlive it. DAMON needs a pid; perf-pebs/ibs need a cgroup. DAMON uses
+/// `damon`'s monitoring attributes (its pid is replaced by target.pid).
+Result<std::unique_ptr<HotnessSource>> makeSource(
+    const std::string& name, const SamplingProbe& probe, const SamplingTarget& target,
+    PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon = {});
 
 }  // namespace tierd::telemetry

@@ -9,6 +9,7 @@
 // "pid N" and one "start-end" hex range per line. Updates per second are printed every second.
 
 #include <numa.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -247,6 +248,14 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> xors(o.threads, 0);
   const uint64_t shareScaled = static_cast<uint64_t>(o.hotShare * 1e9);
   const uint64_t wordsPerChunk = kChunk / sizeof(uint64_t);
+  // SIGTERM/SIGINT end the run early; the table is still verified (the rig stops gups this way).
+  // Blocked before the workers start, so every thread inherits the mask and only the main
+  // thread takes the signal, with sigtimedwait below.
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigaddset(&term, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < o.threads; ++t) {
     workers.emplace_back([&, t] {
@@ -272,6 +281,13 @@ int main(int argc, char** argv) {
   const uint64_t start = monotonicNs();
   uint64_t last = 0;
   for (uint64_t s = 1; s <= o.seconds; ++s) {
+    siginfo_t info;
+    const timespec zero{0, 0};
+    if (sigtimedwait(&term, &info, &zero) > 0) {
+      std::cout << "stopped by signal " << info.si_signo << " after " << (s - 1) << " s"
+                << std::endl;
+      break;
+    }
     const uint64_t target = start + s * 1000000000u;
     for (uint64_t now = monotonicNs(); now < target; now = monotonicNs()) {
       timespec ts{0, static_cast<long>(std::min<uint64_t>(target - now, 100000000u))};

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -43,6 +44,14 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
       {"truth", true, "hot-set file: 'pid N' then one start-end hex range per line", "FILE"},
       {"trace", true, "score a recorded trace instead of observing live", "FILE"},
       {"json", false, "print JSON"},
+      {"heat-out", true, "write every region's heat, truth and verdict to FILE (hottest first)",
+       "FILE"},
+      {"damon-sample-us", true, "DAMON sampling interval, us (default 5000)", "US"},
+      {"damon-aggr-us", true, "DAMON aggregation interval, us (default 100000)", "US"},
+      {"damon-update-us", true, "DAMON operations update interval, us (default 1000000)", "US"},
+      {"damon-min-regions", true, "DAMON minimum number of regions (default 10)", "N"},
+      {"damon-max-regions", true, "DAMON maximum number of regions (default 1000)", "N"},
+      {"damon-snapshot-ms", true, "how often to read DAMON's regions, ms (default 1000)", "MS"},
       {"sys-root", true, "", "DIR"},
       {"help", false, "show this help"},
   };
@@ -55,8 +64,10 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     std::cout
         << "usage: tierctl hotness --source damon --pid PID --seconds N --truth FILE [--json]\n"
            "       tierctl hotness --trace FILE --truth FILE [--json]\n\n"
-           "Finds the hot 2 MiB regions (top K by heat, K = size of the truth) and prints "
-           "precision and recall against the truth.\n\n"
+           "Finds the hot 2 MiB regions from the heat alone (outliers above median + 3 x "
+           "1.4826 x MAD that are nearer the hot than the cold level; "
+           "telemetry/hotness/HeatRegions.h) and prints precision and recall against the "
+           "truth.\n\n"
         << optionHelp(specs);
     return 0;
   }
@@ -84,6 +95,31 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
       return 2;
     }
     pid = static_cast<pid_t>(v.value());
+  }
+  telemetry::DamonConfig damon;
+  {
+    const std::pair<const char*, uint64_t*> knobs[] = {
+        {"damon-sample-us", &damon.sampleUs},     {"damon-aggr-us", &damon.aggrUs},
+        {"damon-update-us", &damon.updateUs},     {"damon-min-regions", &damon.minRegions},
+        {"damon-max-regions", &damon.maxRegions},
+    };
+    for (const auto& [name, field] : knobs)
+      if (auto v = parsed->get(name)) {
+        auto n = sys::parseU64(*v, std::string("--") + name);
+        if (!n) {
+          std::cerr << "tierctl hotness: " << n.error().describe() << "\n";
+          return 2;
+        }
+        *field = n.value();
+      }
+    if (auto v = parsed->get("damon-snapshot-ms")) {
+      auto n = sys::parseU64(*v, "--damon-snapshot-ms");
+      if (!n) {
+        std::cerr << "tierctl hotness: " << n.error().describe() << "\n";
+        return 2;
+      }
+      damon.snapshotNs = n.value() * 1000000u;
+    }
   }
   telemetry::RegionHeatMap heat;
   telemetry::SourceStats stats;
@@ -121,7 +157,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     auto probe = telemetry::probeSampling(root, fs, ::geteuid() == 0);
     telemetry::SamplingTarget target;
     target.pid = pid;
-    auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr);
+    auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr, damon);
     if (!started) {
       std::cerr << "tierctl hotness: " << started.error().describe() << "\n";
       return 1;
@@ -147,6 +183,22 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     stats = src.stats();
   }
   const auto score = telemetry::scoreHotSet(heat, truth.value());
+  if (auto heatOut = parsed->get("heat-out")) {
+    std::ofstream out(*heatOut);
+    const auto actual = telemetry::truthRegions(truth.value());
+    std::vector<std::pair<uint64_t, uint64_t>> ranked(heat.begin(), heat.end());
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    out << "# region heat truth(1=hot) called(1=hot); threshold " << score.cut.threshold << "\n";
+    for (const auto& [region, h] : ranked)
+      out << "0x" << std::hex << region << std::dec << " " << h << " "
+          << std::binary_search(actual.begin(), actual.end(), region) << " "
+          << std::binary_search(score.cut.hot.begin(), score.cut.hot.end(), region) << "\n";
+    if (!out) {
+      std::cerr << "tierctl hotness: cannot write " << *heatOut << "\n";
+      return 1;
+    }
+  }
   if (parsed->has("json")) {
     nlohmann::json j = {{"source", sourceName},
                         {"pid", pid},
@@ -157,15 +209,29 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
                         {"truth_regions", score.actual},
                         {"predicted_regions", score.predicted},
                         {"true_positives", score.truePositive},
+                        {"heat_median", score.cut.median},
+                        {"heat_mad", score.cut.mad},
+                        {"outlier_threshold", score.cut.outlierThreshold},
+                        {"cold_level", score.cut.coldLevel},
+                        {"hot_level", score.cut.hotLevel},
+                        {"hot_threshold", score.cut.threshold},
                         {"precision", score.precision},
                         {"recall", score.recall}};
+    if (sourceName == "damon-vaddr")
+      j["damon"] = {{"sample_us", damon.sampleUs},     {"aggr_us", damon.aggrUs},
+                    {"update_us", damon.updateUs},     {"min_regions", damon.minRegions},
+                    {"max_regions", damon.maxRegions}, {"snapshot_ns", damon.snapshotNs}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "source " << sourceName << ", pid " << pid << ", " << stats.samples << " samples, "
               << heat.size() << " regions with heat\n"
               << "hot 2 MiB regions: truth " << score.actual << ", predicted " << score.predicted
-              << ", correct " << score.truePositive << "\nprecision " << score.precision
-              << "\nrecall " << score.recall << "\n";
+              << ", correct " << score.truePositive << "\nhot: heat > " << score.cut.threshold
+              << " (outlier above median " << score.cut.median << " + 3 x 1.4826 x MAD "
+              << score.cut.mad << " = " << score.cut.outlierThreshold
+              << ", and nearer the hot level " << score.cut.hotLevel << " than the cold level "
+              << score.cut.coldLevel << ")\nprecision " << score.precision << "\nrecall "
+              << score.recall << "\n";
   }
   return 0;
 }

@@ -31,7 +31,7 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const telemetry::SamplingTarget& target,
                                       const std::string& only, telemetry::PerfEventOpener& opener,
                                       telemetry::DamonFs& fs, const sys::SysRoot& root,
-                                      std::ostream& log) {
+                                      std::ostream& log, const telemetry::DamonConfig& damon) {
   std::string reasons;
   for (const auto& s : probe.sources) {
     if (!only.empty() && s.name != only) continue;
@@ -43,7 +43,7 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
       log << "skipping damon-vaddr: it monitors a pid, not a cgroup\n";
       continue;
     }
-    auto src = telemetry::makeSource(s.name, probe, target, opener, fs, root);
+    auto src = telemetry::makeSource(s.name, probe, target, opener, fs, root, damon);
     if (!src) return src.error();
     if (auto st = src.value()->start(); !st) {
       log << "cannot start " << s.name << ": " << st.error().describe() << "\n";

@@ -22,12 +22,12 @@ struct StartedSource {
 
 /// Starts the first available source of `probe` (or only `only`, when not empty) for `target`,
 /// logging each one skipped or failed to `log`. DAMON is skipped for a cgroup target. Errors
-/// (Environment) when none starts.
+/// (Environment) when none starts. DAMON gets `damon`'s monitoring attributes.
 Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const telemetry::SamplingTarget& target,
                                       const std::string& only, telemetry::PerfEventOpener& opener,
                                       telemetry::DamonFs& fs, const sys::SysRoot& root,
-                                      std::ostream& log);
+                                      std::ostream& log, const telemetry::DamonConfig& damon = {});
 
 /// The JSON form of a probe (`tierctl sampling --probe --json`).
 nlohmann::json samplingProbeToJson(const telemetry::SamplingProbe& p);

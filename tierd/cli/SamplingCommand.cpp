@@ -30,6 +30,8 @@ nlohmann::json samplingProbeToJson(const telemetry::SamplingProbe& p) {
                 {"nr_kdamonds", p.damon.nrKdamonds},
                 {"kdamonds", kds},
                 {"usable", p.damon.usable},
+                {"vaddr", p.damon.vaddr},
+                {"vaddr_evidence", p.damon.vaddrEvidence},
                 {"why", p.damon.why}};
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : p.sources)

@@ -1,5 +1,7 @@
 #include "tierd/daemon/Engine.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 #include "policy/TickContext.h"
@@ -8,6 +10,12 @@
 
 namespace tierd::daemon {
 namespace {
+
+uint64_t threadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 scope::WorkloadSelector toScopeSelector(const policy::WorkloadConfig& w) {
   scope::WorkloadSelector s;
@@ -47,6 +55,8 @@ std::optional<policy::MoveResult> reduce(const RangeResult& r) {
   return std::nullopt;
 }
 
+}  // namespace
+
 // Mappings tierd manages: private anonymous memory (heap and anonymous mmap) and hugetlb.
 // File-backed, shared and special mappings ([stack] aside) are left to the kernel.
 std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
@@ -73,8 +83,6 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
   }
   return out;
 }
-
-}  // namespace
 
 Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
@@ -221,16 +229,25 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
 Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
   TickReport report;
   report.nowNs = nowNs;
+  uint64_t phaseStart = threadCpuNs();
+  auto phase = [&](uint64_t& into) {
+    const uint64_t t = threadCpuNs();
+    into += t - phaseStart;
+    phaseStart = t;
+  };
   report.dryRun = config_->daemon.dryRun;
   auto topo = topology::readTopology(root_, toOverride(config_->tiers));
   if (!topo) return topo.error().within("topology");
   report.topologyMethod = topo->method;
   report.fastNodes = topo->nodesIn(topology::Tier::Fast);
   report.slowNodes = topo->nodesIn(topology::Tier::Slow);
+  report.topology = topo.value();
+  report.cpu.topologyNs = threadCpuNs() - phaseStart;
 
   // Scopes: who may be sampled, located and moved this tick.
   std::map<pid_t, policy::WorkloadId> scoped;
   refreshScopes(report, scoped);
+  phase(report.cpu.topologyScopeNs);
   for (auto it = procs_.begin(); it != procs_.end();) {
     auto s = scoped.find(it->first);
     if (s == scoped.end() || s->second != it->second.workload) {
@@ -271,6 +288,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), report);
+  phase(report.cpu.locateNs);
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
     auto batch = proc.source->drain(nowNs);
@@ -289,6 +307,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   }
   heat_.decay(nowNs);
   totals_.samples += report.samples;
+  phase(report.cpu.samplingNs);
 
   // Snapshot -> plan.
   policy::TickContext ctx;
@@ -317,16 +336,19 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     for (const auto& [pid, proc] : procs_)
       if (proc.workload == i) ++wr.pids;
     const double hot = config_->workloads[i].policy.hotThreshold;
+    const double cold = config_->workloads[i].policy.coldThreshold;
     for (const policy::RegionView& r : view.regions) {
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
       if (r.heat >= hot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+      if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
   }
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
+  phase(report.cpu.policyNs);
   report.arbiter = decision.stats;
   report.plannedPromoteBytes = decision.stats.promoteBytes;
   report.plannedDemoteBytes = decision.stats.demoteBytes;
@@ -352,10 +374,24 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     }
     heat_.recordResults(outcomes, nowNs);
   }
+  phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;
   totals_.demotedBytes += report.demotedBytes;
   return report;
+}
+
+std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {
+  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> out;
+  for (const auto& [pid, proc] : procs_)
+    if (proc.source) out.emplace_back(pid, proc.source.get());
+  return out;
+}
+
+std::string Engine::workloadOf(pid_t pid) const {
+  auto it = procs_.find(pid);
+  if (it == procs_.end() || it->second.workload >= config_->workloads.size()) return "";
+  return config_->workloads[it->second.workload].name;
 }
 
 }  // namespace tierd::daemon

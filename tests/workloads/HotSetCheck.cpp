@@ -1,0 +1,87 @@
+// tierd-hotset: where a workload's known hot set lives, for the rig's tiering scenarios.
+//
+// Reads the hot-set file written by tierd-gups ("pid N", then one "start-end" hex range per
+// line), asks move_pages(2) with nodes=NULL for the node of one address per 2 MiB chunk (one per
+// THP; REFERENCE.md section 2), and prints one line:
+//   hot_bytes=N on_fast_bytes=N hot_on_fast_pct=P not_present=N
+// where "fast" is the node set given with --fast (default 0). Exit 0 on success, 1 when the
+// process or the file cannot be read.
+#include <numa.h>
+#include <numaif.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tierd/core/Units.h"
+#include "tierd/sys/Parsers.h"
+
+int main(int argc, char** argv) {
+  std::string file;
+  std::set<int> fast = {0};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--hot-set" && i + 1 < argc) {
+      file = argv[++i];
+    } else if (a == "--fast" && i + 1 < argc) {
+      auto ids = tierd::sys::parseIdList(argv[++i], "--fast");
+      if (!ids) {
+        std::cerr << "tierd-hotset: " << ids.error().describe() << "\n";
+        return 2;
+      }
+      fast = ids.value();
+    } else {
+      std::cerr << "usage: tierd-hotset --hot-set FILE [--fast NODELIST]\n";
+      return 2;
+    }
+  }
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "tierd-hotset: cannot read " << file << "\n";
+    return 1;
+  }
+  std::string line;
+  int pid = 0;
+  std::vector<void*> pages;
+  while (std::getline(in, line)) {
+    if (line.rfind("pid ", 0) == 0) {
+      pid = std::stoi(line.substr(4));
+      continue;
+    }
+    auto dash = line.find('-');
+    if (dash == std::string::npos) continue;
+    uint64_t start = std::stoull(line.substr(0, dash), nullptr, 16);
+    uint64_t end = std::stoull(line.substr(dash + 1), nullptr, 16);
+    for (uint64_t a = start; a < end; a += 2 * tierd::kMiB)
+      pages.push_back(reinterpret_cast<void*>(a));
+  }
+  if (pid <= 0 || pages.empty()) {
+    std::cerr << "tierd-hotset: no pid or no ranges in " << file << "\n";
+    return 1;
+  }
+  std::vector<int> status(pages.size(), 0);
+  long rc = numa_move_pages(pid, pages.size(), pages.data(), nullptr, status.data(), 0);
+  if (rc < 0) {
+    std::perror("tierd-hotset: move_pages");
+    return 1;
+  }
+  uint64_t onFast = 0, notPresent = 0;
+  for (int s : status) {
+    if (s < 0)
+      ++notPresent;
+    else if (fast.count(s))
+      ++onFast;
+  }
+  const uint64_t chunk = 2 * tierd::kMiB;
+  std::printf("hot_bytes=%llu on_fast_bytes=%llu hot_on_fast_pct=%.1f not_present=%llu\n",
+              static_cast<unsigned long long>(pages.size() * chunk),
+              static_cast<unsigned long long>(onFast * chunk),
+              100.0 * static_cast<double>(onFast) / static_cast<double>(pages.size()),
+              static_cast<unsigned long long>(notPresent));
+  return 0;
+}
