@@ -149,9 +149,10 @@ TEST_CASE("golden: the phases trace under a 16 MiB quota, on the rig's two-node 
   CHECK(r->ticks.front().fastSamples == 0);  // everything starts on the slow tier
   const SimSummary& s = r->summary;
   CHECK(s.samples == trace.samples.size());
-  CHECK(s.promotedBytes >= 16 * 2 * kMiB);                             // both hot sets went up
-  CHECK(s.demotedBytes >= 8 * 2 * kMiB);                               // the first went down again
-  CHECK(s.peakFastBytes <= 16 * kMiB);                                 // never over the quota
+  CHECK(s.promotedBytes >= 16 * 2 * kMiB);  // both hot sets went up
+  CHECK(s.demotedBytes >= 8 * 2 * kMiB);    // the first went down again
+  CHECK(s.peakFastBytes <= 16 * kMiB);      // never over the quota
+  CHECK(s.pingPongMoves == 0);  // promoting, then demoting once cooled, is not ping-pong
   CHECK(s.lastQuarterFastAccesses * 10 >= s.lastQuarterAccesses * 8);  // >= 80% on the fast tier
   const SimTick& beforeShift = r->ticks[29];
   const SimTick& afterShift = r->ticks[31];
@@ -205,7 +206,7 @@ TEST_CASE("a tiny fast node is never filled past its headroom") {
     CHECK(t.fastFreeBytes >= r.fastHeadroomBytes);
 }
 
-TEST_CASE("alternating hot sets with cooldown 0 show ping-pong; a long cooldown damps it") {
+TEST_CASE("alternating hot sets with cooldown 0 show ping-pong and a long cooldown damps it") {
   // 4-region hot sets alternating every 3 s; quota 8 MiB = one hot set.
   const telemetry::Trace trace = alternatingTrace(4, 3, 60, 100);
   const std::string quota = "fast_quota = \"8MiB\"\n";
@@ -223,7 +224,7 @@ TEST_CASE("alternating hot sets with cooldown 0 show ping-pong; a long cooldown 
   CHECK(formatSimulationText(eager).find("ping-pong") != std::string::npos);
 }
 
-TEST_CASE("pids named by a workload's pid list go to it; others to the default workload") {
+TEST_CASE("pids named by a workload's pid list go to it and others to the default workload") {
   telemetry::Trace trace = alternatingTrace(2, 100, 3, 10);
   AccessSample other = trace.samples.front();
   other.pid = 888;
