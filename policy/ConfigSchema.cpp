@@ -18,7 +18,7 @@ const std::vector<KeySpec>& configSchema() {
       // [daemon]
       {"daemon", "interval", ValueType::Duration, "\"1s\"", 10 * kMs, 3600 * kS, "", false, false,
        "", "Tick interval: how often tierd drains samples, decides and migrates."},
-      {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9477\"", 0, 0, "", false, false,
+      {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9464\"", 0, 0, "", false, false,
        "", "Address of the Prometheus /metrics endpoint; \"\" disables it."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},

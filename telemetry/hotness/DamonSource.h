@@ -132,6 +132,8 @@ class DamonSource final : public HotnessSource {
   void stop() override;
   SourceStats stats() const override { return stats_; }
 
+  /// The monitoring parameters this source was built with.
+  const DamonConfig& config() const { return config_; }
   /// True when our kdamond has stopped by itself (the monitored process is gone).
   bool targetGone() const { return targetGone_; }
 

@@ -54,6 +54,105 @@ void MigrationMeter::record(const MovePagesCallStats& call, MetricsSink& sink) {
   c.systemCpuSeconds += call.systemCpuSeconds;
 }
 
+std::string outcomeResultLabel(MoveOutcome o) {
+  switch (o) {
+    case MoveOutcome::Moved:
+      return "moved";
+    case MoveOutcome::AlreadyThere:
+      return "already_placed";
+    case MoveOutcome::Busy:
+      return "busy";
+    case MoveOutcome::Gone:
+      return "gone";
+    case MoveOutcome::Denied:
+      return "denied";
+    case MoveOutcome::NoMemory:
+      return "no_memory";
+    case MoveOutcome::NotMigrated:
+    case MoveOutcome::OtherError:
+      return "failed";
+    case MoveOutcome::NotPresent:
+    case MoveOutcome::NotAttempted:
+      return "";
+  }
+  return "";
+}
+
+void MigrationMeter::recordBatch(const BatchResult& batch,
+                                 const std::function<std::string(pid_t)>& workloadOf,
+                                 MetricsSink& sink) {
+  std::map<Direction, double> movedBytes;
+  std::map<Direction, double> sentPages;
+  for (const RangeResult& r : batch.ranges) {
+    const Direction d = r.range.direction;
+    const std::string dir = directionLabel(d);
+    const uint64_t moved = r.outcomes[MoveOutcome::Moved];
+    uint64_t unit = r.range.pageSize;
+    if (moved > 0 && r.bytesMoved % moved == 0) unit = r.bytesMoved / moved;
+    const std::string ps = pageSizeLabel(unit);
+    for (size_t i = 0; i < kMoveOutcomeCount; ++i) {
+      const auto o = static_cast<MoveOutcome>(i);
+      const uint64_t n = r.outcomes[o];
+      const std::string result = outcomeResultLabel(o);
+      if (n == 0 || result.empty()) continue;
+      const double bytes = o == MoveOutcome::Moved ? static_cast<double>(r.bytesMoved)
+                                                   : static_cast<double>(n) * double(unit);
+      sink.add(metric::kMigratePages, {dir, ps, result}, static_cast<double>(n));
+      sink.add(metric::kMigrateBytes, {dir, ps, result}, bytes);
+      if (o != MoveOutcome::AlreadyThere) sentPages[d] += static_cast<double>(n);
+    }
+    movedBytes[d] += static_cast<double>(r.bytesMoved);
+    if (r.bytesMoved > 0 && workloadOf) {
+      const std::string w = workloadOf(r.range.pid);
+      if (!w.empty())
+        sink.add(metric::kWorkloadMigratedBytes, {w, dir}, static_cast<double>(r.bytesMoved));
+    }
+  }
+  const MigrationStats& st = batch.stats;
+  for (const auto& [err, n] : st.errnoPages)
+    sink.add(metric::kDaemonErrors, {"migrate", errnoLabel(err)}, static_cast<double>(n));
+  for (const auto& [err, n] : st.errnoCalls)
+    sink.add(metric::kDaemonErrors, {"migrate", errnoLabel(err)}, static_cast<double>(n));
+
+  // Shares of the batch's time per direction: by bytes moved, else by pages sent.
+  auto sum = [](const std::map<Direction, double>& m) {
+    double t = 0;
+    for (const auto& [d, v] : m)
+      t += v;
+    return t;
+  };
+  const bool byBytes = sum(movedBytes) > 0;
+  const std::map<Direction, double>& weights = byBytes ? movedBytes : sentPages;
+  const double total = sum(weights);
+  const double wall = static_cast<double>(st.wallNs) / 1e9;
+  const double cpu = static_cast<double>(st.kernelCpuNs) / 1e9;
+  if (total > 0) {
+    for (const auto& [d, w] : weights) {
+      if (w <= 0) continue;
+      const double share = w / total;
+      sink.add(metric::kMigrateSystemCpu, {directionLabel(d)}, cpu * share);
+      const double bytes = movedBytes.count(d) ? movedBytes.at(d) : 0;
+      Totals& t = tick_[d];
+      t.movedBytes += bytes;
+      t.callSeconds += wall * share;
+      CpuWindow& c = cpu_[d];
+      c.movedBytes += bytes;
+      c.systemCpuSeconds += cpu * share;
+    }
+  }
+  if (st.moveCalls > 0) {
+    Direction most = Direction::Promote;
+    double best = -1;
+    for (const auto& [d, n] : sentPages)
+      if (n > best) {
+        best = n;
+        most = d;
+      }
+    sink.observe(metric::kMigrateCallDuration, {directionLabel(most)},
+                 static_cast<double>(st.maxCallNs) / 1e9);
+  }
+}
+
 void MigrationMeter::endTick(MetricsSink& sink) {
   for (const auto& [d, t] : tick_) {
     if (t.movedBytes <= 0 || t.callSeconds <= 0) continue;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
@@ -12,6 +13,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -41,6 +43,42 @@ bool constantTimeEquals(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
   return diff == 0;
 }
+
+// The registry's families in catalog order, with an empty family (HELP and TYPE only) for every
+// catalog metric that has no series yet: prometheus-cpp leaves those out, and a dashboard or an
+// alert should see that tierd exports the family before the first event happens.
+class CatalogCollectable : public prometheus::Collectable {
+ public:
+  explicit CatalogCollectable(std::shared_ptr<prometheus::Registry> registry)
+      : registry_(std::move(registry)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> collected = registry_->Collect();
+    std::vector<prometheus::MetricFamily> out;
+    out.reserve(catalog().size());
+    for (const MetricDef& def : catalog()) {
+      auto it = std::find_if(collected.begin(), collected.end(),
+                             [&](const prometheus::MetricFamily& f) { return f.name == def.name; });
+      if (it != collected.end()) {
+        out.push_back(std::move(*it));
+        collected.erase(it);
+        continue;
+      }
+      prometheus::MetricFamily f;
+      f.name = def.name;
+      f.help = def.help;
+      f.type = def.type == MetricType::Counter ? prometheus::MetricType::Counter
+               : def.type == MetricType::Gauge ? prometheus::MetricType::Gauge
+                                               : prometheus::MetricType::Histogram;
+      out.push_back(std::move(f));
+    }
+    for (auto& f : collected)
+      out.push_back(std::move(f));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+};
 
 }  // namespace
 
@@ -129,7 +167,9 @@ Status probeBind(const std::string& host, int port, const std::string& address) 
 }  // namespace
 
 PrometheusSink::PrometheusSink()
-    : registry_(std::make_shared<prometheus::Registry>()), families_(std::make_unique<Families>()) {
+    : registry_(std::make_shared<prometheus::Registry>()),
+      exposed_(std::make_shared<CatalogCollectable>(registry_)),
+      families_(std::make_unique<Families>()) {
   for (const auto& def : catalog()) {
     switch (def.type) {
       case MetricType::Counter:
@@ -180,7 +220,7 @@ Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ExporterOpti
           },
           "tierd");
     }
-    sink->exposer_->RegisterCollectable(sink->registry_);
+    sink->exposer_->RegisterCollectable(sink->exposed_);
   } catch (const std::exception& e) {
     return Error::env(std::string("the metrics exporter could not start: ") + e.what() +
                           " (is the address in use?)",
@@ -198,7 +238,7 @@ int PrometheusSink::port() const {
 std::string PrometheusSink::render() const {
   prometheus::TextSerializer s;
   std::ostringstream o;
-  s.Serialize(o, registry_->Collect());
+  s.Serialize(o, exposed_->Collect());
   return o.str();
 }
 

@@ -3,8 +3,10 @@
 /// PrometheusSink: the production MetricsSink. Every catalog metric is a prometheus-cpp family
 /// in one registry, served in the text format on http://<listen address>/metrics by a
 /// prometheus-cpp Exposer (civetweb). Optional HTTP basic auth with credentials from a file only
-/// its owner can read. No TLS: Debian 12's civetweb crashes on TLS (REFERENCE.md section 6);
-/// put a TLS proxy in front when the exporter leaves the host.
+/// its owner can read. Every catalog family is exposed from the first scrape on: a family with no
+/// series yet (a histogram before its first observation, workload metrics without workloads)
+/// is served as its # HELP and # TYPE lines. No TLS: Debian 12's civetweb crashes on TLS
+/// (REFERENCE.md section 6); put a TLS proxy in front when the exporter leaves the host.
 
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "tierd/core/Result.h"
 
 namespace prometheus {
+class Collectable;
 class Exposer;
 class Registry;
 }  // namespace prometheus
@@ -76,6 +79,7 @@ class PrometheusSink : public MetricsSink {
   void* series(const MetricDef& def, const LabelValues& labels);
 
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Collectable> exposed_;  ///< registry_ plus the empty families
   std::unique_ptr<Families> families_;
   std::map<std::pair<size_t, LabelValues>, void*> series_;
   std::unique_ptr<prometheus::Exposer> exposer_;  // destroyed first (joins civetweb threads)

@@ -1,6 +1,7 @@
 // Runs tierctl locate / move / bench as an operator (and the QEMU rig) would, and checks the
 // documented JSON fields (docs/migrate.md). Small buffers: speed is not asserted here.
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,19 +75,32 @@ TEST_CASE("tierctl bench locate --json: identical to the naive query") {
   }
 }
 
-TEST_CASE("tierctl locate and move on this test process") {
-  const std::string pid = std::to_string(getpid());
+TEST_CASE("tierctl locate and move on a running process") {
+  // A plain /bin/sleep (this test binary may carry a terabyte ASan shadow, which is a different
+  // test: the scan limit).
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(200 * 1000);
+  const std::string pid = std::to_string(child);
   auto loc = runJson("locate --pid " + pid + " --json --verbose");
-  CHECK(loc.at("pid") == getpid());
+  CHECK(loc.at("pid") == child);
   CHECK(loc.at("present_bytes").get<uint64_t>() > 0);
   CHECK(loc.at("nodes").contains("0"));
   CHECK(loc.at("vmas").size() > 3);
+  CHECK(loc.at("unscanned_bytes") == 0);
   auto mv = runJson("move --pid " + pid + " --to 0 --json");
   CHECK(mv.at("pages").at("moved") == 0);
   CHECK(mv.at("pages").at("already_there").get<uint64_t>() > 0);
   CHECK(mv.at("ranges_dropped") == 0);
+  kill(child, SIGKILL);
+  int st = 0;
+  waitpid(child, &st, 0);
 
-  Run bad = run("move --pid " + pid + " --to 0 --range zz");
+  Run bad = run("move --pid " + std::to_string(getpid()) + " --to 0 --range zz");
   CHECK(bad.exitCode == 2);
   CHECK(bad.out.find("--range") != std::string::npos);
   Run gone = run("locate --pid 4194304");  // above PID_MAX_LIMIT - 1: never a live process

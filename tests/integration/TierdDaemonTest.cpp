@@ -42,6 +42,7 @@ bool waitFor(const fs::path& log, const std::string& needle, size_t times = 1) {
 const char* kGood = R"([daemon]
 interval = "100ms"
 dry_run = true
+metrics_listen = ""
 [[workload]]
 name = "sleepers"
 command = "itest-sleeper"

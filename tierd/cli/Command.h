@@ -42,4 +42,8 @@ int moveCommand(const std::vector<std::string>& args, size_t begin);
 /// (docs/migrate.md; heat: benchHeatCommand).
 int benchCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl simulate --trace FILE --config FILE --topology DIR [--json] [--every D] [--tail D]`:
+/// replays a trace through a config on a modelled machine (docs/simulate.md).
+int simulateCommand(const std::vector<std::string>& args, size_t begin);
+
 }  // namespace tierd::cli

@@ -170,6 +170,10 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     j["queried_pages"] = loc->queriedPages;
     j["skipped_bytes"] = loc->skippedBytes;
     j["pagemap_pages"] = loc->pagemapPages;
+    uint64_t unscanned = 0;
+    for (const auto& u : loc->unscanned)
+      unscanned += u.length;
+    j["unscanned_bytes"] = unscanned;
     if (parsed->has("verbose")) {
       j["vmas"] = nlohmann::json::array();
       for (size_t i = 0; i < vmas.size(); ++i) {
@@ -205,6 +209,9 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
   std::cout << "  (" << loc->queriedPages << " pages queried in " << loc->queryCalls
             << " move_pages calls; " << formatBytes(loc->skippedBytes)
             << " answered from numa_maps)\n";
+  for (const auto& u : loc->unscanned)
+    std::cout << "  not scanned (sparse, larger than the scan limit): " << hexAddr(u.start) << "-"
+              << hexAddr(u.start + u.length) << " " << formatBytes(u.length) << "\n";
   if (parsed->has("verbose"))
     for (size_t i = 0; i < vmas.size(); ++i)
       std::cout << hexAddr(vmas[i].start) << "-" << hexAddr(vmas[i].end) << " " << vmas[i].perms

@@ -59,6 +59,8 @@ void Logger::emit(LogLevel level, std::string_view message) {
   std::string line;
   if (options_.journal)
     line = "<" + std::to_string(static_cast<int>(level)) + ">";
+  else if (level == LogLevel::Info || level == LogLevel::Notice)
+    line = "tierd: ";
   else
     line = std::string("tierd: ") + logLevelName(level) + ": ";
   line.append(message);

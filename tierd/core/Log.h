@@ -3,10 +3,11 @@
 /// Leveled logging to stderr, which journald collects when tierd runs as a service. When stderr
 /// is the journal (JOURNAL_STREAM names stderr's device:inode, systemd.exec(5)), each line starts
 /// with a `<N>` syslog priority prefix (sd-daemon(3)) so journald records the level; otherwise
-/// lines read "tierd: warning: ...". Identical messages are rate-limited per key (level + text):
-/// at most `burst` per `window`; the rest are counted and reported as "(N similar messages
-/// suppressed)" with the next one let through. Time is passed in (monotonic nanoseconds), so
-/// the limiter is tested without a clock. Thread-safe.
+/// lines read "tierd: warning: ..." (error, warning, debug) or "tierd: ..." (notice, info: the
+/// daemon's progress lines, which scripts read by their "tierd: tick N:" prefix). Identical
+/// messages are rate-limited per key (level + text): at most `burst` per `window`; the rest are
+/// counted and reported as "(N similar messages suppressed)" with the next one let through. Time is
+/// passed in (monotonic nanoseconds), so the limiter is tested without a clock. Thread-safe.
 
 #include <cstdint>
 #include <functional>

@@ -117,9 +117,12 @@ struct LocateResult {
   uint64_t queriedPages = 0;  ///< addresses passed to those calls
   uint64_t skippedBytes = 0;  ///< bytes answered from numa_maps without a query
   uint64_t pagemapPages = 0;  ///< base pages checked in /proc/PID/pagemap instead of queried
+  /// Sparse ranges larger than MigratorConfig::locateMaxScanBytes (e.g. an ASan shadow
+  /// reservation of terabytes) that were not scanned: they are NOT covered by `runs`.
+  std::vector<AddressRange> unscanned;
 
   /// The per-base-page view: one status per `basePageSize` page, in run order (what the naive
-  /// query of every base page address would give).
+  /// query of every base page address would give, when `unscanned` is empty).
   std::vector<int> perBasePage(uint64_t basePageSize) const;
 };
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <iostream>
 #include <mutex>
 #include <thread>
 
@@ -17,10 +16,18 @@
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/metrics/CpuTime.h"
+#include "telemetry/metrics/PrometheusSink.h"
+#include "tierd/core/FileSafety.h"
+#include "tierd/core/Log.h"
 #include "tierd/core/Units.h"
+#include "tierd/daemon/DaemonMetrics.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/Signals.h"
+#include "tierd/main/Service.h"
+#include "tierd/main/TopologyMetrics.h"
 #include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/sys/Vmstat.h"
 
 namespace tierd::daemon {
 namespace {
@@ -37,19 +44,57 @@ double processCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-void printErrors(const std::vector<policy::ConfigError>& errors, const std::string& path) {
+// The daemon's log: leveled lines on stderr (journald when run as a service), rate-limited.
+class DaemonLog {
+ public:
+  DaemonLog() : logger_({LogLevel::Info, stderrIsJournal()}) {}
+  void error(const std::string& m) { logger_.log(LogLevel::Error, m, monotonicNs()); }
+  void warning(const std::string& m) { logger_.log(LogLevel::Warning, m, monotonicNs()); }
+  void notice(const std::string& m) { logger_.log(LogLevel::Notice, m, monotonicNs()); }
+  void info(const std::string& m) { logger_.log(LogLevel::Info, m, monotonicNs()); }
+
+ private:
+  Logger logger_;
+};
+
+void printErrors(DaemonLog& log, const std::vector<policy::ConfigError>& errors,
+                 const std::string& path) {
   for (const policy::ConfigError& e : errors)
-    std::cerr << e.describe() << "\n";
-  std::cerr << "tierd: " << path << ": " << errors.size() << " error"
-            << (errors.size() == 1 ? "" : "s") << "\n";
+    log.error(e.describe());
+  log.error(path + ": " + std::to_string(errors.size()) + " error" +
+            (errors.size() == 1 ? "" : "s"));
 }
 
-migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
-  migrate::MigratorConfig m;
-  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
-  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
-  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
-  return m;
+// A sink that drops every update: the metrics are still computed when the exporter is off
+// (daemon.metrics_listen = ""), so the loop has one path.
+class NullSink : public telemetry::MetricsSink {
+ protected:
+  void doAdd(const telemetry::MetricDef&, const telemetry::LabelValues&, double) override {}
+  void doSet(const telemetry::MetricDef&, const telemetry::LabelValues&, double) override {}
+  void doObserve(const telemetry::MetricDef&, const telemetry::LabelValues&, double) override {}
+  void removeWorkloadSeries(const std::set<std::string>&) override {}
+};
+
+// Refuses a config file other users could change (tierd moves memory with root's rights).
+bool configFileSafe(DaemonLog& log, const std::string& path) {
+  if (Status s = checkConfigFileSafe(path, ::geteuid()); !s) {
+    log.error("refusing the config file: " + s.error().describe());
+    return false;
+  }
+  return true;
+}
+
+// Whether move_pages(2) answers here: a location query (nodes = NULL) of one of our own pages.
+bool movePagesWorks(migrate::PageSystem& system) {
+  static int probe = 0;
+  void* page = &probe;
+  int status = -1;
+  return system.movePages(::getpid(), 1, &page, nullptr, &status, 0) == 0 && status >= 0;
+}
+
+std::string statusText(uint64_t tickNo, const policy::CompiledConfig& c) {
+  return "tick " + std::to_string(tickNo) + ", " + std::to_string(c.workloads.size()) +
+         " workloads" + (c.daemon.dryRun ? ", dry run" : "");
 }
 
 // The source names that can sample one process, in the probe's order of preference.
@@ -129,30 +174,60 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
 
 }  // namespace
 
+migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
+  migrate::MigratorConfig m;
+  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
+  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
+  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  return m;
+}
+
 int runDaemon(const DaemonOptions& options) {
+  DaemonLog log;
+  if (!configFileSafe(log, options.configPath)) return 1;
   policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath);
   if (!compiled.ok()) {
-    printErrors(compiled.errors, options.configPath);
+    printErrors(log, compiled.errors, options.configPath);
     return 1;
   }
   policy::CompiledConfig initial = *compiled.config;
   if (options.dryRun) initial.daemon.dryRun = true;
   policy::ConfigStore store(initial);
+  const service::ServiceNotifier notifier = service::ServiceNotifier::fromEnvironment();
 
   sys::SysRoot root(options.sysRoot);
+  // Before any thread starts (the exporter's too): the signal mask is inherited.
   auto waiter = SignalWaiter::create();
   if (!waiter) {
-    std::cerr << "tierd: " << waiter.error().describe() << "\n";
+    log.error(waiter.error().describe());
     return 1;
   }
+
+  // The exporter. The listen address is read at start only (a reload does not move it).
+  std::unique_ptr<telemetry::MetricsSink> sink;
+  if (!initial.daemon.metricsListen.empty()) {
+    telemetry::ExporterOptions exporter;
+    exporter.listenAddress = initial.daemon.metricsListen;
+    auto started = telemetry::PrometheusSink::start(exporter);
+    if (!started) {
+      log.error("cannot serve metrics: " + started.error().describe());
+      return 1;
+    }
+    log.notice("metrics on http://" + initial.daemon.metricsListen + "/metrics");
+    sink = std::move(started.value());
+  } else {
+    log.notice("metrics exporter off (daemon.metrics_listen = \"\")");
+    sink = std::make_unique<NullSink>();
+  }
+  DaemonMetrics metrics(*sink);
 
   telemetry::SysRootDamonFs damonFs(root);
   telemetry::LinuxPerfEventOpener opener;
   const telemetry::SamplingProbe probe = telemetry::probeSampling(root, damonFs, ::geteuid() == 0);
   std::string why;
   const std::string sourceName = chooseSource(initial, probe, why);
-  std::cerr << "tierd: hotness source: " << (sourceName.empty() ? "none" : sourceName) << " ("
-            << why << ")\n";
+  log.notice("hotness source: " + (sourceName.empty() ? std::string("none") : sourceName) + " (" +
+             why + ")");
   SourceFactory factory =
       [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
     if (sourceName.empty()) return Error::env(why, "sampling");
@@ -161,6 +236,27 @@ int runDaemon(const DaemonOptions& options) {
     return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
                                  damonConfigFor());
   };
+
+  // Metrics known before the first tick: node capacities, capability flags, counters at 0.
+  std::vector<uint64_t> pageSizes = {static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), 2 * kMiB};
+  topology::TierOverride tiers;
+  tiers.fastNodes = initial.tiers.fastNodes;
+  tiers.slowNodes = initial.tiers.slowNodes;
+  if (auto topo = topology::readTopology(root, tiers); topo) {
+    if (topo->caps.basePageSize) pageSizes[0] = topo->caps.basePageSize;
+    if (topo->caps.pmdPageSize) pageSizes[1] = topo->caps.pmdPageSize;
+    publishTopology(topo.value(), *sink);
+  }
+  metrics.start(initial, pageSizes, sourceName);
+  auto available = [&](const char* name) {
+    for (const auto& s : probe.sources)
+      if (s.name == name) return s.available;
+    return false;
+  };
+  metrics.capability("perf_pebs", available("perf-pebs"));
+  metrics.capability("perf_ibs", available("perf-ibs"));
+  metrics.capability("perf_software", available("perf-sw-page-faults"));
+  metrics.capability("move_pages", movePagesWorks(*migrate::makeLinuxPageSystem(root)));
 
   Engine engine(root,
                 std::make_unique<migrate::MovePagesMigrator>(migratorConfig(initial),
@@ -186,52 +282,115 @@ int runDaemon(const DaemonOptions& options) {
     }
   });
 
-  std::cerr << "tierd: running with " << options.configPath << " ("
-            << store.current()->workloads.size() << " workloads, tick "
-            << store.current()->daemon.intervalNs / 1'000'000 << " ms"
-            << (store.current()->daemon.dryRun ? ", dry run" : "") << ")\n";
+  log.notice("running with " + options.configPath + " (" +
+             std::to_string(store.current()->workloads.size()) + " workloads, tick " +
+             std::to_string(store.current()->daemon.intervalNs / 1'000'000) + " ms" +
+             (store.current()->daemon.dryRun ? ", dry run" : "") + ")");
+  const auto watchdogEvery = notifier.watchdogInterval();
+  auto nextWatchdog = std::chrono::steady_clock::now();
+  auto petWatchdog = [&] {
+    if (!watchdogEvery || std::chrono::steady_clock::now() < nextWatchdog) return;
+    if (Status s = notifier.watchdog(); !s) log.warning("sd_notify: " + s.error().describe());
+    nextWatchdog = std::chrono::steady_clock::now() + *watchdogEvery;
+  };
   int rc = 0;
   uint64_t tickNo = 0;
+  uint64_t lastTickNs = 0;
+  double cpuMark = telemetry::threadCpuSeconds();
   while (!stop.load()) {
     if (reload.exchange(false)) {
-      auto errors = store.requestReload(options.configPath);
-      if (!errors.empty()) {
-        printErrors(errors, options.configPath);
-        std::cerr << "tierd: reload failed; keeping the running config\n";
+      (void)notifier.reloading();
+      bool ok = configFileSafe(log, options.configPath);
+      if (ok) {
+        auto errors = store.requestReload(options.configPath);
+        if (!errors.empty()) {
+          printErrors(log, errors, options.configPath);
+          ok = false;
+        }
+      }
+      if (!ok) {
+        log.warning("reload failed; keeping the running config");
+        metrics.configReload(false);
+        (void)notifier.ready(statusText(tickNo, engine.config()));
       }
     }
     if (store.applyPending()) {
       auto next = std::make_shared<policy::CompiledConfig>(*store.current());
       if (options.dryRun) next->daemon.dryRun = true;
       engine.setConfig(next);
-      std::cerr << "tierd: config reloaded\n";
+      metrics.setWorkloads(*next);
+      metrics.configReload(true);
+      if (next->daemon.metricsListen != initial.daemon.metricsListen)
+        log.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+      log.notice("config reloaded");
+      (void)notifier.ready(statusText(tickNo, *next));
     }
     const uint64_t start = monotonicNs();
     const uint64_t interval = engine.config().daemon.intervalNs;
+    {
+      const double now = telemetry::threadCpuSeconds();
+      metrics.loopCpu("main", now - cpuMark);
+      cpuMark = now;
+    }
     auto report = engine.tick(start, static_cast<int64_t>(start + interval), &stop);
     ++tickNo;
+    const double engineEnd = telemetry::threadCpuSeconds();
+    const double wall = lastTickNs ? static_cast<double>(start - lastTickNs) / 1e9
+                                   : static_cast<double>(interval) / 1e9;
+    lastTickNs = start;
     if (!report) {
-      std::cerr << "tierd: tick " << tickNo << ": " << report.error().describe() << "\n";
+      log.error("tick " + std::to_string(tickNo) + ": " + report.error().describe());
+      metrics.tickFailed();
     } else {
       for (const std::string& p : report->problems)
-        std::cerr << "tierd: " << p << "\n";
-      std::cerr << "tierd: " << progressLine(tickNo, report.value(), processCpuSeconds()) << "\n";
+        log.warning(p);
+      log.info(progressLine(tickNo, report.value(), processCpuSeconds()));
+      publishTopology(report->topology, *sink);
+      metrics.tick(report.value(), snapshotSources(engine), wall,
+                   [&](pid_t pid) { return engine.workloadOf(pid); });
     }
+    metrics.totals(engine.totals(), engine.heat().recordStats().pingPongHeld,
+                   report ? &report.value() : nullptr);
+    if (auto vm = sys::readVmstat(root); vm) {
+      metrics.vmstat(vm.value());
+    } else {
+      log.warning("vmstat: " + vm.error().describe());
+      metrics.metricsError(vm.error().code);
+    }
+    cpuMark = telemetry::threadCpuSeconds();
+    metrics.loopCpu("metrics", cpuMark - engineEnd);
+    if (tickNo == 1) {
+      if (Status s = notifier.ready(statusText(tickNo, engine.config())); !s)
+        log.warning("sd_notify: " + s.error().describe());
+    } else if (notifier.enabled() && tickNo % 10 == 0) {
+      (void)notifier.status(statusText(tickNo, engine.config()));
+    }
+    petWatchdog();
     if (options.once || (options.ticks && tickNo >= *options.ticks)) break;
+    // Sleep until the next tick, a signal, or the next watchdog ping, whichever comes first.
+    const auto tickDue = std::chrono::steady_clock::now() +
+                         std::chrono::nanoseconds(static_cast<int64_t>(start + interval) -
+                                                  static_cast<int64_t>(monotonicNs()));
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait_until(lock,
-                  std::chrono::steady_clock::now() +
-                      std::chrono::nanoseconds(start + interval - monotonicNs()),
-                  [&] { return stop.load() || reload.load(); });
+    while (!stop.load() && !reload.load() && std::chrono::steady_clock::now() < tickDue) {
+      const auto until = watchdogEvery ? std::min(tickDue, nextWatchdog) : tickDue;
+      cv.wait_until(lock, until, [&] { return stop.load() || reload.load(); });
+      lock.unlock();
+      petWatchdog();
+      lock.lock();
+    }
   }
+  (void)notifier.stopping();
   quit.store(true);
   signals.join();
   engine.shutdown();
   const EngineTotals& t = engine.totals();
-  std::cerr << "tierd: stopped after " << t.ticks << " ticks: promoted "
-            << formatBytes(t.promotedBytes) << ", demoted " << formatBytes(t.demotedBytes) << ", "
-            << t.samples << " samples, cpu " << processCpuSeconds()
-            << " s (moved_bytes=" << t.promotedBytes + t.demotedBytes << ")\n";
+  char cpu[32];
+  std::snprintf(cpu, sizeof cpu, "%.2f", processCpuSeconds());
+  log.notice("stopped after " + std::to_string(t.ticks) + " ticks: promoted " +
+             formatBytes(t.promotedBytes) + ", demoted " + formatBytes(t.demotedBytes) + ", " +
+             std::to_string(t.samples) + " samples, cpu " + cpu +
+             " s (moved_bytes=" + std::to_string(t.promotedBytes + t.demotedBytes) + ")");
   return rc;
 }
 

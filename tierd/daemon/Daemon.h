@@ -11,6 +11,9 @@
 #include <optional>
 #include <string>
 
+#include "policy/Config.h"
+#include "tierd/migrate/Migrator.h"
+
 namespace tierd::daemon {
 
 /// Command-line options of `tierd` that reach the loop.
@@ -21,6 +24,11 @@ struct DaemonOptions {
   bool once = false;              ///< --once: one tick, then exit
   std::optional<uint64_t> ticks;  ///< --ticks N: exit after N ticks (tests, demos)
 };
+
+/// The migrator tuning of a compiled config: call latency target and per-direction byte rates
+/// ([migration] call_latency_target, max_{promote,demote}_mib_per_s). Used by the daemon and by
+/// `tierctl simulate`, so both move pages under the same limits.
+migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c);
 
 /// Runs the daemon. Returns the process exit code: 0 after a clean stop, 1 when the config or
 /// the environment prevents starting (every reason printed to stderr).

@@ -241,6 +241,8 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   report.topologyMethod = topo->method;
   report.fastNodes = topo->nodesIn(topology::Tier::Fast);
   report.slowNodes = topo->nodesIn(topology::Tier::Slow);
+  report.topology = topo.value();
+  report.cpu.topologyNs = threadCpuNs() - phaseStart;
 
   // Scopes: who may be sampled, located and moved this tick.
   std::map<pid_t, policy::WorkloadId> scoped;
@@ -334,11 +336,13 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     for (const auto& [pid, proc] : procs_)
       if (proc.workload == i) ++wr.pids;
     const double hot = config_->workloads[i].policy.hotThreshold;
+    const double cold = config_->workloads[i].policy.coldThreshold;
     for (const policy::RegionView& r : view.regions) {
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
       if (r.heat >= hot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+      if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
@@ -375,6 +379,19 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   totals_.promotedBytes += report.promotedBytes;
   totals_.demotedBytes += report.demotedBytes;
   return report;
+}
+
+std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {
+  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> out;
+  for (const auto& [pid, proc] : procs_)
+    if (proc.source) out.emplace_back(pid, proc.source.get());
+  return out;
+}
+
+std::string Engine::workloadOf(pid_t pid) const {
+  auto it = procs_.find(pid);
+  if (it == procs_.end() || it->second.workload >= config_->workloads.size()) return "";
+  return config_->workloads[it->second.workload].name;
 }
 
 }  // namespace tierd::daemon

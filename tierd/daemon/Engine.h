@@ -57,10 +57,12 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 struct WorkloadReport {
   std::string name;
   size_t pids = 0;
-  uint64_t fastBytes = 0;     ///< located bytes of tracked regions on fast-tier nodes
-  uint64_t slowBytes = 0;     ///< located bytes on slow-tier nodes
-  uint64_t hotFastBytes = 0;  ///< bytes of regions at or above hot_threshold on the fast tier
-  uint64_t hotSlowBytes = 0;  ///< ... on the slow tier
+  uint64_t fastBytes = 0;      ///< located bytes of tracked regions on fast-tier nodes
+  uint64_t slowBytes = 0;      ///< located bytes on slow-tier nodes
+  uint64_t hotFastBytes = 0;   ///< bytes of regions at or above hot_threshold on the fast tier
+  uint64_t hotSlowBytes = 0;   ///< ... on the slow tier
+  uint64_t coldFastBytes = 0;  ///< bytes of regions at or below cold_threshold on the fast tier
+  uint64_t coldSlowBytes = 0;  ///< ... on the slow tier
 };
 
 /// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
@@ -70,6 +72,7 @@ struct PhaseCpu {
   uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
   uint64_t policyNs = 0;         ///< snapshot and arbiter
   uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
+  uint64_t topologyNs = 0;       ///< the topology read alone (part of topologyScopeNs)
 };
 
 /// What one tick did.
@@ -88,6 +91,7 @@ struct TickReport {
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
   PhaseCpu cpu;                       ///< where this tick's CPU went
+  topology::Topology topology;        ///< the snapshot this tick used (for node metrics)
 };
 
 /// Cumulative counters since the engine started.
@@ -127,6 +131,12 @@ class Engine {
 
   const EngineTotals& totals() const { return totals_; }
   const policy::HeatModel& heat() const { return heat_; }
+
+  /// The hotness sources running now, by pid (for per-source stats; pointers valid until the
+  /// next tick(), setConfig() or shutdown()).
+  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> sources() const;
+  /// The configured workload name a tracked pid belongs to, "" when the pid is not tracked.
+  std::string workloadOf(pid_t pid) const;
 
  private:
   struct Proc {

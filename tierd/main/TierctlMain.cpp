@@ -28,6 +28,8 @@ const Subcommand kSubcommands[] = {
     {"move", &tierd::cli::moveCommand, "move a process's pages to a node, with per-errno results"},
     {"metrics", &tierd::cli::metricsCommand,
      "the Prometheus metric catalog (--catalog [--markdown|--json])"},
+    {"simulate", &tierd::cli::simulateCommand,
+     "replay a recorded trace through a config on a modelled machine, tick by tick"},
     {"bench", &tierd::cli::benchCommand,
      "bench migrate|locate|heat: GiB/s, query speed vs naive, heat model"},
 };

@@ -7,7 +7,9 @@
 ///   1. Plans each range against /proc/PID/smaps: one address per hugetlb page (KernelPageSize),
 ///      one per PMD THP where the VMA's AnonHugePages covers all its resident memory (Rss), one
 ///      per base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4 KiB).
-///      Parts of a range with no VMA are Gone and drop the range.
+///      Parts of a range with no VMA are Gone and drop the range. Base-page VMAs with Rss 0 are
+///      NotPresent without a call; sparse ones (Rss < half the VMA) send only the pages
+///      /proc/PID/pagemap shows mapped (parts larger than locateMaxScanBytes: NotAttempted).
 ///   2. Queries up to maxPagesPerCall pages at a time (move_pages nodes=NULL, cheap: pages already
 ///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
 ///      rest in calls sized to a latency target: bytes per call = latency target / measured ns
@@ -73,6 +75,7 @@ class MovePagesMigrator final : public Migrator {
   struct BatchState;
 
   void planRange(BatchState& st, size_t index);
+  bool planSparse(BatchState& st, size_t index, uint64_t a, uint64_t b);
   std::vector<PageRef> processCall(BatchState& st, pid_t pid, const std::vector<PageRef>& call);
   void moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
                     std::vector<PageRef>& busy);

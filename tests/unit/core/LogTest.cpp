@@ -24,12 +24,13 @@ TEST_CASE("levels filter and format for a terminal and for the journal") {
   CHECK(plain.log(LogLevel::Warning, "node 1 is full", 0));
   CHECK_FALSE(plain.log(LogLevel::Debug, "noise", 0));
   CHECK(plain.log(LogLevel::Error, "move_pages failed", 0));
+  CHECK(plain.log(LogLevel::Info, "tick 3: promoted=0B", 0));
   Logger journal({LogLevel::Debug, true}, c.writer());
   CHECK(journal.log(LogLevel::Debug, "tick 1", 0));
   CHECK(journal.log(LogLevel::Notice, "reloaded", 0));
-  CHECK(c.lines == std::vector<std::string>{"tierd: warning: node 1 is full\n",
-                                            "tierd: error: move_pages failed\n", "<7>tick 1\n",
-                                            "<5>reloaded\n"});
+  CHECK(c.lines == std::vector<std::string>{
+                       "tierd: warning: node 1 is full\n", "tierd: error: move_pages failed\n",
+                       "tierd: tick 3: promoted=0B\n", "<7>tick 1\n", "<5>reloaded\n"});
   LogLevel l{};
   CHECK(parseLogLevel("warning", l));
   CHECK(l == LogLevel::Warning);

@@ -64,6 +64,58 @@ TEST_CASE("MigrationMeter reports each call and the per-tick gauges") {
   CHECK(s.rejectedUpdates() == 0);
 }
 
+TEST_CASE("recordBatch: exact page counts by result, apportioned CPU and time, longest call") {
+  RecordingSink s;
+  s.setWorkloads({"redis"});
+  MigrationMeter m;
+  tierd::BatchResult b;
+  tierd::RangeResult up;  // 8 THPs promoted, 2 busy, 1 already there, 3 not present
+  up.range = {100, 0x200000, 16ULL << 21, 2ULL << 20, 0, tierd::Direction::Promote};
+  up.outcomes[tierd::MoveOutcome::Moved] = 8;
+  up.outcomes[tierd::MoveOutcome::Busy] = 2;
+  up.outcomes[tierd::MoveOutcome::AlreadyThere] = 1;
+  up.outcomes[tierd::MoveOutcome::NotPresent] = 3;
+  up.bytesMoved = 8ULL << 21;
+  tierd::RangeResult down;  // planned as THP, moved as base pages: 1024 x 4k = 4 MiB
+  down.range = {200, 0x400000, 4ULL << 20, 2ULL << 20, 1, tierd::Direction::Demote};
+  down.outcomes[tierd::MoveOutcome::Moved] = 1024;
+  down.outcomes[tierd::MoveOutcome::OtherError] = 1;
+  down.bytesMoved = 4ULL << 20;
+  b.ranges = {up, down};
+  b.stats.errnoPages = {{EBUSY, 2}, {EINVAL, 1}};
+  b.stats.errnoCalls = {{ESRCH, 1}};
+  b.stats.moveCalls = 3;
+  b.stats.maxCallNs = 15'000'000;
+  b.stats.wallNs = 40'000'000;
+  b.stats.kernelCpuNs = 20'000'000;
+  m.recordBatch(
+      b, [](pid_t pid) { return pid == 100 ? std::string("redis") : std::string(); }, s);
+  CHECK(s.rejectedUpdates() == 0);
+  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "moved"}) == 8);
+  CHECK(s.value("tierd_migrate_bytes_total", {"promote", "2M", "moved"}) == 16 << 20);
+  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "busy"}) == 2);
+  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "already_placed"}) == 1);
+  CHECK(s.seriesCount("tierd_migrate_pages_total") == 5);  // not-present pages are not counted
+  CHECK(s.value("tierd_migrate_pages_total", {"demote", "4k", "moved"}) == 1024);
+  CHECK(s.value("tierd_migrate_bytes_total", {"demote", "4k", "failed"}) == 4096);
+  CHECK(s.value("tierd_daemon_errors_total", {"migrate", "EBUSY"}) == 2);
+  CHECK(s.value("tierd_daemon_errors_total", {"migrate", "EINVAL"}) == 1);
+  CHECK(s.value("tierd_daemon_errors_total", {"migrate", "ESRCH"}) == 1);
+  CHECK(s.value("tierd_workload_migrated_bytes_total", {"redis", "promote"}) == 16 << 20);
+  // 16 MiB up, 4 MiB down: CPU and wall time split 4:1
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"promote"}) == doctest::Approx(0.016));
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"demote"}) == doctest::Approx(0.004));
+  // one observation: the longest call, under the direction that sent most pages (demote: 1025)
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"demote"}) == 1);
+  CHECK(s.value("tierd_migrate_call_duration_seconds", {"demote"}) == doctest::Approx(0.015));
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"promote"}) == 0);
+  m.endTick(s);
+  CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"promote"}) ==
+        doctest::Approx(double(16 << 20) / 0.032));
+  CHECK(outcomeResultLabel(tierd::MoveOutcome::NotAttempted).empty());
+  CHECK(outcomeResultLabel(tierd::MoveOutcome::NoMemory) == "no_memory");
+}
+
 TEST_CASE("thread CPU clocks advance with work") {
   const double c0 = threadCpuSeconds();
   volatile double x = 0;

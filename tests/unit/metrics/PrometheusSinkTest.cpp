@@ -78,8 +78,9 @@ TEST_CASE("render() holds the families that have series, in the text format") {
     INFO(m);
     CHECK(text.find(std::string("# TYPE ") + m) != std::string::npos);
   }
-  // prometheus-cpp leaves out families without series
-  CHECK(text.find("tierd_node_used_bytes") == std::string::npos);
+  // A family without series is served as its HELP and TYPE lines only.
+  CHECK(text.find("# TYPE tierd_node_used_bytes gauge\n") != std::string::npos);
+  CHECK(text.find("tierd_node_used_bytes{") == std::string::npos);
   CHECK(text.find(
             "tierd_migrate_bytes_total{direction=\"promote\",page_size=\"2M\",result=\"moved\"} "
             "2097152") != std::string::npos);
@@ -94,6 +95,23 @@ TEST_CASE("render() holds the families that have series, in the text format") {
   CHECK(text.find("tierd_build_info{version=\"") != std::string::npos);
   s.setWorkloads({});
   CHECK(s.render().find("workload=\"redis\"") == std::string::npos);
+}
+
+TEST_CASE("every catalog family is rendered from the start, in catalog order") {
+  PrometheusSink s;
+  const std::string text = s.render();
+  size_t last = 0;
+  for (const auto& def : catalog()) {
+    INFO(def.name);
+    const size_t at =
+        text.find("# TYPE " + def.name + " " + std::string(metricTypeName(def.type)) + "\n");
+    REQUIRE(at != std::string::npos);
+    CHECK(at >= last);
+    last = at;
+  }
+  // Only build info has a series before any update.
+  CHECK(text.find("tierd_build_info{") != std::string::npos);
+  CHECK(text.find("tierd_migrate_call_duration_seconds_bucket") == std::string::npos);
 }
 
 TEST_CASE("exporter serves /metrics on a free port and a taken port is a clear error") {

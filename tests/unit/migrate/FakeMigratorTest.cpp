@@ -409,3 +409,56 @@ TEST_CASE("locate on the model equals the naive per-base-page query") {
   REQUIRE_FALSE(gone.ok());
   CHECK(gone.error().code == ENOENT);
 }
+
+TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase + 4 * kKiB, 4 * kKiB, 1);
+  k.populate(kPid, kBase + 20 * kMiB, 8 * kKiB, 0);
+  k.mapZeroPage(kPid, kBase + 40 * kMiB);
+  const std::vector<AddressRange> ranges = {{kBase, 64 * kMiB}};
+  auto loc = m.locate(kPid, ranges);
+  REQUIRE(loc.ok());
+  auto naive = naiveLocate(k, kPid, ranges);
+  REQUIRE(naive.ok());
+  CHECK(loc->perBasePage(4 * kKiB) == naive.value());
+  CHECK(loc->queriedPages == 4);  // 3 present pages and the zero page
+  CHECK(loc->pagemapPages == 64 * kMiB / (4 * kKiB));
+  CHECK(loc->unscanned.empty());
+
+  MigratorConfig small;
+  small.locateMaxScanBytes = 1 * kMiB;
+  FakeMigrator capped(small);
+  capped.kernel().map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
+  capped.kernel().populate(kPid, kBase, 4 * kKiB, 0);
+  auto c = capped.locate(kPid, {{kBase - 8 * kKiB, 64 * kMiB + 8 * kKiB}});
+  REQUIRE(c.ok());
+  REQUIRE(c->unscanned.size() == 1);
+  CHECK(c->unscanned[0].start == kBase);
+  CHECK(c->unscanned[0].length == 64 * kMiB);
+  CHECK(c->perBasePage(4 * kKiB) == std::vector<int>{-EFAULT, -EFAULT});  // the hole before it
+}
+
+TEST_CASE("execute on sparse memory sends only mapped pages; an empty VMA costs no call") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase + 4 * kKiB, 4 * kKiB, 0);
+  k.populate(kPid, kBase + 20 * kMiB, 8 * kKiB, 0);
+  k.mapZeroPage(kPid, kBase + 40 * kMiB);
+  k.map(kPid, kBase + 128 * kMiB, 64 * kMiB, FakeBacking::Base);  // nothing resident
+  auto res =
+      m.execute({range(kBase, 64 * kMiB, 1), range(kBase + 128 * kMiB, 64 * kMiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  CHECK(count(r, MoveOutcome::Moved) == 3);
+  CHECK(count(r, MoveOutcome::NotPresent) == 64 * kMiB / (4 * kKiB) - 3);  // incl. zero page
+  CHECK_FALSE(r.dropped);
+  CHECK(count(res.ranges[1], MoveOutcome::NotPresent) == 64 * kMiB / (4 * kKiB));
+  const std::vector<std::string> golden = {
+      "pagemap pid=100 0x10000000 n=16384",
+      "query pid=100 n=4 first=0x10001000 -> 0 [0,0,0,-14]",
+      "move pid=100 n=3 first=0x10001000 to=1 -> 0 [1,1,1]",
+  };
+  CHECK(m.log() == golden);
+}

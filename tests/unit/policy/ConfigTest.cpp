@@ -169,7 +169,7 @@ TEST_CASE("an empty config gets the schema defaults") {
   REQUIRE(out.ok());
   const CompiledConfig& c = *out.config;
   CHECK(c.daemon.intervalNs == 1'000'000'000);
-  CHECK(c.daemon.metricsListen == "127.0.0.1:9477");
+  CHECK(c.daemon.metricsListen == "127.0.0.1:9464");
   CHECK_FALSE(c.daemon.dryRun);
   CHECK(c.tiers.fastNodes.empty());
   CHECK(c.sampling.source == SampleSource::Auto);

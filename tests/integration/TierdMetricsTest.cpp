@@ -1,0 +1,260 @@
+// Runs `tierd --dry-run` as an operator would and scrapes its /metrics endpoint: every family of
+// the metric catalog is served (names read from the catalog, not spelled here), a second tierd
+// on the same address fails with a clear message and exit 1, SIGTERM stops it with exit 0. Also:
+// the daemon refuses a config file that group or others can write. Bounded polls, no sleeps
+// that decide the result, no timing assertions.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "telemetry/metrics/Catalog.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A loopback port nobody listens on right now (the kernel picks it).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  socklen_t len = sizeof sa;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+// GET http://127.0.0.1:port/metrics; nullopt when nothing answers yet.
+std::optional<std::string> scrape(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string out;
+  char buf[8192];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+    out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  if (out.rfind("HTTP/1.", 0) != 0 || out.find(" 200 ") == std::string::npos) return std::nullopt;
+  return out;
+}
+
+// Polls until a scrape shows the first tick's metrics (at most 60 s): workload gauges are set
+// by the tick, after its progress line is logged.
+std::optional<std::string> waitForMetrics(int port, pid_t daemon) {
+  for (int i = 0; i < 6000; ++i) {
+    int status = 0;
+    if (::waitpid(daemon, &status, WNOHANG) == daemon) return std::nullopt;  // it died
+    if (auto body = scrape(port);
+        body && body->find("tierd_workload_memory_bytes{") != std::string::npos)
+      return body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
+}
+
+pid_t spawnTierd(const fs::path& config, const fs::path& log) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--dry-run", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/tierd-metrics-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on its port fails") {
+  TempDir dir;
+  const int port = freePort();
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
+  const fs::path config = dir.path / "tierd.toml";
+  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"" << listen
+                        << "\"\n[[workload]]\nname = \"sleepers\"\ncommand = \"itest-sleeper\"\n";
+  const fs::path log = dir.path / "tierd.log";
+  const pid_t pid = spawnTierd(config, log);
+
+  auto body = waitForMetrics(port, pid);
+  REQUIRE_MESSAGE(body.has_value(), "no /metrics on " << listen << "; log:\n" << slurp(log));
+  for (const auto& def : tierd::telemetry::catalog()) {
+    const std::string type =
+        "# TYPE " + def.name + " " + tierd::telemetry::metricTypeName(def.type);
+    CHECK_MESSAGE(body->find(type + "\n") != std::string::npos, "missing family " << def.name);
+  }
+  // Values the loop sets: build info, a workload label from the config, ticks in dry-run mode.
+  CHECK(body->find("tierd_build_info{version=") != std::string::npos);
+  CHECK(body->find("tierd_workload_migrated_bytes_total{direction=\"promote\",workload="
+                   "\"sleepers\"} 0") != std::string::npos);
+  CHECK(body->find("tierd_config_reloads_total{result=\"failure\"} 0") != std::string::npos);
+  CHECK(body->find("tierd_kernel_capability_available{capability=\"move_pages\"}") !=
+        std::string::npos);
+  CHECK(slurp(log).find("tierd: tick 1:") != std::string::npos);
+
+  // A second daemon on the same address: a clear startup error, exit 1, no abort.
+  const fs::path log2 = dir.path / "second.log";
+  const pid_t second = spawnTierd(config, log2);
+  int status2 = 0;
+  REQUIRE(::waitpid(second, &status2, 0) == second);
+  CHECK(WIFEXITED(status2));
+  CHECK(WEXITSTATUS(status2) == 1);
+  const std::string err = slurp(log2);
+  CHECK_MESSAGE(err.find("Address already in use") != std::string::npos, err);
+  CHECK_MESSAGE(err.find("metrics listen address " + listen) != std::string::npos, err);
+  CHECK(scrape(port).has_value());  // the first one still serves
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(slurp(log).find("tierd: stopped after") != std::string::npos);
+}
+
+TEST_CASE("tierd refuses a config file that group or others can write") {
+  TempDir dir;
+  const fs::path config = dir.path / "tierd.toml";
+  std::ofstream(config) << "[daemon]\nmetrics_listen = \"\"\n";
+  for (mode_t mode : {mode_t(0664), mode_t(0646)}) {
+    REQUIRE(::chmod(config.c_str(), mode) == 0);
+    const fs::path err = dir.path / "err";
+    const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --once --dry-run --config " +
+                            config.string() + " 2>" + err.string();
+    int status = std::system(cmd.c_str());
+    CHECK(WEXITSTATUS(status) == 1);
+    const std::string text = slurp(err);
+    CHECK_MESSAGE(text.find("refusing the config file") != std::string::npos, text);
+    CHECK_MESSAGE(text.find(config.string()) != std::string::npos, text);
+  }
+  // The same file, writable by its owner only, is accepted.
+  REQUIRE(::chmod(config.c_str(), 0644) == 0);
+  const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --once --dry-run --config " +
+                          config.string() + " 2>/dev/null";
+  CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 0);
+}
+
+namespace {
+
+// Reads one datagram from the fake systemd notification socket (at most 60 s).
+std::string receive(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 60'000) != 1) return "";
+  char buf[4096];
+  ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+// Receives datagrams until one contains `what`; returns every datagram seen (at most 200).
+std::vector<std::string> receiveUntil(int fd, const std::string& what) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < 200; ++i) {
+    std::string m = receive(fd);
+    if (m.empty()) break;
+    seen.push_back(m);
+    if (m.find(what) != std::string::npos) break;
+  }
+  return seen;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& what) {
+  for (const auto& m : v)
+    if (m.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("tierd tells systemd READY, RELOADING, READY, STOPPING and pets the watchdog") {
+  TempDir dir;
+  const fs::path sockPath = dir.path / "notify";
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sockPath.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+
+  const fs::path config = dir.path / "tierd.toml";
+  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\n";
+  const fs::path log = dir.path / "tierd.log";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    ::setenv("NOTIFY_SOCKET", sockPath.c_str(), 1);
+    ::setenv("WATCHDOG_USEC", "200000", 1);  // pet every 100 ms
+    ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--dry-run", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  auto first = receiveUntil(fd, "READY=1");
+  REQUIRE_MESSAGE(contains(first, "READY=1"), slurp(log));
+  CHECK(contains(first, "STATUS=tick 1, 0 workloads, dry run"));
+  CHECK(contains(receiveUntil(fd, "WATCHDOG=1"), "WATCHDOG=1"));
+
+  REQUIRE(::kill(pid, SIGHUP) == 0);
+  auto reload = receiveUntil(fd, "RELOADING=1");
+  CHECK(contains(reload, "RELOADING=1\nMONOTONIC_USEC="));
+  CHECK(contains(receiveUntil(fd, "READY=1"), "READY=1"));
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  CHECK(contains(receiveUntil(fd, "STOPPING=1"), "STOPPING=1"));
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::close(fd);
+}

@@ -1,0 +1,193 @@
+#include "tierd/daemon/DaemonMetrics.h"
+
+#include <algorithm>
+#include <set>
+
+#include "telemetry/hotness/DamonSource.h"
+#include "telemetry/hotness/PerfSampler.h"
+#include "telemetry/metrics/Catalog.h"
+
+namespace tierd::daemon {
+
+using namespace telemetry::metric;
+
+std::string sourceLabel(const std::string& sourceName) {
+  if (sourceName == "perf-pebs") return "pebs";
+  if (sourceName == "perf-ibs") return "ibs";
+  if (sourceName == "perf-sw-page-faults") return "perf_software";
+  if (sourceName == "damon-vaddr") return "damon";
+  if (sourceName == "replay") return "replay";
+  return "";
+}
+
+std::vector<SourceSnapshot> snapshotSources(const Engine& engine) {
+  std::vector<SourceSnapshot> out;
+  for (const auto& [pid, source] : engine.sources()) {
+    SourceSnapshot s;
+    s.pid = pid;
+    s.name = source->name();
+    s.stats = source->stats();
+    if (auto* perf = dynamic_cast<const telemetry::PerfSampler*>(source)) s.period = perf->period();
+    if (auto* damon = dynamic_cast<const telemetry::DamonSource*>(source))
+      s.intervalSec = static_cast<double>(damon->config().sampleUs) / 1e6;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+namespace {
+
+const std::vector<std::string>& labelValues(telemetry::MetricId id, const std::string& label) {
+  static const std::vector<std::string> kNone;
+  for (const auto& l : telemetry::metricDef(id).labels)
+    if (l.name == label) return l.values;
+  return kNone;
+}
+
+}  // namespace
+
+void DaemonMetrics::zeroWorkloadCounters(const policy::CompiledConfig& config) {
+  for (const auto& w : config.workloads)
+    for (const char* dir : {"promote", "demote"})
+      sink_.add(kWorkloadMigratedBytes, {w.name, dir}, 0);
+}
+
+void DaemonMetrics::start(const policy::CompiledConfig& config,
+                          const std::vector<uint64_t>& pageSizes, const std::string& sourceName) {
+  std::vector<std::string> names;
+  for (const auto& w : config.workloads)
+    names.push_back(w.name);
+  sink_.setWorkloads(names);
+
+  std::set<std::string> sizes;
+  for (uint64_t p : pageSizes)
+    sizes.insert(telemetry::pageSizeLabel(p));
+  for (const char* dir : {"promote", "demote"}) {
+    for (const std::string& ps : sizes)
+      for (const std::string& result : labelValues(telemetry::MetricId::MigratePages, "result")) {
+        sink_.add(kMigratePages, {dir, ps, result}, 0);
+        sink_.add(kMigrateBytes, {dir, ps, result}, 0);
+      }
+    sink_.add(kMigrateSystemCpu, {dir}, 0);
+    sink_.add(kArbiterPingpongMoves, {dir}, 0);
+  }
+  for (const std::string& err : labelValues(telemetry::MetricId::DaemonErrors, "errno"))
+    sink_.add(kDaemonErrors, {"migrate", err}, 0);
+  for (const char* c : {"sampler", "scope", "topology", "metrics"})
+    sink_.add(kDaemonErrors, {c, "other"}, 0);
+  for (const std::string& c : labelValues(telemetry::MetricId::DaemonCpu, "component"))
+    sink_.add(kDaemonCpu, {c}, 0);
+  if (const std::string label = sourceLabel(sourceName); !label.empty()) {
+    sink_.add(kSamplerSamples, {label}, 0);
+    sink_.add(kSamplerLostSamples, {label}, 0);
+    sink_.add(kSamplerThrottleEvents, {label}, 0);
+  }
+  sink_.add(kConfigReloads, {"success"}, 0);
+  sink_.add(kConfigReloads, {"failure"}, 0);
+  zeroWorkloadCounters(config);
+}
+
+void DaemonMetrics::setWorkloads(const policy::CompiledConfig& config) {
+  std::vector<std::string> names;
+  for (const auto& w : config.workloads)
+    names.push_back(w.name);
+  sink_.setWorkloads(names);
+  zeroWorkloadCounters(config);
+}
+
+void DaemonMetrics::configReload(bool ok) {
+  sink_.add(kConfigReloads, {ok ? "success" : "failure"}, 1);
+}
+
+void DaemonMetrics::capability(const std::string& name, bool available) {
+  sink_.set(kKernelCapability, {name}, available ? 1 : 0);
+}
+
+void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnapshot>& sources,
+                         double wallSeconds, const std::function<std::string(pid_t)>& workloadOf) {
+  const PhaseCpu& cpu = report.cpu;
+  auto sec = [](uint64_t ns) { return static_cast<double>(ns) / 1e9; };
+  const uint64_t topo = std::min(cpu.topologyNs, cpu.topologyScopeNs);
+  sink_.add(kDaemonCpu, {"topology"}, sec(topo));
+  sink_.add(kDaemonCpu, {"scope"}, sec(cpu.topologyScopeNs - topo));
+  sink_.add(kDaemonCpu, {"sampler"}, sec(cpu.samplingNs));
+  sink_.add(kDaemonCpu, {"policy"}, sec(cpu.policyNs));
+  sink_.add(kDaemonCpu, {"migrate"}, sec(cpu.locateNs + cpu.migrateNs));
+
+  // Sources: increases of each process's totals, summed per source label.
+  std::map<std::string, telemetry::SourceStats> inc;
+  std::map<pid_t, telemetry::SourceStats> seen;
+  std::map<std::string, uint64_t> period;
+  std::map<std::string, double> interval;
+  for (const SourceSnapshot& s : sources) {
+    const std::string label = sourceLabel(s.name);
+    if (label.empty()) continue;
+    telemetry::SourceStats last;
+    if (auto it = lastSource_.find(s.pid); it != lastSource_.end()) last = it->second;
+    auto delta = [](uint64_t now, uint64_t before) { return now >= before ? now - before : now; };
+    telemetry::SourceStats& d = inc[label];
+    d.samples += delta(s.stats.samples, last.samples);
+    d.lost += delta(s.stats.lost, last.lost);
+    d.throttled += delta(s.stats.throttled, last.throttled);
+    seen[s.pid] = s.stats;
+    period[label] = s.period.value_or(0);
+    interval[label] = s.intervalSec.value_or(0);
+  }
+  lastSource_ = std::move(seen);
+  for (const auto& [label, d] : inc) {
+    sink_.add(kSamplerSamples, {label}, static_cast<double>(d.samples));
+    sink_.add(kSamplerLostSamples, {label}, static_cast<double>(d.lost));
+    sink_.add(kSamplerThrottleEvents, {label}, static_cast<double>(d.throttled));
+    // One source kind runs per daemon, so the sampler phase's CPU is that source's.
+    if (wallSeconds > 0) sink_.set(kSamplerOverhead, {label}, sec(cpu.samplingNs) / wallSeconds);
+    sink_.set(kSamplerPeriod, {label}, static_cast<double>(period[label]));
+    sink_.set(kSamplerInterval, {label}, interval[label]);
+  }
+
+  for (const WorkloadReport& w : report.workloads) {
+    sink_.set(kHotnessHotBytes, {w.name, "fast"}, static_cast<double>(w.hotFastBytes));
+    sink_.set(kHotnessHotBytes, {w.name, "slow"}, static_cast<double>(w.hotSlowBytes));
+    sink_.set(kHotnessColdBytes, {w.name, "fast"}, static_cast<double>(w.coldFastBytes));
+    sink_.set(kHotnessColdBytes, {w.name, "slow"}, static_cast<double>(w.coldSlowBytes));
+    sink_.set(kWorkloadMemoryBytes, {w.name, "fast"}, static_cast<double>(w.fastBytes));
+    sink_.set(kWorkloadMemoryBytes, {w.name, "slow"}, static_cast<double>(w.slowBytes));
+  }
+
+  if (!report.batch.ranges.empty()) meter_.recordBatch(report.batch, workloadOf, sink_);
+  meter_.endTick(sink_);
+}
+
+void DaemonMetrics::totals(const EngineTotals& t, uint64_t pingPongHeldTotal,
+                           const TickReport* report) {
+  auto inc = [](uint64_t now, uint64_t before) {
+    return static_cast<double>(now >= before ? now - before : 0);
+  };
+  sink_.add(kDaemonErrors, {"sampler", "other"}, inc(t.sourceErrors, lastTotals_.sourceErrors));
+  sink_.add(kDaemonErrors, {"scope", "other"}, inc(t.scopeErrors, lastTotals_.scopeErrors));
+  sink_.add(kDaemonErrors, {"migrate", "other"}, inc(t.locateErrors, lastTotals_.locateErrors));
+  lastTotals_ = t;
+  const double held = inc(pingPongHeldTotal, lastPingPong_);
+  lastPingPong_ = pingPongHeldTotal;
+  if (held > 0) {
+    const bool promotedMore = report && report->promotedBytes >= report->demotedBytes;
+    sink_.add(kArbiterPingpongMoves, {promotedMore ? "demote" : "promote"}, held);
+  }
+}
+
+void DaemonMetrics::tickFailed() {
+  sink_.add(kDaemonErrors, {"topology", "other"}, 1);
+}
+
+void DaemonMetrics::vmstat(const std::map<std::string, int64_t>& values) {
+  vmstat_.update(values, sink_);
+}
+
+void DaemonMetrics::metricsError(int err) {
+  sink_.add(kDaemonErrors, {"metrics", telemetry::errnoLabel(err)}, 1);
+}
+
+void DaemonMetrics::loopCpu(const std::string& component, double seconds) {
+  sink_.add(kDaemonCpu, {component}, seconds);
+}
+
+}  // namespace tierd::daemon

@@ -1,0 +1,629 @@
+#include "tierd/daemon/Simulator.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "policy/Policy.h"
+#include "tierd/core/Units.h"
+#include "tierd/daemon/Daemon.h"
+#include "tierd/daemon/Engine.h"
+#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/topology/Topology.h"
+
+namespace tierd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kRegion = 2 * kMiB;
+
+// Counters the replay sources fill during a tick's drain.
+struct DrainCounters {
+  uint64_t samples = 0, fastSamples = 0, accesses = 0, fastAccesses = 0;
+};
+
+// Replays one pid's samples and classifies each drained sample by the tier its page is on at
+// drain time (before the tick's moves). Named after the trace's source so that the engine weighs
+// DAMON samples exactly as it would live.
+class ClassifyingReplay final : public telemetry::HotnessSource {
+ public:
+  ClassifyingReplay(telemetry::Trace trace, const migrate::FakePageSystem& kernel,
+                    const std::set<NodeId>& fast, DrainCounters& counters)
+      : name_(trace.header.source),
+        weighted_(trace.header.source == "damon-vaddr"),
+        replay_(std::move(trace)),
+        kernel_(kernel),
+        fast_(fast),
+        counters_(counters) {}
+  std::string name() const override { return name_; }
+  Status start() override { return replay_.start(); }
+  Result<std::vector<AccessSample>> drain(uint64_t untilNs) override {
+    auto batch = replay_.drain(untilNs);
+    if (!batch) return batch;
+    for (const AccessSample& s : batch.value()) {
+      const uint64_t weight = weighted_ ? s.weight : 1;
+      auto node = kernel_.nodeOf(s.pid, s.vaddr);
+      const bool onFast = node && fast_.count(*node) != 0;
+      ++counters_.samples;
+      counters_.accesses += weight;
+      if (onFast) {
+        ++counters_.fastSamples;
+        counters_.fastAccesses += weight;
+      }
+    }
+    return batch;
+  }
+  void stop() override { replay_.stop(); }
+  telemetry::SourceStats stats() const override { return replay_.stats(); }
+
+ private:
+  std::string name_;
+  bool weighted_;
+  telemetry::ReplaySource replay_;
+  const migrate::FakePageSystem& kernel_;
+  const std::set<NodeId>& fast_;
+  DrainCounters& counters_;
+};
+
+// A private copy of the topology tree, removed on destruction.
+class TempRoot {
+ public:
+  ~TempRoot() {
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+  Status make(const std::string& from) {
+    std::error_code ec;
+    if (!fs::is_directory(from, ec))
+      return Error::input(
+          "not a directory (want a topology tree such as "
+          "tests/fixtures/topology/qemu-2node)",
+          from);
+    const char* tmp = ::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/tierd-simulate-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) return Error::fromErrno("mkdtemp", tmpl);
+    dir_ = tmpl;
+    fs::copy(from, dir_, fs::copy_options::recursive, ec);
+    if (ec) return Error::env("cannot copy the topology tree: " + ec.message(), from);
+    return Ok{};
+  }
+  Status put(const std::string& abs, const std::string& text) const {
+    std::error_code ec;
+    fs::create_directories(fs::path(dir_ + abs).parent_path(), ec);
+    std::ofstream out(dir_ + abs, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return Error::fromErrno("cannot write", dir_ + abs);
+    return Ok{};
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+std::string meminfoPath(NodeId n) {
+  return "/sys/devices/system/node/node" + std::to_string(n) + "/meminfo";
+}
+
+// The node's meminfo with MemFree (and MemUsed) replaced.
+std::string rewriteMeminfo(const std::string& text, NodeId node, uint64_t total, uint64_t freeB) {
+  std::istringstream in(text);
+  std::string line, out;
+  auto field = [&](const char* key, uint64_t bytes) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "Node %d %-16s%8llu kB\n", node, key,
+                  static_cast<unsigned long long>(bytes / kKiB));
+    return std::string(buf);
+  };
+  while (std::getline(in, line)) {
+    if (line.find(" MemFree:") != std::string::npos)
+      out += field("MemFree:", freeB);
+    else if (line.find(" MemUsed:") != std::string::npos)
+      out += field("MemUsed:", total > freeB ? total - freeB : 0);
+    else
+      out += line + "\n";
+  }
+  return out;
+}
+
+std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty()) return s;
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
+  return s;
+}
+
+double share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+Result<SimulationResult> simulate(const telemetry::Trace& trace,
+                                  const policy::CompiledConfig& config,
+                                  const SimulationOptions& options) {
+  SimulationResult res;
+  res.options = options;
+  res.traceSource = trace.header.source;
+  res.intervalNs = config.daemon.intervalNs;
+  res.maxPromoteMiBPerS = config.migration.maxPromoteMiBPerS;
+  res.maxDemoteMiBPerS = config.migration.maxDemoteMiBPerS;
+  res.dryRun = config.daemon.dryRun;
+  res.regionBytes = kRegion;
+  if (trace.samples.empty()) return Error::input("the trace has no samples", options.traceLabel);
+  if (config.workloads.empty())
+    return Error::input("the config has no [[workload]] to simulate", options.configLabel);
+  if (config.daemon.intervalNs == 0)
+    return Error::input("daemon.interval must be positive", options.configLabel);
+
+  // Scope: pid -> workload index.
+  size_t fallback = 0;
+  if (!options.defaultWorkload.empty()) {
+    auto it = std::find_if(config.workloads.begin(), config.workloads.end(),
+                           [&](const auto& w) { return w.name == options.defaultWorkload; });
+    if (it == config.workloads.end())
+      return Error::input("no workload named '" + options.defaultWorkload + "'",
+                          options.configLabel);
+    fallback = static_cast<size_t>(it - config.workloads.begin());
+  }
+  std::map<pid_t, std::vector<AccessSample>> byPid;
+  for (const AccessSample& s : trace.samples)
+    byPid[s.pid].push_back(s);
+  std::map<pid_t, size_t> workloadOf;
+  for (const auto& [pid, samples] : byPid) {
+    size_t w = fallback;
+    for (size_t i = 0; i < config.workloads.size(); ++i) {
+      const policy::WorkloadSelector& sel = config.workloads[i].selector;
+      if (sel.kind == policy::WorkloadSelector::Kind::Pids &&
+          std::binary_search(sel.pids.begin(), sel.pids.end(), pid)) {
+        w = i;
+        break;
+      }
+    }
+    workloadOf[pid] = w;
+  }
+  auto simConfig = std::make_shared<policy::CompiledConfig>(config);
+  for (size_t i = 0; i < simConfig->workloads.size(); ++i) {
+    policy::WorkloadSelector sel;
+    sel.kind = policy::WorkloadSelector::Kind::Pids;
+    for (const auto& [pid, w] : workloadOf)
+      if (w == i) sel.pids.push_back(pid);
+    simConfig->workloads[i].selector = sel;
+  }
+
+  // The machine.
+  TempRoot root;
+  if (Status s = root.make(options.topologyDir); !s) return s.error();
+  sys::SysRoot sysRoot(root.dir());
+  topology::TierOverride override;
+  override.fastNodes = config.tiers.fastNodes;
+  override.slowNodes = config.tiers.slowNodes;
+  auto topo = topology::readTopology(sysRoot, override);
+  if (!topo) {
+    Error e = topo.error();
+    e.context = replaceAll(e.context, root.dir(), options.topologyDir);
+    e.message = replaceAll(e.message, root.dir(), options.topologyDir);
+    return e.within("topology");
+  }
+  res.topologyMethod = topo->method;
+  res.fastNodes = topo->nodesIn(topology::Tier::Fast);
+  res.slowNodes = topo->nodesIn(topology::Tier::Slow);
+  if (res.fastNodes.empty() || res.slowNodes.empty())
+    return Error::input(
+        "the topology needs at least one fast and one slow node (method " + topo->method + ")",
+        options.topologyDir);
+  const std::set<NodeId> fast(res.fastNodes.begin(), res.fastNodes.end());
+  std::map<NodeId, uint64_t> baseFree, total;
+  std::map<NodeId, std::string> meminfoText;
+  uint64_t fastTotal = 0;
+  for (const topology::Node& n : topo->nodes) {
+    if (n.tier == topology::Tier::None) continue;
+    baseFree[n.id] = n.memFree;
+    total[n.id] = n.memTotal;
+    if (n.tier == topology::Tier::Fast) {
+      fastTotal += n.memTotal;
+      res.fastFreeAtStartBytes += n.memFree;
+    }
+    auto text = sysRoot.read(meminfoPath(n.id));
+    if (!text) return text.error();
+    meminfoText[n.id] = text.value();
+  }
+  res.fastHeadroomBytes = config.migration.fastHeadroom.resolve(fastTotal);
+
+  // The memory model: sampled 2 MiB regions, THP-backed, on the slow tier.
+  auto migratorOwned = std::make_unique<migrate::FakeMigrator>(migratorConfig(config));
+  migrate::FakeMigrator* migrator = migratorOwned.get();
+  migrate::FakePageSystem& kernel = migrator->kernel();
+  {
+    std::set<NodeId> nodes;
+    for (const auto& [id, f] : baseFree)
+      nodes.insert(id);
+    kernel.setNodes(nodes);
+  }
+  std::vector<std::pair<pid_t, uint64_t>> regions;  // (pid, region start), ascending
+  for (const auto& [pid, samples] : byPid) {
+    std::set<uint64_t> starts;
+    for (const AccessSample& s : samples)
+      starts.insert(s.vaddr & ~(kRegion - 1));
+    SimProcess proc;
+    proc.pid = pid;
+    proc.workload = config.workloads[workloadOf[pid]].name;
+    proc.samples = samples.size();
+    proc.bytes = starts.size() * kRegion;
+    for (auto it = starts.begin(); it != starts.end();) {
+      const uint64_t first = *it;
+      uint64_t end = first + kRegion;
+      for (++it; it != starts.end() && *it == end; ++it)
+        end += kRegion;
+      kernel.map(pid, first, end - first, migrate::FakeBacking::Thp);
+      ++proc.mappings;
+    }
+    for (uint64_t r : starts)
+      regions.emplace_back(pid, r);
+    res.modelledBytes += proc.bytes;
+    res.processes.push_back(proc);
+  }
+  std::map<NodeId, uint64_t> placed;
+  {
+    size_t next = 0;
+    for (NodeId n : res.slowNodes) {
+      while (next < regions.size() && placed[n] + kRegion <= baseFree[n]) {
+        kernel.populate(regions[next].first, regions[next].second, kRegion, n);
+        placed[n] += kRegion;
+        ++next;
+      }
+    }
+    if (next < regions.size()) {
+      uint64_t slowFree = 0;
+      for (NodeId n : res.slowNodes)
+        slowFree += baseFree[n];
+      return Error::input(
+          "the trace's " + formatBytes(res.modelledBytes) +
+              " of sampled 2 MiB regions do not fit in the slow tier's " + formatBytes(slowFree) +
+              " free",
+          options.topologyLabel.empty() ? options.topologyDir : options.topologyLabel);
+    }
+  }
+  for (const auto& [n, f] : baseFree)
+    kernel.setCapacity(n, kRegion, (f - placed[n]) / kRegion);
+
+  // Scope and cgroup files the engine reads: /proc/PID/comm marks a pid alive.
+  if (Status s = root.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
+    return s.error();
+  for (const auto& [pid, w] : workloadOf) {
+    const std::string dir = "/proc/" + std::to_string(pid);
+    if (Status s = root.put(dir + "/comm", "traced\n"); !s) return s.error();
+    if (Status s = root.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
+  }
+
+  // The engine, with one classifying replay per pid.
+  DrainCounters counters;
+  std::map<pid_t, telemetry::Trace> perPid;
+  for (auto& [pid, samples] : byPid) {
+    telemetry::Trace t;
+    t.header = trace.header;
+    t.samples = samples;
+    std::stable_sort(
+        t.samples.begin(), t.samples.end(),
+        [](const AccessSample& a, const AccessSample& b) { return a.timeNs < b.timeNs; });
+    perPid[pid] = std::move(t);
+  }
+  SourceFactory factory =
+      [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+    auto it = perPid.find(pid);
+    if (it == perPid.end()) return Error::input("pid not in the trace", std::to_string(pid));
+    telemetry::Trace t = std::move(it->second);
+    perPid.erase(it);
+    return std::unique_ptr<telemetry::HotnessSource>(
+        std::make_unique<ClassifyingReplay>(std::move(t), kernel, fast, counters));
+  };
+  Engine engine(sysRoot, std::move(migratorOwned), factory, /*selfPid=*/0, simConfig,
+                [&kernel](pid_t pid) { return kernel.smaps(pid); });
+
+  // Time.
+  uint64_t t0 = UINT64_MAX, tLast = 0;
+  for (const AccessSample& s : trace.samples) {
+    t0 = std::min(t0, s.timeNs);
+    tLast = std::max(tLast, s.timeNs);
+  }
+  const uint64_t interval = config.daemon.intervalNs;
+  const uint64_t traceTicks = std::max<uint64_t>(1, (tLast - t0 + interval - 1) / interval);
+  const uint64_t ticks = traceTicks + (options.tailNs + interval - 1) / interval;
+
+  struct MoveHistory {
+    uint64_t moves = 0;
+    Direction last = Direction::Promote, beforeLast = Direction::Promote;
+    uint64_t lastNs = 0, beforeLastNs = 0;
+  };
+  std::map<std::pair<pid_t, uint64_t>, MoveHistory> history;  // by (pid, region start)
+  std::set<std::string> seenProblems;
+  uint64_t guardBefore = 0;
+  for (uint64_t k = 1; k <= ticks; ++k) {
+    // The machine's free memory as the engine will read it this tick.
+    std::map<NodeId, uint64_t> on;
+    for (const auto& [pid, start] : regions)
+      if (auto n = kernel.nodeOf(pid, start)) on[*n] += kRegion;
+    for (const auto& [n, f] : baseFree) {
+      const uint64_t freeB = f > on[n] ? f - on[n] : 0;
+      if (Status s = root.put(meminfoPath(n), rewriteMeminfo(meminfoText[n], n, total[n], freeB));
+          !s)
+        return s.error();
+    }
+    const uint64_t now = t0 + k * interval;
+    kernel.sleepUntilNs(static_cast<int64_t>(k * interval));
+    kernel.clearLog();
+    counters = {};
+    auto report = engine.tick(now, static_cast<int64_t>((k + 1) * interval), nullptr);
+    if (!report) {
+      Error e = report.error();
+      e.context = replaceAll(e.context, root.dir(), options.topologyDir);
+      e.message = replaceAll(e.message, root.dir(), options.topologyDir);
+      return e.within("tick " + std::to_string(k));
+    }
+    for (const std::string& p : report->problems) {
+      std::string clean = replaceAll(p, root.dir(), options.topologyDir);
+      if (seenProblems.insert(clean).second) res.problems.push_back(clean);
+    }
+
+    SimTick t;
+    t.tick = k;
+    t.timeNs = k * interval;
+    t.samples = counters.samples;
+    t.fastSamples = counters.fastSamples;
+    t.accesses = counters.accesses;
+    t.fastAccesses = counters.fastAccesses;
+    t.plannedPromoteBytes = report->plannedPromoteBytes;
+    t.plannedDemoteBytes = report->plannedDemoteBytes;
+    t.promotedBytes = report->promotedBytes;
+    t.demotedBytes = report->demotedBytes;
+    for (const RangeResult& r : report->batch.ranges) {
+      t.noMemoryPages += r.outcomes[MoveOutcome::NoMemory];
+      t.unfinishedPages += r.outcomes[MoveOutcome::NotAttempted];
+      if (r.bytesMoved == 0) continue;
+      const Direction d = r.range.direction;
+      (d == Direction::Promote ? t.promotions : t.demotions) += 1;
+      // Ping-pong: this move reverses the previous one, which reversed the one before, and the
+      // three happened within the window (up-down-up or down-up-down).
+      MoveHistory& h = history[{r.range.pid, r.range.start & ~(kRegion - 1)}];
+      if (h.moves >= 2 && h.last != d && h.beforeLast == d &&
+          now - h.beforeLastNs <= options.pingPongWindowNs)
+        ++t.pingPongMoves;
+      h.beforeLast = h.last;
+      h.beforeLastNs = h.lastNs;
+      h.last = d;
+      h.lastNs = now;
+      ++h.moves;
+    }
+    const uint64_t guardNow = engine.heat().recordStats().pingPongHeld;
+    t.guardHolds = guardNow - guardBefore;
+    guardBefore = guardNow;
+    for (const auto& [pid, start] : regions) {
+      auto n = kernel.nodeOf(pid, start);
+      if (!n) continue;
+      (fast.count(*n) ? t.fastBytes : t.slowBytes) += kRegion;
+    }
+    for (NodeId n : res.fastNodes) {
+      uint64_t here = 0;
+      for (const auto& [pid, start] : regions)
+        if (kernel.nodeOf(pid, start) == n) here += kRegion;
+      t.fastFreeBytes += baseFree[n] > here ? baseFree[n] - here : 0;
+    }
+    res.ticks.push_back(t);
+  }
+  engine.shutdown();
+
+  SimSummary& sum = res.summary;
+  sum.ticks = res.ticks.size();
+  sum.simulatedNs = ticks * interval;
+  sum.minFastFreeBytes = res.fastFreeAtStartBytes;
+  const size_t quarter = std::max<size_t>(1, res.ticks.size() / 4);
+  for (size_t i = 0; i < res.ticks.size(); ++i) {
+    const SimTick& t = res.ticks[i];
+    sum.samples += t.samples;
+    sum.fastSamples += t.fastSamples;
+    sum.accesses += t.accesses;
+    sum.fastAccesses += t.fastAccesses;
+    sum.promotedBytes += t.promotedBytes;
+    sum.demotedBytes += t.demotedBytes;
+    sum.promotions += t.promotions;
+    sum.demotions += t.demotions;
+    sum.pingPongMoves += t.pingPongMoves;
+    sum.guardHolds += t.guardHolds;
+    sum.noMemoryPages += t.noMemoryPages;
+    sum.unfinishedPages += t.unfinishedPages;
+    sum.peakFastBytes = std::max(sum.peakFastBytes, t.fastBytes);
+    sum.minFastFreeBytes = std::min(sum.minFastFreeBytes, t.fastFreeBytes);
+    if (i + quarter >= res.ticks.size()) {
+      sum.lastQuarterAccesses += t.accesses;
+      sum.lastQuarterFastAccesses += t.fastAccesses;
+    }
+  }
+  return res;
+}
+
+namespace {
+
+std::string pct(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * share(part, whole));
+  return buf;
+}
+
+std::string nodeList(const std::vector<NodeId>& nodes) {
+  std::string out;
+  for (NodeId n : nodes)
+    out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+std::string formatSimulationText(const SimulationResult& r, uint64_t rowTicks) {
+  if (rowTicks == 0) rowTicks = 1;
+  const SimulationOptions& o = r.options;
+  std::ostringstream out;
+  int decimals = 3;
+  if (r.intervalNs * rowTicks % 1'000'000'000 == 0)
+    decimals = 0;
+  else if (r.intervalNs * rowTicks % 100'000'000 == 0)
+    decimals = 1;
+  auto seconds = [&](uint64_t ns) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*fs", decimals, static_cast<double>(ns) / 1e9);
+    return std::string(buf);
+  };
+  const uint64_t span = r.ticks.empty() ? 0 : r.ticks.back().timeNs;
+  out << "trace     " << o.traceLabel << ": " << r.traceSource << ", " << r.summary.samples
+      << " samples, " << r.processes.size() << " process" << (r.processes.size() == 1 ? "" : "es")
+      << "\n";
+  out << "config    " << o.configLabel << ": tick " << seconds(r.intervalNs)
+      << ", promote <= " << r.maxPromoteMiBPerS << " MiB/s, demote <= " << r.maxDemoteMiBPerS
+      << " MiB/s, fast headroom " << formatBytes(r.fastHeadroomBytes)
+      << (r.dryRun ? ", DRY RUN (nothing moves)" : "") << "\n";
+  out << "topology  " << o.topologyLabel << ": fast node" << (r.fastNodes.size() == 1 ? " " : "s ")
+      << nodeList(r.fastNodes) << " (" << formatBytes(r.fastFreeAtStartBytes) << " free), slow node"
+      << (r.slowNodes.size() == 1 ? " " : "s ") << nodeList(r.slowNodes) << " (tiers by "
+      << r.topologyMethod << ")\n";
+  for (const SimProcess& p : r.processes)
+    out << "model     pid " << p.pid << " -> workload " << p.workload << ": " << p.samples
+        << " samples, " << formatBytes(p.bytes) << " in " << p.bytes / r.regionBytes
+        << " sampled 2 MiB regions (" << p.mappings << " THP mapping"
+        << (p.mappings == 1 ? "" : "s") << "), all starting on the slow tier\n";
+  out << "\n";
+  out << pad("time", 9) << pad("samples", 9) << pad("on-fast", 9) << pad("promoted", 11)
+      << pad("demoted", 11) << pad("ping-pong", 10) << pad("fast-tier", 11) << pad("fast-free", 11)
+      << "\n";
+  for (size_t i = 0; i < r.ticks.size(); i += rowTicks) {
+    SimTick row;
+    const size_t end = std::min(r.ticks.size(), i + rowTicks);
+    for (size_t j = i; j < end; ++j) {
+      const SimTick& t = r.ticks[j];
+      row.samples += t.samples;
+      row.accesses += t.accesses;
+      row.fastAccesses += t.fastAccesses;
+      row.promotedBytes += t.promotedBytes;
+      row.demotedBytes += t.demotedBytes;
+      row.pingPongMoves += t.pingPongMoves;
+    }
+    const SimTick& last = r.ticks[end - 1];
+    out << pad(seconds(last.timeNs), 9) << pad(std::to_string(row.samples), 9)
+        << pad(pct(row.fastAccesses, row.accesses), 9) << pad(formatBytes(row.promotedBytes), 11)
+        << pad(formatBytes(row.demotedBytes), 11) << pad(std::to_string(row.pingPongMoves), 10)
+        << pad(formatBytes(last.fastBytes), 11) << pad(formatBytes(last.fastFreeBytes), 11) << "\n";
+  }
+  const SimSummary& s = r.summary;
+  out << "\nsummary   " << s.ticks << " tick" << (s.ticks == 1 ? "" : "s") << " (" << seconds(span)
+      << " simulated), " << s.samples << " samples\n"
+      << "  on fast tier    " << pct(s.fastAccesses, s.accesses) << " of accesses overall, "
+      << pct(s.lastQuarterFastAccesses, s.lastQuarterAccesses) << " in the last quarter\n"
+      << "  promoted        " << formatBytes(s.promotedBytes) << " in " << s.promotions
+      << " moves\n"
+      << "  demoted         " << formatBytes(s.demotedBytes) << " in " << s.demotions << " moves\n"
+      << "  ping-pong       " << s.pingPongMoves << " moves back within "
+      << seconds(o.pingPongWindowNs) << ", " << s.guardHolds << " regions held by the guard\n"
+      << "  fast tier       peak " << formatBytes(s.peakFastBytes)
+      << " of modelled memory, least free " << formatBytes(s.minFastFreeBytes) << " (headroom "
+      << formatBytes(r.fastHeadroomBytes) << ")\n"
+      << "  refused         " << s.noMemoryPages << " pages for lack of memory, "
+      << s.unfinishedPages << " pages left at the tick deadline\n";
+  for (const std::string& p : r.problems)
+    out << "problem   " << p << "\n";
+  return out.str();
+}
+
+nlohmann::json simulationJson(const SimulationResult& r) {
+  using nlohmann::json;
+  const SimulationOptions& o = r.options;
+  json processes = json::array();
+  for (const SimProcess& p : r.processes)
+    processes.push_back({{"pid", p.pid},
+                         {"workload", p.workload},
+                         {"samples", p.samples},
+                         {"mappings", p.mappings},
+                         {"bytes", p.bytes}});
+  json ticks = json::array();
+  for (const SimTick& t : r.ticks)
+    ticks.push_back({{"tick", t.tick},
+                     {"time_ns", t.timeNs},
+                     {"samples", t.samples},
+                     {"fast_samples", t.fastSamples},
+                     {"accesses", t.accesses},
+                     {"fast_accesses", t.fastAccesses},
+                     {"fast_share", share(t.fastAccesses, t.accesses)},
+                     {"planned_promote_bytes", t.plannedPromoteBytes},
+                     {"planned_demote_bytes", t.plannedDemoteBytes},
+                     {"promoted_bytes", t.promotedBytes},
+                     {"demoted_bytes", t.demotedBytes},
+                     {"promotions", t.promotions},
+                     {"demotions", t.demotions},
+                     {"pingpong_moves", t.pingPongMoves},
+                     {"guard_holds", t.guardHolds},
+                     {"no_memory_pages", t.noMemoryPages},
+                     {"unfinished_pages", t.unfinishedPages},
+                     {"fast_bytes", t.fastBytes},
+                     {"slow_bytes", t.slowBytes},
+                     {"fast_free_bytes", t.fastFreeBytes}});
+  const SimSummary& s = r.summary;
+  return json{
+      {"format", "tierd-simulate"},
+      {"version", 1},
+      {"trace", {{"path", o.traceLabel}, {"source", r.traceSource}, {"samples", s.samples}}},
+      {"config",
+       {{"path", o.configLabel},
+        {"interval_ns", r.intervalNs},
+        {"max_promote_mib_per_s", r.maxPromoteMiBPerS},
+        {"max_demote_mib_per_s", r.maxDemoteMiBPerS},
+        {"fast_headroom_bytes", r.fastHeadroomBytes},
+        {"dry_run", r.dryRun}}},
+      {"topology",
+       {{"path", o.topologyLabel},
+        {"method", r.topologyMethod},
+        {"fast_nodes", r.fastNodes},
+        {"slow_nodes", r.slowNodes},
+        {"fast_free_bytes", r.fastFreeAtStartBytes}}},
+      {"model",
+       {{"region_bytes", r.regionBytes},
+        {"bytes", r.modelledBytes},
+        {"initial_tier", "slow"},
+        {"pingpong_window_ns", o.pingPongWindowNs},
+        {"processes", processes}}},
+      {"ticks", ticks},
+      {"summary",
+       {{"ticks", s.ticks},
+        {"simulated_ns", s.simulatedNs},
+        {"samples", s.samples},
+        {"fast_samples", s.fastSamples},
+        {"accesses", s.accesses},
+        {"fast_accesses", s.fastAccesses},
+        {"fast_share", share(s.fastAccesses, s.accesses)},
+        {"last_quarter_fast_share", share(s.lastQuarterFastAccesses, s.lastQuarterAccesses)},
+        {"promoted_bytes", s.promotedBytes},
+        {"demoted_bytes", s.demotedBytes},
+        {"promotions", s.promotions},
+        {"demotions", s.demotions},
+        {"pingpong_moves", s.pingPongMoves},
+        {"guard_holds", s.guardHolds},
+        {"no_memory_pages", s.noMemoryPages},
+        {"unfinished_pages", s.unfinishedPages},
+        {"peak_fast_bytes", s.peakFastBytes},
+        {"min_fast_free_bytes", s.minFastFreeBytes}}},
+      {"problems", r.problems},
+  };
+}
+
+}  // namespace tierd::daemon
