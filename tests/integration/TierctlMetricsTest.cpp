@@ -8,25 +8,12 @@
 #include <sstream>
 #include <string>
 
+#include "RunTierctl.h"
+
 namespace {
 
-struct Run {
-  int exitCode;
-  std::string out;
-};
-
-Run run(const std::string& args) {
-  std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using tierd::itest::Run;
+using tierd::itest::run;
 
 }  // namespace
 
