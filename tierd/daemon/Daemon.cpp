@@ -133,13 +133,15 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
-// DAMON monitoring attributes for one process: DAMON's defaults (5 ms sampling, 100 ms
-// aggregation, 10..1000 adaptive regions), tried regions read once per second. Measured in the
-// rig (tests/vm/scenarios/tiering-gups): denser regions (min_nr_regions = size / 2 or 4 MiB) cost
-// more kdamond and tierd CPU under emulation and converged more slowly; see the issue notes.
+// DAMON monitoring attributes for one process: 2 ms sampling (at DAMON's default 5 ms every
+// cold 2 MiB THP of a fast GUPS was seen accessed in every check, so all regions looked equally
+// hot; tests/vm/scenarios/hotness needed 2 ms too), 100 ms aggregation, DAMON's default 10..1000
+// adaptive regions, tried regions read once per second. Denser regions (min_nr_regions = size /
+// 2 or 4 MiB) cost more kdamond and tierd CPU under emulation and converged more slowly.
+// Adapting the sampling interval to the workload's access rate is still to be built.
 telemetry::DamonConfig damonConfigFor() {
   telemetry::DamonConfig c;
-  c.sampleUs = 5000;
+  c.sampleUs = 2000;
   c.aggrUs = 100000;
   c.updateUs = 1000000;
   c.minRegions = 10;
