@@ -305,6 +305,14 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
     }
   }
   stats_.samples += out.size();
+  lastRegions_ = ids.size();
+  if (ids.empty()) {
+    // 6.12 sometimes returns from update_schemes_tried_regions before any region was collected
+    // (seen in the rig every ~8th snapshot): try again at the next drain instead of a 1 s gap.
+    lastSnapshotNs_ = 0;
+    return out;
+  }
+  ++snapshots_;
   if (totalBytes > 0) {
     accessRatio_ = seenBytes / totalBytes;
     retune(accessRatio_);
@@ -336,12 +344,14 @@ void DamonSource::retune(double ratio) {
 }
 
 std::string DamonSource::state() const {
-  char buf[96];
+  char buf[128];
   if (accessRatio_ < 0)
     std::snprintf(buf, sizeof buf, "sample_us=%llu", static_cast<unsigned long long>(sampleUs_));
   else
-    std::snprintf(buf, sizeof buf, "sample_us=%llu access=%.0f%%",
-                  static_cast<unsigned long long>(sampleUs_), 100.0 * accessRatio_);
+    std::snprintf(buf, sizeof buf, "sample_us=%llu access=%.0f%% regions=%llu snapshots=%llu",
+                  static_cast<unsigned long long>(sampleUs_), 100.0 * accessRatio_,
+                  static_cast<unsigned long long>(lastRegions_),
+                  static_cast<unsigned long long>(snapshots_));
   return tuningStopped_.empty() ? buf : std::string(buf) + " (" + tuningStopped_ + ")";
 }
 

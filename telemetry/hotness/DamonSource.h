@@ -167,7 +167,7 @@ class DamonSource final : public HotnessSource {
   double accessRatio() const { return accessRatio_; }
   /// Times adaptive sampling committed a new sample_us.
   uint64_t retunes() const { return retunes_; }
-  /// "sample_us=500 access=23%" (plus why adaptive sampling stopped, if it did).
+  /// "sample_us=500 access=23% regions=412 snapshots=17" (plus why adaptive sampling stopped).
   std::string state() const override;
 
  private:
@@ -187,6 +187,8 @@ class DamonSource final : public HotnessSource {
   uint64_t sampleUs_ = 0;
   double accessRatio_ = -1;
   uint64_t retunes_ = 0;
+  uint64_t snapshots_ = 0;    ///< snapshots taken (tried regions read)
+  uint64_t lastRegions_ = 0;  ///< tried regions in the last snapshot
   std::string tuningStopped_;  ///< why adaptive sampling gave up (a failed commit), "" if not
   SourceStats stats_;
 };

@@ -144,13 +144,13 @@ telemetry::DamonConfig damonConfigFor() {
   c.sampleUs = 2000;
   c.aggrUs = 100000;
   c.updateUs = 1000000;
-  c.minRegions = 10;
+  c.minRegions = 100;
   c.maxRegions = 1000;
   c.snapshotNs = 1'000'000'000;
   // A fast workload touches its cold pages within any fixed interval (REFERENCE.md section 5):
   // keep the share of checks that see an access between 5% and 30% so hot and cold stay apart.
   c.adaptiveSampling = true;
-  c.minSampleUs = 250;
+  c.minSampleUs = 500;
   c.maxSampleUs = 20000;
   return c;
 }
