@@ -84,6 +84,9 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
   }
   sink_.add(kConfigReloads, {"success"}, 0);
   sink_.add(kConfigReloads, {"failure"}, 0);
+  // The sink counts a rejected update under the metric's catalog name: any of them may be next.
+  for (const auto& def : telemetry::catalog())
+    sink_.add(kMetricsRejectedUpdates, {def.name}, 0);
   zeroWorkloadCounters(config);
 }
 
