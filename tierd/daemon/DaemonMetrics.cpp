@@ -69,6 +69,7 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
         sink_.add(kMigrateBytes, {dir, ps, result}, 0);
       }
     sink_.add(kMigrateSystemCpu, {dir}, 0);
+    sink_.declare(kMigrateCallDuration, {dir});  // count 0 until a batch makes move calls
     sink_.add(kArbiterPingpongMoves, {dir}, 0);
   }
   for (const std::string& err : labelValues(telemetry::MetricId::DaemonErrors, "errno"))

@@ -39,6 +39,10 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   CHECK(s.has("tierd_workload_migrated_bytes_total", {"gups", "demote"}));
   CHECK(s.has("tierd_arbiter_pingpong_moves_total", {"promote"}));
   CHECK(s.has("tierd_daemon_errors_total", {"migrate", "ENOMEM"}));
+  // The call-latency histogram exists per direction with no observation yet.
+  CHECK(s.seriesCount("tierd_migrate_call_duration_seconds") == 2);
+  CHECK(s.has("tierd_migrate_call_duration_seconds", {"promote"}));
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"demote"}) == 0);
   for (const auto& u : s.updates())
     CHECK(u.value == 0);
   // The sink's rejected-updates counter: one series per catalog metric name.
