@@ -304,6 +304,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
                   samples.end());
     report.samples += samples.size();
     heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
+    if (std::string st = proc.source->state(); !st.empty())
+      report.sourceStates.push_back("pid " + std::to_string(pid) + " " + proc.source->name() + " " +
+                                    st);
   }
   heat_.decay(nowNs);
   totals_.samples += report.samples;

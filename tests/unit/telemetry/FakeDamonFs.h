@@ -29,6 +29,9 @@ class FakeDamonFs : public DamonFs {
   std::vector<std::string> log;
   std::vector<FakeRegion> regions;  // served on update_schemes_tried_regions
   bool processGone = false;         // kdamond stopped by itself: state reads off
+  bool failCommit = false;          // `commit` answers EINVAL
+  int commits = 0;                  // successful `commit` writes
+  std::string committedSampleUs;    // sample_us as the last commit read it
   std::string availOperations = "fvaddr\npaddr\nvaddr\n";
 
   const TempTree& tree() const { return tree_; }
@@ -125,6 +128,14 @@ class FakeDamonFs : public DamonFs {
           total += regions[i].end - regions[i].start;
         }
         tree_.file(tr + "/total_bytes", std::to_string(total) + "\n");
+        return Ok{};
+      } else if (data == "commit") {
+        // The kernel re-reads every attribute file; a stopped kdamond answers EINVAL.
+        if (failCommit || readAttr(dir + "/state").valueOr("") != "on")
+          return Error::sys(EINVAL, "commit", abs);
+        committedSampleUs =
+            readAttr(dir + "/contexts/0/monitoring_attrs/intervals/sample_us").valueOr("");
+        ++commits;
         return Ok{};
       } else {
         return Error::sys(EINVAL, "bad state command", abs);
