@@ -106,7 +106,8 @@ def instant_query(base, expr):
 
 
 def sample(result):
-    """A short 'value {labels}' of one series of an instant result, preferring a finite value."""
+    """A short 'value {labels}' of one series of an instant result, preferring a finite value
+    (__name__, instance and job left out: one target)."""
     if not result:
         return "-"
     pick = result[0]
@@ -123,7 +124,7 @@ def sample(result):
     except ValueError:
         value = raw
     labels = ",".join(f'{k}="{v}"' for k, v in sorted(pick.get("metric", {}).items())
-                      if k != "__name__")
+                      if k not in ("__name__", "instance", "job"))
     return value + (" {" + labels + "}" if labels else "")
 
 
