@@ -249,21 +249,26 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
     targetGone_ = true;
     return out;
   }
-  if (auto s = w("state", "update_schemes_tried_regions"); !s) {
-    // The process may have exited between the read and the write.
-    auto again = fs_.readAttr(kd("state"));
-    if (again && again.value() != "on") {
-      targetGone_ = true;
-      return out;
-    }
-    return s.error();
-  }
+  // 6.12 sometimes returns from update_schemes_tried_regions before any region was collected
+  // (runs of empty snapshots in the rig): ask again, up to kTriedRegionsAttempts times.
   const std::string tr = kd("contexts/0/schemes/0/tried_regions");
-  auto entries = fs_.list(tr);
-  if (!entries) return entries.error();
   std::vector<uint64_t> ids;
-  for (const auto& e : entries.value())
-    if (auto id = sys::parseU64(e, tr); id) ids.push_back(id.value());
+  for (int attempt = 0; attempt < kTriedRegionsAttempts && ids.empty(); ++attempt) {
+    if (auto s = w("state", "update_schemes_tried_regions"); !s) {
+      // The process may have exited between the read and the write.
+      auto again = fs_.readAttr(kd("state"));
+      if (again && again.value() != "on") {
+        targetGone_ = true;
+        return out;
+      }
+      return s.error();
+    }
+    auto entries = fs_.list(tr);
+    if (!entries) return entries.error();
+    for (const auto& e : entries.value())
+      if (auto id = sys::parseU64(e, tr); id) ids.push_back(id.value());
+    if (ids.empty()) ++emptySnapshots_;
+  }
   std::sort(ids.begin(), ids.end());
   const uint64_t checks = std::max<uint64_t>(1, config_.aggrUs / sampleUs_);
   double seenBytes = 0, totalBytes = 0;
@@ -306,9 +311,7 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
   }
   stats_.samples += out.size();
   lastRegions_ = ids.size();
-  if (ids.empty()) {
-    // 6.12 sometimes returns from update_schemes_tried_regions before any region was collected
-    // (seen in the rig every ~8th snapshot): try again at the next drain instead of a 1 s gap.
+  if (ids.empty()) {  // still nothing: try again at the next drain instead of a period later
     lastSnapshotNs_ = 0;
     return out;
   }
@@ -348,10 +351,11 @@ std::string DamonSource::state() const {
   if (accessRatio_ < 0)
     std::snprintf(buf, sizeof buf, "sample_us=%llu", static_cast<unsigned long long>(sampleUs_));
   else
-    std::snprintf(buf, sizeof buf, "sample_us=%llu access=%.0f%% regions=%llu snapshots=%llu",
-                  static_cast<unsigned long long>(sampleUs_), 100.0 * accessRatio_,
-                  static_cast<unsigned long long>(lastRegions_),
-                  static_cast<unsigned long long>(snapshots_));
+    std::snprintf(
+        buf, sizeof buf, "sample_us=%llu access=%.0f%% regions=%llu snapshots=%llu empty=%llu",
+        static_cast<unsigned long long>(sampleUs_), 100.0 * accessRatio_,
+        static_cast<unsigned long long>(lastRegions_), static_cast<unsigned long long>(snapshots_),
+        static_cast<unsigned long long>(emptySnapshots_));
   return tuningStopped_.empty() ? buf : std::string(buf) + " (" + tuningStopped_ + ")";
 }
 

@@ -48,6 +48,9 @@
 
 namespace tierd::telemetry {
 
+/// update_schemes_tried_regions writes per snapshot while the answer has no regions.
+inline constexpr int kTriedRegionsAttempts = 3;
+
 /// Unit of DAMON sample weights: nr_accesses is multiplied by the number of these (4 KiB pages,
 /// rounded up) the region covers within the sample's 2 MiB chunk.
 inline constexpr uint64_t kDamonWeightUnit = 4096;
@@ -167,7 +170,8 @@ class DamonSource final : public HotnessSource {
   double accessRatio() const { return accessRatio_; }
   /// Times adaptive sampling committed a new sample_us.
   uint64_t retunes() const { return retunes_; }
-  /// "sample_us=500 access=23% regions=412 snapshots=17" (plus why adaptive sampling stopped).
+  /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2" (plus why adaptive sampling
+  /// stopped).
   std::string state() const override;
 
  private:
@@ -187,9 +191,10 @@ class DamonSource final : public HotnessSource {
   uint64_t sampleUs_ = 0;
   double accessRatio_ = -1;
   uint64_t retunes_ = 0;
-  uint64_t snapshots_ = 0;    ///< snapshots taken (tried regions read)
-  uint64_t lastRegions_ = 0;  ///< tried regions in the last snapshot
-  std::string tuningStopped_;  ///< why adaptive sampling gave up (a failed commit), "" if not
+  uint64_t snapshots_ = 0;       ///< snapshots taken (tried regions read)
+  uint64_t lastRegions_ = 0;     ///< tried regions in the last snapshot
+  uint64_t emptySnapshots_ = 0;  ///< update_schemes_tried_regions answers without regions
+  std::string tuningStopped_;    ///< why adaptive sampling gave up (a failed commit), "" if not
   SourceStats stats_;
 };
 

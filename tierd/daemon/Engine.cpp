@@ -366,7 +366,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   }
   if (!decision.dryRun && !ctx.dryRun && !moves.empty()) {
     report.batch = migrator_->execute(moves, deadlineNs, stop);
-    std::vector<policy::MoveOutcome> outcomes;
+    std::vector<policy::RangeOutcome> outcomes;
     for (const RangeResult& r : report.batch.ranges) {
       (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
           r.bytesMoved;

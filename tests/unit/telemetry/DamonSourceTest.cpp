@@ -245,7 +245,7 @@ TEST_CASE("adaptive sampling: saturated checks halve sample_us, idle ones double
   CHECK(src.sampleUs() == 1000);
   CHECK(fs.commits == 1);
   CHECK(fs.committedSampleUs == "1000");  // written before `commit`, which reads it
-  CHECK(src.state() == "sample_us=1000 access=85% regions=2 snapshots=1");
+  CHECK(src.state() == "sample_us=1000 access=85% regions=2 snapshots=1 empty=0");
   REQUIRE(src.drain(10000).ok());
   CHECK(src.sampleUs() == 500);
   fs.regions = {{0x7f0000000000, 0x7f0000400000, 200, 1}};  // all of 200 checks at 500 us
@@ -372,21 +372,26 @@ TEST_CASE("hot regions: outliers above median + 3 x 1.4826 x MAD, whatever the t
   CHECK(parseHotSet("pid 1\nzz-7f00\n", "t").error().context == "t:2");
 }
 
-TEST_CASE("an empty tried-regions snapshot is retried at the next drain, not a period later") {
+TEST_CASE("empty tried-regions answers: asked again at once, then at the next drain") {
   FakeDamonFs fs;
   DamonConfig c = config();
   c.snapshotNs = 1'000'000'000;
   DamonSource src(c, fs);
   REQUIRE(src.start().ok());
-  auto empty = src.drain(1'000'000'000);
+  fs.regions = {{0x7f0000000000, 0x7f0000200000, 3, 1}};
+  fs.emptyAnswers = kTriedRegionsAttempts - 1;  // the last attempt of this drain gets them
+  auto first = src.drain(1'000'000'000);
+  REQUIRE(first.ok());
+  CHECK(first->size() == 1);
+  fs.emptyAnswers = kTriedRegionsAttempts;  // every attempt of the next snapshot is empty
+  auto empty = src.drain(2'000'000'000);
   REQUIRE(empty.ok());
   CHECK(empty->empty());
-  fs.regions = {{0x7f0000000000, 0x7f0000200000, 3, 1}};
-  auto next = src.drain(1'100'000'000);  // 0.1 s later: retried
+  auto next = src.drain(2'100'000'000);  // 0.1 s later: retried, not a period later
   REQUIRE(next.ok());
   CHECK(next->size() == 1);
-  auto soon = src.drain(1'200'000'000);  // a real snapshot waits snapshotNs again
+  auto soon = src.drain(2'200'000'000);  // after a real snapshot, snapshotNs applies again
   REQUIRE(soon.ok());
   CHECK(soon->empty());
-  CHECK(src.state().find("snapshots=1") != std::string::npos);
+  CHECK(src.state() == "sample_us=5000 access=15% regions=1 snapshots=2 empty=5");
 }
