@@ -89,6 +89,13 @@ bool MetricsSink::observe(HistogramHandle h, const LabelValues& labels, double v
   doObserve(def, labels, value);
   return true;
 }
+bool MetricsSink::declare(HistogramHandle h, std::initializer_list<std::string_view> labels) {
+  const MetricDef& def = metricDef(h.id);
+  const LabelValues values = toValues(labels);
+  if (!accept(def, values, 0, false)) return false;
+  doDeclare(def, values);
+  return true;
+}
 bool MetricsSink::add(CounterHandle h, std::initializer_list<std::string_view> labels,
                       double delta) {
   return add(h, toValues(labels), delta);
@@ -139,6 +146,10 @@ void RecordingSink::doObserve(const MetricDef& def, const LabelValues& labels, d
   s->value += value;
   s->count += 1;
 }
+void RecordingSink::doDeclare(const MetricDef& def, const LabelValues& labels) {
+  updates_.push_back({Op::Declare, def.name, labels, 0});
+  if (!find(def.name, labels)) series_.emplace_back(std::make_pair(def.name, labels), Series{});
+}
 void RecordingSink::removeWorkloadSeries(const std::set<std::string>& keep) {
   std::erase_if(series_, [&](const auto& entry) {
     const MetricDef* def = findMetric(entry.first.first);
@@ -170,7 +181,11 @@ size_t RecordingSink::seriesCount(std::string_view metric) const {
 std::string RecordingSink::log() const {
   std::ostringstream o;
   for (const auto& u : updates_) {
-    o << (u.op == Op::Add ? "add " : u.op == Op::Set ? "set " : "observe ") << u.metric << "{";
+    o << (u.op == Op::Add       ? "add "
+          : u.op == Op::Set     ? "set "
+          : u.op == Op::Observe ? "observe "
+                                : "declare ")
+      << u.metric << "{";
     for (size_t i = 0; i < u.labels.size(); ++i)
       o << (i ? "," : "") << u.labels[i];
     o << "} " << u.value << "\n";

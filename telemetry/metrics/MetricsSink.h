@@ -37,6 +37,11 @@ class MetricsSink {
   /// Records one observation (finite) in a histogram series. Returns false when dropped.
   bool observe(HistogramHandle h, std::initializer_list<std::string_view> labels, double value);
 
+  /// Creates a histogram series with no observation yet (count 0, sum 0, every bucket 0), so it
+  /// is on the first scrape like the counters tierd starts at 0; an existing series is left as
+  /// it is. Returns false when dropped (labels out of their domain).
+  bool declare(HistogramHandle h, std::initializer_list<std::string_view> labels);
+
   /// Vector forms of the above, for callers that build label values in a loop.
   bool add(CounterHandle h, const LabelValues& labels, double delta);
   bool set(GaugeHandle h, const LabelValues& labels, double value);
@@ -61,6 +66,8 @@ class MetricsSink {
   virtual void doAdd(const MetricDef& def, const LabelValues& labels, double delta) = 0;
   virtual void doSet(const MetricDef& def, const LabelValues& labels, double value) = 0;
   virtual void doObserve(const MetricDef& def, const LabelValues& labels, double value) = 0;
+  /// Implementations: create the histogram series if it does not exist (no observation).
+  virtual void doDeclare(const MetricDef& def, const LabelValues& labels) = 0;
   /// Implementations: forget every series whose workload label is not in `keep`.
   virtual void removeWorkloadSeries(const std::set<std::string>& keep) = 0;
 
@@ -77,7 +84,7 @@ class MetricsSink {
 /// histograms as count and sum).
 class RecordingSink : public MetricsSink {
  public:
-  enum class Op { Add, Set, Observe };
+  enum class Op { Add, Set, Observe, Declare };
   struct Update {
     Op op;
     std::string metric;
@@ -94,13 +101,14 @@ class RecordingSink : public MetricsSink {
   bool has(std::string_view metric, const LabelValues& labels) const;
   /// Number of series of a metric.
   size_t seriesCount(std::string_view metric) const;
-  /// One line per update, "add tierd_x{a,b} 3" — for golden comparisons.
+  /// One line per update, "add tierd_x{a,b} 3" — for golden comparisons ("declare" with 0).
   std::string log() const;
 
  protected:
   void doAdd(const MetricDef& def, const LabelValues& labels, double delta) override;
   void doSet(const MetricDef& def, const LabelValues& labels, double value) override;
   void doObserve(const MetricDef& def, const LabelValues& labels, double value) override;
+  void doDeclare(const MetricDef& def, const LabelValues& labels) override;
   void removeWorkloadSeries(const std::set<std::string>& keep) override;
 
  private:

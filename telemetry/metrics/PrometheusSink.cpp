@@ -271,6 +271,10 @@ void PrometheusSink::doObserve(const MetricDef& def, const LabelValues& labels, 
   static_cast<prometheus::Histogram*>(series(def, labels))->Observe(value);
 }
 
+void PrometheusSink::doDeclare(const MetricDef& def, const LabelValues& labels) {
+  series(def, labels);
+}
+
 void PrometheusSink::removeWorkloadSeries(const std::set<std::string>& keep) {
   for (auto it = series_.begin(); it != series_.end();) {
     const MetricDef& def = catalog()[it->first.first];

@@ -72,6 +72,7 @@ class PrometheusSink : public MetricsSink {
   void doAdd(const MetricDef& def, const LabelValues& labels, double delta) override;
   void doSet(const MetricDef& def, const LabelValues& labels, double value) override;
   void doObserve(const MetricDef& def, const LabelValues& labels, double value) override;
+  void doDeclare(const MetricDef& def, const LabelValues& labels) override;
   void removeWorkloadSeries(const std::set<std::string>& keep) override;
 
  private:

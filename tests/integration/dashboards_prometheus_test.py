@@ -4,9 +4,10 @@
 Starts tierd-metrics-demo (every catalog family populated, counters advancing) on a free loopback
 port, starts the Debian `prometheus` server on another free loopback port with a temporary
 storage dir scraping the demo every second, waits (bounded poll, no fixed sleep) until several
-scrapes succeeded, then sends each dashboard expression -- with Grafana's $__rate_interval and
-$workload substituted -- to /api/v1/query. Each must parse and return at least one series. The
-$workload variable's label_values() query must list the demo's workloads. Both processes are
+scrapes succeeded, then evaluates the dashboards with tests/lib/dashboard_queries.py (shared with
+the rig scenario `metrics`): each expression -- with Grafana's $__rate_interval and $workload
+substituted -- goes to /api/v1/query and must parse and return at least one series; the $workload
+variable's label_values() query must list the demo's workloads. Both processes are
 stopped at the end, whatever happens. Exit 0 = pass, 1 = fail, 77 = skipped (no prometheus).
 """
 import argparse
@@ -23,7 +24,10 @@ import time
 import urllib.parse
 import urllib.request
 
-RATE_INTERVAL = "1m"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import dashboard_queries  # noqa: E402  (tests/lib: shared with the rig scenario `metrics`)
+
 WORKLOAD = "redis"
 DEADLINE_S = 90  # upper bound for the whole run; the poll usually ends after ~5 scrapes
 
@@ -37,23 +41,6 @@ def free_port():
 def http_json(url, timeout=5):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.loads(r.read().decode())
-
-
-def collect_exprs(node, out):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == "expr" and isinstance(v, str):
-                out.append(v)
-            else:
-                collect_exprs(v, out)
-    elif isinstance(node, list):
-        for v in node:
-            collect_exprs(v, out)
-
-
-def substitute(expr):
-    return (expr.replace("$__rate_interval", RATE_INTERVAL)
-            .replace("${workload}", WORKLOAD).replace("$workload", WORKLOAD))
 
 
 def stop(proc):
@@ -140,42 +127,7 @@ def main():
             return 1
         print(f"prometheus {base} scraped tierd-metrics-demo :{demo_port} {scrapes} times")
 
-        failures = 0
-        total = 0
-        for name in sorted(os.listdir(args.dashboards)):
-            if not name.endswith(".json"):
-                continue
-            dash = json.load(open(os.path.join(args.dashboards, name)))
-            exprs = []
-            collect_exprs(dash, exprs)
-            for expr in exprs:
-                total += 1
-                q = substitute(expr)
-                try:
-                    body = http_json(f"{base}/api/v1/query?query={urllib.parse.quote(q)}")
-                except urllib.error.HTTPError as e:
-                    body = json.loads(e.read().decode() or "{}")
-                n = len(body.get("data", {}).get("result", [])) if body.get("status") == "success" else -1
-                ok = n >= 1
-                failures += 0 if ok else 1
-                print(f"{'ok  ' if ok else 'FAIL'} {name}: {n} series  {q}"
-                      + ("" if ok else f"  error: {body.get('error')}"))
-            for var in dash.get("templating", {}).get("list", []):
-                query = var.get("query")
-                query = query.get("query") if isinstance(query, dict) else query
-                if not (isinstance(query, str) and query.startswith("label_values(")):
-                    continue
-                total += 1
-                metric, label = [s.strip() for s in query[len("label_values("):-1].split(",")]
-                url = f"{base}/api/v1/label/{label}/values?match[]={urllib.parse.quote(metric)}"
-                values = http_json(url).get("data", [])
-                ok = WORKLOAD in values
-                failures += 0 if ok else 1
-                print(f"{'ok  ' if ok else 'FAIL'} {name}: ${var['name']} = {values}  {query}")
-        if total == 0:
-            print("FAIL: no expressions found")
-            return 1
-        print(f"{total - failures}/{total} dashboard queries returned series")
+        _, failures = dashboard_queries.evaluate(base, args.dashboards, WORKLOAD)
         return 1 if failures else 0
     finally:
         stop(prom)

@@ -72,6 +72,7 @@ class NullSink : public telemetry::MetricsSink {
   void doAdd(const telemetry::MetricDef&, const telemetry::LabelValues&, double) override {}
   void doSet(const telemetry::MetricDef&, const telemetry::LabelValues&, double) override {}
   void doObserve(const telemetry::MetricDef&, const telemetry::LabelValues&, double) override {}
+  void doDeclare(const telemetry::MetricDef&, const telemetry::LabelValues&) override {}
   void removeWorkloadSeries(const std::set<std::string>&) override {}
 };
 

@@ -69,6 +69,7 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
         sink_.add(kMigrateBytes, {dir, ps, result}, 0);
       }
     sink_.add(kMigrateSystemCpu, {dir}, 0);
+    sink_.declare(kMigrateCallDuration, {dir});  // count 0 until a batch makes move calls
     sink_.add(kArbiterPingpongMoves, {dir}, 0);
   }
   for (const std::string& err : labelValues(telemetry::MetricId::DaemonErrors, "errno"))
@@ -84,6 +85,9 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
   }
   sink_.add(kConfigReloads, {"success"}, 0);
   sink_.add(kConfigReloads, {"failure"}, 0);
+  // The sink counts a rejected update under the metric's catalog name: any of them may be next.
+  for (const auto& def : telemetry::catalog())
+    sink_.add(kMetricsRejectedUpdates, {def.name}, 0);
   zeroWorkloadCounters(config);
 }
 

@@ -4,8 +4,10 @@
 /// EngineTotals, /proc/vmstat, reloads, probes) into the catalog's metrics on a MetricsSink.
 /// Called by the daemon's main loop thread only; tests drive it with a RecordingSink.
 ///
-/// At start every counter series tierd will update is added 0, so every family is on the first
-/// scrape and rate() has a baseline. Counters the loop derives from cumulative totals (source
+/// At start every counter series tierd will update is added 0 (and the call-latency histogram
+/// declared with no observation), so every family is on the first scrape and rate() has a
+/// baseline. The copy-throughput and CPU-per-GiB gauges stay absent until pages moved: a 0
+/// there would read as a measurement. Counters the loop derives from cumulative totals (source
 /// samples, engine error counts, the heat model's ping-pong holds) are exported as deltas.
 ///
 /// Where the numbers come from:

@@ -39,12 +39,19 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   CHECK(s.has("tierd_workload_migrated_bytes_total", {"gups", "demote"}));
   CHECK(s.has("tierd_arbiter_pingpong_moves_total", {"promote"}));
   CHECK(s.has("tierd_daemon_errors_total", {"migrate", "ENOMEM"}));
+  // The call-latency histogram exists per direction with no observation yet.
+  CHECK(s.seriesCount("tierd_migrate_call_duration_seconds") == 2);
+  CHECK(s.has("tierd_migrate_call_duration_seconds", {"promote"}));
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"demote"}) == 0);
   for (const auto& u : s.updates())
     CHECK(u.value == 0);
-  // Every catalog counter has a series, except the sink's own rejected-updates counter.
+  // The sink's rejected-updates counter: one series per catalog metric name.
+  CHECK(s.seriesCount("tierd_metrics_rejected_updates_total") == telemetry::catalog().size());
+  CHECK(s.has("tierd_metrics_rejected_updates_total", {"tierd_migrate_bytes_total"}));
+  // Every catalog counter has a series, except the kernel's vmstat counters (those present in
+  // /proc/vmstat appear with the first reading).
   for (const auto& def : telemetry::catalog())
     if (def.type == telemetry::MetricType::Counter &&
-        def.id != telemetry::MetricId::MetricsRejectedUpdates &&
         def.id != telemetry::MetricId::KernelVmstatEvents) {
       INFO(def.name);
       CHECK(s.seriesCount(def.name) > 0);

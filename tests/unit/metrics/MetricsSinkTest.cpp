@@ -27,6 +27,17 @@ TEST_CASE("RecordingSink records accepted updates in order and sums counters") {
         "observe tierd_migrate_call_duration_seconds{demote} 0.02\n"
         "observe tierd_migrate_call_duration_seconds{demote} 0.01\n");
   CHECK(s.rejectedUpdates() == 0);
+
+  // declare: a histogram series with no observation; an existing one keeps its data.
+  CHECK(s.declare(metric::kMigrateCallDuration, {"promote"}));
+  CHECK(s.declare(metric::kMigrateCallDuration, {"demote"}));
+  CHECK(s.has("tierd_migrate_call_duration_seconds", {"promote"}));
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"promote"}) == 0);
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"demote"}) == 2);
+  CHECK(s.log().find("declare tierd_migrate_call_duration_seconds{promote} 0\n") !=
+        std::string::npos);
+  CHECK_FALSE(s.declare(metric::kMigrateCallDuration, {"sideways"}));
+  CHECK(s.rejectedUpdates() == 1);
 }
 
 TEST_CASE("updates with unbounded or wrong labels are dropped and counted") {

@@ -93,6 +93,17 @@ TEST_CASE("render() holds the families that have series, in the text format") {
   CHECK(text.find("tierd_hotness_hot_bytes{tier=\"fast\",workload=\"redis\"} 42") !=
         std::string::npos);
   CHECK(text.find("tierd_build_info{version=\"") != std::string::npos);
+  // A declared histogram is served with count 0 and empty buckets; declaring again keeps data.
+  CHECK(s.declare(metric::kMigrateCallDuration, {"demote"}));
+  CHECK(s.declare(metric::kMigrateCallDuration, {"promote"}));
+  const std::string declared = s.render();
+  CHECK(declared.find("tierd_migrate_call_duration_seconds_count{direction=\"demote\"} 0") !=
+        std::string::npos);
+  CHECK(declared.find(
+            "tierd_migrate_call_duration_seconds_bucket{direction=\"demote\",le=\"+Inf\"} 0") !=
+        std::string::npos);
+  CHECK(declared.find("tierd_migrate_call_duration_seconds_count{direction=\"promote\"} 1") !=
+        std::string::npos);
   s.setWorkloads({});
   CHECK(s.render().find("workload=\"redis\"") == std::string::npos);
 }
