@@ -25,6 +25,22 @@ uint64_t fastTierTotal(const TickContext& ctx) {
   return total;
 }
 
+double promotionCut(const TickContext& ctx, const WorkloadView& w) {
+  const WorkloadPolicy& pol = ctx.config->workloads.at(w.id).policy;
+  double cut = pol.hotThreshold;
+  if (pol.hotRatio <= 0) return cut;
+  double sum = 0;
+  size_t n = 0;
+  for (const RegionView& r : w.regions)
+    for (const NodeFacts& node : ctx.nodes)
+      if (node.id == r.node) {
+        sum += r.heat;
+        ++n;
+        break;
+      }
+  return n > 0 ? std::max(cut, pol.hotRatio * sum / static_cast<double>(n)) : cut;
+}
+
 WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& w) {
   WorkloadProposal out;
   out.workload = w.id;
@@ -35,19 +51,7 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       if (n.id == id) return &n;
     return nullptr;
   };
-  // The promotion cut: hot_threshold, raised to hot_ratio x the mean heat of the workload's
-  // located regions when hot_ratio is set (ranking against the workload's own access rate).
-  double cut = pol.hotThreshold;
-  if (pol.hotRatio > 0) {
-    double sum = 0;
-    size_t n = 0;
-    for (const RegionView& r : w.regions)
-      if (tierOf(r.node)) {
-        sum += r.heat;
-        ++n;
-      }
-    if (n > 0) cut = std::max(cut, pol.hotRatio * sum / static_cast<double>(n));
-  }
+  const double cut = promotionCut(ctx, w);
   std::vector<Candidate> fast;
   for (const RegionView& r : w.regions) {
     const NodeFacts* n = tierOf(r.node);

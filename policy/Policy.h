@@ -57,4 +57,9 @@ uint64_t fastTierTotal(const TickContext& ctx);
 /// The proposal of workload `w` (an element of ctx.workloads).
 WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& w);
 
+/// The heat at or above which a region of `w` is hot, in heat units (HeatModel): the profile's
+/// hot_threshold, raised to hot_ratio x the mean heat of the workload's regions on known nodes
+/// when hot_ratio is set. The same cut promotes regions and counts hot bytes in reports/metrics.
+double promotionCut(const TickContext& ctx, const WorkloadView& w);
+
 }  // namespace tierd::policy

@@ -338,7 +338,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     wr.name = config_->workloads[i].name;
     for (const auto& [pid, proc] : procs_)
       if (proc.workload == i) ++wr.pids;
-    const double hot = config_->workloads[i].policy.hotThreshold;
+    const double hot = policy::promotionCut(ctx, view);
     const double cold = config_->workloads[i].policy.coldThreshold;
     for (const policy::RegionView& r : view.regions) {
       if (r.node < 0) continue;

@@ -242,6 +242,28 @@ TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat")
     CHECK((m.start - kBase) / k2M % 10 == 0);
 }
 
+TEST_CASE("promotionCut: hot_threshold, raised to hot_ratio x the mean heat on known nodes") {
+  auto cfg = makeConfig(
+      "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\nhot_ratio = 2.0\n");
+  TickContext ctx;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
+               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  WorkloadView w{0, {}};
+  for (uint64_t i = 0; i < 4; ++i)
+    w.regions.push_back(region(7, i, 1, i == 0 ? 10.0 : 1.0));  // mean 3.25
+  RegionView unknown = region(7, 9, 5, 1000.0);                 // node 5 is not in ctx.nodes
+  w.regions.push_back(unknown);
+  CHECK(promotionCut(ctx, w) == doctest::Approx(6.5));
+  w.regions.clear();  // no region: the threshold alone
+  CHECK(promotionCut(ctx, w) == doctest::Approx(1.0));
+  auto low = makeConfig(
+      "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 50.0\nhot_ratio = 2.0\n");
+  ctx.config = low;
+  w.regions.push_back(region(7, 0, 1, 10.0));
+  CHECK(promotionCut(ctx, w) == doctest::Approx(50.0));  // the threshold is the floor
+}
+
 TEST_CASE("a region bigger than a tick's budget goes only with a full bucket, then pays it back") {
   auto cfg = makeConfig(
       "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 256\n"
