@@ -241,8 +241,8 @@ void HeatModel::setLocations(pid_t pid, std::vector<std::pair<uint64_t, NodeId>>
     if (Region* r = findRegion(p, start)) r->node = static_cast<int16_t>(node);
 }
 
-void HeatModel::recordResults(std::span<const MoveOutcome> outcomes, uint64_t nowNs) {
-  for (const MoveOutcome& o : outcomes) {
+void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t nowNs) {
+  for (const RangeOutcome& o : outcomes) {
     auto it = procs_.find(o.pid);
     if (it == procs_.end()) continue;
     Proc& p = it->second;

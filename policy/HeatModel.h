@@ -26,7 +26,7 @@
 #include <span>
 #include <vector>
 
-#include "policy/MoveOutcome.h"
+#include "policy/RangeOutcome.h"
 #include "policy/TickContext.h"
 #include "tierd/core/Types.h"
 
@@ -100,7 +100,7 @@ class HeatModel {
   /// Feeds back executed moves: Moved/AlreadyThere set the node (Moved also the move time and
   /// ping-pong state), Busy starts a back-off of one cooldown, Gone drops the regions, Denied
   /// holds them, NoMemory only counts.
-  void recordResults(std::span<const MoveOutcome> outcomes, uint64_t nowNs);
+  void recordResults(std::span<const RangeOutcome> outcomes, uint64_t nowNs);
 
   /// The workload's regions at `nowNs`, sorted by (pid, start).
   std::vector<RegionView> regions(WorkloadId id, uint64_t nowNs) const;

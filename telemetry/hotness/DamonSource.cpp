@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "telemetry/hotness/HeatRegions.h"
@@ -102,7 +104,15 @@ Status validateDamonRanges(const std::vector<DamonRange>& ranges, uint64_t pageS
   return Ok{};
 }
 
-DamonSource::DamonSource(DamonConfig config, DamonFs& fs) : config_(std::move(config)), fs_(fs) {}
+double damonAccessEstimate(uint64_t nrAccesses, uint64_t checks) {
+  if (nrAccesses == 0 || checks == 0) return 0;
+  const double n = static_cast<double>(checks);
+  const double p = std::min(static_cast<double>(nrAccesses), n - 0.5) / n;
+  return -std::log1p(-p) * n;
+}
+
+DamonSource::DamonSource(DamonConfig config, DamonFs& fs)
+    : config_(std::move(config)), fs_(fs), sampleUs_(config_.sampleUs) {}
 
 DamonSource::~DamonSource() {
   stop();
@@ -146,6 +156,13 @@ Status DamonSource::start() {
       config_.maxRegions < config_.minRegions)
     return Error::input("need 0 < sample_us <= aggr_us <= update_us and 3 <= min <= max regions",
                         "damon monitoring_attrs");
+  if (config_.adaptiveSampling &&
+      (config_.minSampleUs == 0 || config_.minSampleUs > config_.maxSampleUs ||
+       !(config_.accessRatioLow >= 0 && config_.accessRatioLow < config_.accessRatioHigh &&
+         config_.accessRatioHigh <= 1)))
+    return Error::input(
+        "adaptive sampling needs 0 < min_sample_us <= max_sample_us and 0 <= low < high <= 1",
+        "damon monitoring_attrs");
   DamonProbe probe = probeDamon(fs_);
   if (!probe.present) return Error{0, ErrorKind::Unsupported, probe.why, "damon"};
   if (!probe.usable) return Error::env(probe.why, kKdamonds);
@@ -207,7 +224,8 @@ Status DamonSource::start() {
       {ap + "sz/min", "0"},
       {ap + "sz/max", std::to_string(UINT64_MAX)},
       {ap + "nr_accesses/min", "0"},
-      {ap + "nr_accesses/max", std::to_string(config_.aggrUs / config_.sampleUs)},
+      // Not aggr/sample: adaptive sampling changes that, and a region above max would vanish.
+      {ap + "nr_accesses/max", std::to_string(UINT32_MAX)},
       {ap + "age/min", "0"},
       {ap + "age/max", std::to_string(UINT32_MAX)},
   };
@@ -231,22 +249,29 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
     targetGone_ = true;
     return out;
   }
-  if (auto s = w("state", "update_schemes_tried_regions"); !s) {
-    // The process may have exited between the read and the write.
-    auto again = fs_.readAttr(kd("state"));
-    if (again && again.value() != "on") {
-      targetGone_ = true;
-      return out;
-    }
-    return s.error();
-  }
+  // 6.12 sometimes returns from update_schemes_tried_regions before any region was collected
+  // (runs of empty snapshots in the rig): ask again, up to kTriedRegionsAttempts times.
   const std::string tr = kd("contexts/0/schemes/0/tried_regions");
-  auto entries = fs_.list(tr);
-  if (!entries) return entries.error();
   std::vector<uint64_t> ids;
-  for (const auto& e : entries.value())
-    if (auto id = sys::parseU64(e, tr); id) ids.push_back(id.value());
+  for (int attempt = 0; attempt < kTriedRegionsAttempts && ids.empty(); ++attempt) {
+    if (auto s = w("state", "update_schemes_tried_regions"); !s) {
+      // The process may have exited between the read and the write.
+      auto again = fs_.readAttr(kd("state"));
+      if (again && again.value() != "on") {
+        targetGone_ = true;
+        return out;
+      }
+      return s.error();
+    }
+    auto entries = fs_.list(tr);
+    if (!entries) return entries.error();
+    for (const auto& e : entries.value())
+      if (auto id = sys::parseU64(e, tr); id) ids.push_back(id.value());
+    if (ids.empty()) ++emptySnapshots_;
+  }
   std::sort(ids.begin(), ids.end());
+  const uint64_t checks = std::max<uint64_t>(1, config_.aggrUs / sampleUs_);
+  double seenBytes = 0, totalBytes = 0;
   for (uint64_t id : ids) {
     const std::string d = tr + "/" + std::to_string(id);
     uint64_t v[3];
@@ -262,7 +287,11 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
       ++stats_.discarded;
       continue;
     }
+    totalBytes += static_cast<double>(v[1] - v[0]);
+    seenBytes += static_cast<double>(v[1] - v[0]) * static_cast<double>(std::min(v[2], checks)) /
+                 static_cast<double>(checks);
     if (v[2] == 0) continue;  // not accessed in the last aggregation interval
+    const double estimate = damonAccessEstimate(v[2], checks);
     // DAMON's region boundaries are page multiples, not 2 MiB ones: a chunk straddled by two
     // regions gets each one's nr_accesses in proportion to the part it covers (weighting every
     // overlap fully counted such chunks twice).
@@ -274,12 +303,60 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
       a.pid = config_.pid;
       a.tid = config_.pid;
       a.vaddr = from;
-      a.weight = v[2] * ((to - from + kDamonWeightUnit - 1) / kDamonWeightUnit);
+      const uint64_t units = (to - from + kDamonWeightUnit - 1) / kDamonWeightUnit;
+      a.weight = std::max<uint64_t>(
+          1, static_cast<uint64_t>(std::llround(estimate * static_cast<double>(units))));
       out.push_back(a);
     }
   }
   stats_.samples += out.size();
+  lastRegions_ = ids.size();
+  if (ids.empty()) {  // still nothing: try again at the next drain instead of a period later
+    lastSnapshotNs_ = 0;
+    return out;
+  }
+  ++snapshots_;
+  if (totalBytes > 0) {
+    accessRatio_ = seenBytes / totalBytes;
+    retune(accessRatio_);
+  }
   return out;
+}
+
+void DamonSource::retune(double ratio) {
+  if (!config_.adaptiveSampling || !tuningStopped_.empty()) return;
+  const uint64_t maxUs =
+      std::max<uint64_t>(config_.minSampleUs, std::min(config_.maxSampleUs, config_.aggrUs / 5));
+  uint64_t next = sampleUs_;
+  if (ratio > config_.accessRatioHigh)
+    next = std::max(config_.minSampleUs, sampleUs_ / 2);
+  else if (ratio < config_.accessRatioLow)
+    next = std::min(maxUs, sampleUs_ * 2);
+  if (next == sampleUs_) return;
+  const std::string attr = "contexts/0/monitoring_attrs/intervals/sample_us";
+  Status s = w(attr, std::to_string(next));
+  if (s) s = w("state", "commit");
+  if (!s) {
+    // Keep sampling at the interval the kernel still uses; put the file back to match it.
+    tuningStopped_ = "adaptive sampling off: " + s.error().describe();
+    (void)w(attr, std::to_string(sampleUs_));
+    return;
+  }
+  sampleUs_ = next;
+  ++retunes_;
+}
+
+std::string DamonSource::state() const {
+  char buf[128];
+  if (accessRatio_ < 0)
+    std::snprintf(buf, sizeof buf, "sample_us=%llu", static_cast<unsigned long long>(sampleUs_));
+  else
+    std::snprintf(
+        buf, sizeof buf, "sample_us=%llu access=%.0f%% regions=%llu snapshots=%llu empty=%llu",
+        static_cast<unsigned long long>(sampleUs_), 100.0 * accessRatio_,
+        static_cast<unsigned long long>(lastRegions_), static_cast<unsigned long long>(snapshots_),
+        static_cast<unsigned long long>(emptySnapshots_));
+  return tuningStopped_.empty() ? buf : std::string(buf) + " (" + tuningStopped_ + ")";
 }
 
 void DamonSource::stop() {

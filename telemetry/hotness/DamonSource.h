@@ -5,11 +5,22 @@
 /// and reads region access frequencies through a `stat` scheme whose access pattern matches every
 /// region (the max values default to 0, so they are set), asking the kernel for the scheme's
 /// tried regions (`state` <- update_schemes_tried_regions). Each region becomes one AccessSample
-/// per 2 MiB chunk it overlaps, weight = nr_accesses (samples per aggregation interval that saw
-/// the region accessed) x the 4 KiB pages of the chunk it covers (kDamonWeightUnit): a chunk fully
-/// inside one region weighs nr_accesses x 512, a chunk split between regions gets each region's
-/// share. On 6.12 the write of update_schemes_tried_regions returns once the kernel has collected
-/// the regions of the next scheme apply (one aggregation interval, polled every 100 ms), and
+/// per 2 MiB chunk it overlaps, weight = the region's estimated accesses per aggregation interval
+/// (damonAccessEstimate: nr_accesses, the checks per aggregation that saw the sampled page
+/// accessed, turned back into an access rate) x the 4 KiB pages of the chunk it covers
+/// (kDamonWeightUnit): a chunk fully inside one region weighs estimate x 512, a chunk split
+/// between regions gets each region's share.
+///
+/// DAMON's checks saturate: a page touched every few ms reads as accessed in every 5 ms check, just
+/// like one touched a million times per second, so a fast workload's cold and hot regions look
+/// alike (REFERENCE.md section 5). With `adaptiveSampling` the source retunes sample_us after each
+/// snapshot so that the observed access ratio (sum of size x nr_accesses over size x checks per
+/// aggregation) stays between accessRatioLow and accessRatioHigh: halving the interval when most
+/// memory reads as accessed, doubling it when almost nothing does. It writes the new sample_us and
+/// `commit` to `state` (the kernel re-reads the attributes and rescales region counts). Kernels
+/// from 6.15 have intervals auto-tuning (intervals_goal) built in; 6.12, the rig's kernel, does
+/// not. On 6.12 the write of update_schemes_tried_regions returns once the kernel has collected the
+/// regions of the next scheme apply (one aggregation interval, polled every 100 ms), and
 /// tried_regions/ then holds directories 0..N-1 plus the file total_bytes.
 ///
 /// Ownership rule (DAMON sysfs has no owner marker):
@@ -36,6 +47,9 @@
 #include "tierd/sys/SysRoot.h"
 
 namespace tierd::telemetry {
+
+/// update_schemes_tried_regions writes per snapshot while the answer has no regions.
+inline constexpr int kTriedRegionsAttempts = 3;
 
 /// Unit of DAMON sample weights: nr_accesses is multiplied by the number of these (4 KiB pages,
 /// rounded up) the region covers within the sample's 2 MiB chunk.
@@ -110,7 +124,21 @@ struct DamonConfig {
   uint64_t minRegions = 10;
   uint64_t maxRegions = 1000;
   uint64_t snapshotNs = 1000000000;  ///< how often drain() asks for tried regions
+  /// Retune sample_us after each snapshot (see the file comment). Off: sampleUs stays as set.
+  bool adaptiveSampling = false;
+  uint64_t minSampleUs = 250;     ///< lower bound of the tuned sample_us, microseconds
+  uint64_t maxSampleUs = 20000;   ///< upper bound, microseconds (also at most aggrUs / 5)
+  double accessRatioLow = 0.05;   ///< below this observed access ratio: double sample_us
+  double accessRatioHigh = 0.30;  ///< above it: halve sample_us
 };
+
+/// Estimated accesses per aggregation interval of a region's sampled page, from DAMON's
+/// nr_accesses (`nrAccesses` of `checks` = aggr_us / sample_us checks saw an access). Assuming
+/// Poisson accesses at rate r, a check sees one with p = 1 - exp(-r x sample_us), so
+/// r x aggr_us = -ln(1 - p) x checks. p is capped at (checks - 0.5) / checks (a region seen in
+/// every check has a rate of at least that), so the estimate is finite: at most
+/// ln(2 x checks) x checks. 0 when nrAccesses is 0; nrAccesses above checks counts as checks.
+double damonAccessEstimate(uint64_t nrAccesses, uint64_t checks);
 
 /// See the file comment.
 class DamonSource final : public HotnessSource {
@@ -136,6 +164,15 @@ class DamonSource final : public HotnessSource {
   const DamonConfig& config() const { return config_; }
   /// True when our kdamond has stopped by itself (the monitored process is gone).
   bool targetGone() const { return targetGone_; }
+  /// sample_us in effect (the configured one, or the last one committed by adaptive sampling).
+  uint64_t sampleUs() const { return sampleUs_; }
+  /// Observed access ratio of the last snapshot (0..1; see the file comment), -1 before the first.
+  double accessRatio() const { return accessRatio_; }
+  /// Times adaptive sampling committed a new sample_us.
+  uint64_t retunes() const { return retunes_; }
+  /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2" (plus why adaptive sampling
+  /// stopped).
+  std::string state() const override;
 
  private:
   Status w(const std::string& rel, const std::string& value);  ///< write under our kdamond
@@ -146,8 +183,18 @@ class DamonSource final : public HotnessSource {
   DamonFs& fs_;
   bool created_ = false;  ///< we wrote nr_kdamonds 1
   std::string kdamondPid_;
+  /// Adaptive sampling after a snapshot whose observed access ratio was `ratio`.
+  void retune(double ratio);
+
   uint64_t lastSnapshotNs_ = 0;
   bool targetGone_ = false;
+  uint64_t sampleUs_ = 0;
+  double accessRatio_ = -1;
+  uint64_t retunes_ = 0;
+  uint64_t snapshots_ = 0;       ///< snapshots taken (tried regions read)
+  uint64_t lastRegions_ = 0;     ///< tried regions in the last snapshot
+  uint64_t emptySnapshots_ = 0;  ///< update_schemes_tried_regions answers without regions
+  std::string tuningStopped_;    ///< why adaptive sampling gave up (a failed commit), "" if not
   SourceStats stats_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include "tierd/sys/Parsers.h"
 
 namespace tierd::telemetry {
 
@@ -15,23 +16,11 @@ void addSamples(RegionHeatMap& heat, const std::vector<AccessSample>& samples, p
 
 namespace {
 
-bool parseHexWord(std::string s, uint64_t& v) {
-  if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0) s = s.substr(2);
-  if (s.empty() || s.size() > 16) return false;
-  v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9')
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      d = c - 'A' + 10;
-    else
-      return false;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  return true;
+bool parseHexWord(std::string_view s, uint64_t& v) {
+  if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0) s.remove_prefix(2);
+  auto n = sys::parseHexDigits(s, /*upperOk=*/true);
+  if (n) v = *n;
+  return n.has_value();
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ class HotnessSource {
 
   /// Totals since start().
   virtual SourceStats stats() const = 0;
+
+  /// A short human-readable state for progress lines and logs ("sample_us=500 access=23%"),
+  /// "" when the source has nothing to say.
+  virtual std::string state() const { return {}; }
 };
 
 }  // namespace tierd::telemetry

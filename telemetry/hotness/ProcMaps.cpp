@@ -3,25 +3,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include "tierd/sys/Parsers.h"
 
 namespace tierd::telemetry {
 
 namespace {
 
 bool parseHex(std::string_view s, uint64_t& v) {
-  if (s.empty() || s.size() > 16) return false;
-  v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9')
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else
-      return false;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  return true;
+  auto n = sys::parseHexDigits(s);
+  if (n) v = *n;
+  return n.has_value();
 }
 
 }  // namespace

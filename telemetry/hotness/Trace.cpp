@@ -52,20 +52,10 @@ void writeTraceSamples(std::ostream& out, const std::vector<AccessSample>& sampl
 namespace {
 
 bool parseHex(const std::string& w, uint64_t& v) {
-  if (w.size() < 3 || w.rfind("0x", 0) != 0 || w.size() > 18) return false;
-  v = 0;
-  for (size_t i = 2; i < w.size(); ++i) {
-    char c = w[i];
-    int d;
-    if (c >= '0' && c <= '9')
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else
-      return false;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  return true;
+  if (w.rfind("0x", 0) != 0) return false;
+  auto n = sys::parseHexDigits(std::string_view(w).substr(2));
+  if (n) v = *n;
+  return n.has_value();
 }
 
 }  // namespace

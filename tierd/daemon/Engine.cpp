@@ -304,6 +304,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
                   samples.end());
     report.samples += samples.size();
     heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
+    if (std::string st = proc.source->state(); !st.empty())
+      report.sourceStates.push_back("pid " + std::to_string(pid) + " " + proc.source->name() + " " +
+                                    st);
   }
   heat_.decay(nowNs);
   totals_.samples += report.samples;
@@ -363,7 +366,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   }
   if (!decision.dryRun && !ctx.dryRun && !moves.empty()) {
     report.batch = migrator_->execute(moves, deadlineNs, stop);
-    std::vector<policy::MoveOutcome> outcomes;
+    std::vector<policy::RangeOutcome> outcomes;
     for (const RangeResult& r : report.batch.ranges) {
       (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
           r.bytesMoved;

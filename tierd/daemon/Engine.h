@@ -90,8 +90,11 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
-  PhaseCpu cpu;                       ///< where this tick's CPU went
-  topology::Topology topology;        ///< the snapshot this tick used (for node metrics)
+  /// Per sampled process with something to say (HotnessSource::state): "pid 42 damon-vaddr
+  /// sample_us=500 access=23%".
+  std::vector<std::string> sourceStates;
+  PhaseCpu cpu;                 ///< where this tick's CPU went
+  topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
 };
 
 /// Cumulative counters since the engine started.

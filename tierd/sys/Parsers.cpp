@@ -77,6 +77,24 @@ Result<uint64_t> parseU64(std::string_view text, const std::string& context) {
   return parseInt<uint64_t>(text, context, "an unsigned integer");
 }
 
+std::optional<uint64_t> parseHexDigits(std::string_view digits, bool upperOk) {
+  if (digits.empty() || digits.size() > 16) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : digits) {
+    int d;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (upperOk && c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return std::nullopt;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
 Result<int64_t> parseI64(std::string_view text, const std::string& context) {
   return parseInt<int64_t>(text, context, "an integer");
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -18,6 +19,11 @@ namespace tierd::sys {
 
 /// Parses a whole string (surrounding blanks allowed) as a base-10 unsigned 64-bit integer.
 Result<uint64_t> parseU64(std::string_view text, const std::string& context);
+
+/// Hex digits only (no prefix, no blanks), 1 to 16 of them, as the kernel prints addresses in
+/// /proc/PID/maps (lower case); `upperOk` also accepts A-F. nullopt for anything else. Callers
+/// that allow a "0x" prefix strip it first; they build their own error with line context.
+std::optional<uint64_t> parseHexDigits(std::string_view digits, bool upperOk = false);
 /// Parses a whole string (surrounding blanks allowed) as a base-10 signed 64-bit integer.
 Result<int64_t> parseI64(std::string_view text, const std::string& context);
 

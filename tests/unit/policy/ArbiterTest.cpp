@@ -486,7 +486,7 @@ TEST_CASE(
                    node(1, TierKind::Slow, kGiB, static_cast<uint64_t>(freeB[1]))};
       ctx.workloads = {{0, model.regions(0, now)}};
       ArbiterDecision d = arbiter.plan(ctx);
-      std::vector<MoveOutcome> results;
+      std::vector<RangeOutcome> results;
       for (const MoveRange& m : d.plan.moves) {
         uint64_t& last = lastMove[m.start];
         CHECK_MESSAGE((last == 0 || now >= last + cooldown),

@@ -160,8 +160,8 @@ TEST_CASE("recorded moves set the node and history; ping-pong is held and counte
   HeatModel m = oneWorkload(10 * kSec, cooldown);
   m.setLocations(100, {{kBase, 1}, {kBase + 2 * kMiB, 1}});
   auto move = [&](Direction d, NodeId to, uint64_t now, MoveResult res = MoveResult::Moved) {
-    MoveOutcome o{100, kBase, 2 * kMiB, d, to, res};
-    m.recordResults(std::span<const MoveOutcome>(&o, 1), now);
+    RangeOutcome o{100, kBase, 2 * kMiB, d, to, res};
+    m.recordResults(std::span<const RangeOutcome>(&o, 1), now);
   };
   move(Direction::Promote, 0, 10 * kSec);
   auto r = m.regions(0, 10 * kSec)[0];
@@ -188,7 +188,7 @@ TEST_CASE("recorded moves set the node and history; ping-pong is held and counte
 TEST_CASE("busy backs off, gone drops, denied holds, no-memory only counts") {
   HeatModel m = oneWorkload(10 * kSec, 1 * kSec);
   m.setLocations(100, {{kBase, 1}, {kBase + 2 * kMiB, 1}, {kBase + 4 * kMiB, 1}});
-  std::vector<MoveOutcome> o = {
+  std::vector<RangeOutcome> o = {
       {100, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Busy},
       {100, kBase + 2 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveResult::Gone},
       {100, kBase + 4 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveResult::Denied},

@@ -83,3 +83,15 @@ TEST_CASE("parseU64Row and parseKbSize") {
   CHECK_FALSE(parseKbSize("0kB", "f").ok());
   CHECK_FALSE(parseKbSize("kB", "f").ok());
 }
+
+TEST_CASE("parseHexDigits: 1..16 hex digits, lower case unless asked, nothing else") {
+  CHECK(sys::parseHexDigits("7f0000000000").value() == 0x7f0000000000ULL);
+  CHECK(sys::parseHexDigits("ffffffffffffffff").value() == UINT64_MAX);
+  CHECK_FALSE(sys::parseHexDigits("1ffffffffffffffff"));  // 17 digits: overflow
+  CHECK_FALSE(sys::parseHexDigits(""));
+  CHECK_FALSE(sys::parseHexDigits("0x10"));  // callers strip prefixes
+  CHECK_FALSE(sys::parseHexDigits(" 10"));
+  CHECK_FALSE(sys::parseHexDigits("7F"));
+  CHECK(sys::parseHexDigits("7F", /*upperOk=*/true).value() == 0x7f);
+  CHECK_FALSE(sys::parseHexDigits("7g", true));
+}

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -98,11 +99,14 @@ TEST_CASE("start, one snapshot and stop write exactly the golden sequence") {
   REQUIRE(batch->size() == 5);
   CHECK(batch->at(0).vaddr == 0x7f0000000000);
   CHECK(batch->at(2).vaddr == 0x7f0000400000);
-  CHECK(batch->at(0).weight == 5 * 512);  // nr_accesses x 4 KiB pages covered
+  // 20 checks per aggregation (100 ms / 5 ms); estimate x 4 KiB pages covered:
+  // -ln(1 - 5/20) x 20 = 5.754 accesses per aggregation, x 512 pages.
+  CHECK(batch->at(0).weight == 2946);
   CHECK(batch->at(3).vaddr == 0x7f0000700000);
   CHECK(batch->at(4).vaddr == 0x7f0000800000);
-  CHECK(batch->at(3).weight == 2 * 256);  // the region covers half of each of its chunks
-  CHECK(batch->at(4).weight == 2 * 256);
+  // The region covers half of each of its chunks: -ln(1 - 2/20) x 20 = 2.107, x 256 pages.
+  CHECK(batch->at(3).weight == 539);
+  CHECK(batch->at(4).weight == 539);
   CHECK(batch->at(4).pid == 31337);
   CHECK(batch->at(4).timeNs == 5000);
   auto tooSoon = src.drain(5500);  // snapshotNs (1000) not yet passed: no sysfs traffic
@@ -189,8 +193,112 @@ TEST_CASE("a 2 MiB chunk split between regions gets each region's share, not eac
   RegionHeatMap heat;
   addSamples(heat, batch.value(), 31337, /*useWeight=*/true);
   REQUIRE(heat.size() == 2);
-  CHECK(heat.at(0x7f0000000000) == 4 * 256 + 2 * 256);  // = a mean of 3 over the whole chunk
-  CHECK(heat.at(0x7f0000200000) == 1);
+  // Each half weighs its own estimate x 256 pages: -ln(1 - 4/20) x 20 x 256 = 1142.4 and
+  // -ln(1 - 2/20) x 20 x 256 = 539.4, not the whole chunk's 512 pages each.
+  CHECK(heat.at(0x7f0000000000) == 1142 + 539);
+  CHECK(heat.at(0x7f0000200000) == 1);  // one page: -ln(0.95) x 20 = 1.03 -> 1
+}
+
+TEST_CASE("access estimate: nr_accesses turned back into accesses per aggregation interval") {
+  CHECK(damonAccessEstimate(0, 20) == 0);
+  CHECK(damonAccessEstimate(3, 0) == 0);
+  CHECK(damonAccessEstimate(10, 20) == doctest::Approx(20 * std::log(2.0)));
+  // Seen in every check: the cap (checks - 0.5) / checks gives ln(2 x checks) x checks.
+  CHECK(damonAccessEstimate(20, 20) == doctest::Approx(20 * std::log(40.0)));
+  CHECK(damonAccessEstimate(25, 20) == damonAccessEstimate(20, 20));  // above checks: checks
+  // Saturation undone: 19 vs 20 of 20 checks differ by 5%, their estimates by 23%.
+  CHECK(damonAccessEstimate(20, 20) / damonAccessEstimate(19, 20) > 1.2);
+  // Rare accesses: the estimate is about nr_accesses itself.
+  CHECK(damonAccessEstimate(1, 1000) == doctest::Approx(1.0005).epsilon(1e-3));
+  double prev = 0;
+  for (uint64_t n = 1; n <= 50; ++n) {
+    CHECK(damonAccessEstimate(n, 50) > prev);
+    prev = damonAccessEstimate(n, 50);
+  }
+}
+
+namespace {
+
+DamonConfig adaptive() {
+  DamonConfig c = config();
+  c.adaptiveSampling = true;
+  c.sampleUs = 2000;  // 50 checks per 100 ms aggregation
+  c.minSampleUs = 500;
+  c.maxSampleUs = 8000;
+  return c;
+}
+
+const std::string kSampleUs =
+    std::string(FakeDamonFs::kRoot) + "/0/contexts/0/monitoring_attrs/intervals/sample_us";
+
+}  // namespace
+
+TEST_CASE("adaptive sampling: saturated checks halve sample_us, idle ones double it, in bounds") {
+  FakeDamonFs fs;
+  DamonSource src(adaptive(), fs);
+  REQUIRE(src.start().ok());
+  CHECK(src.state() == "sample_us=2000");
+  // 1 MiB hot (50 of 50 checks) + 3 MiB at 40 of 50: 85% of the memory-weighted checks saw access.
+  fs.regions = {{0x7f0000000000, 0x7f0000100000, 50, 1}, {0x7f0000100000, 0x7f0000400000, 40, 1}};
+  REQUIRE(src.drain(5000).ok());
+  CHECK(src.accessRatio() == doctest::Approx(0.85));
+  CHECK(src.sampleUs() == 1000);
+  CHECK(fs.commits == 1);
+  CHECK(fs.committedSampleUs == "1000");  // written before `commit`, which reads it
+  CHECK(src.state() == "sample_us=1000 access=85% regions=2 snapshots=1 empty=0");
+  REQUIRE(src.drain(10000).ok());
+  CHECK(src.sampleUs() == 500);
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 200, 1}};  // all of 200 checks at 500 us
+  REQUIRE(src.drain(15000).ok());  // at the lower bound: no write, no commit
+  CHECK(src.sampleUs() == 500);
+  CHECK(fs.commits == 2);
+  // Inside the band (5% .. 30%): nothing changes. Counts are against 200 checks at 500 us.
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 40, 1}};
+  REQUIRE(src.drain(20000).ok());
+  CHECK(src.accessRatio() == doctest::Approx(0.2));
+  CHECK(fs.commits == 2);
+  // Almost nothing seen: the interval doubles up to min(max_sample_us, aggr_us / 5).
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 0, 1}, {0x7f0000400000, 0x7f0000401000, 1, 1}};
+  for (uint64_t t = 25000; t < 100000; t += 5000)
+    REQUIRE(src.drain(t).ok());
+  CHECK(src.sampleUs() == 8000);
+  CHECK(fs.readAttr(kSampleUs).value() == "8000");
+  CHECK(src.retunes() == 6);  // 2000 -> 1000 -> 500 -> 1000 -> 2000 -> 4000 -> 8000
+  src.stop();
+}
+
+TEST_CASE(
+    "adaptive sampling: a failed commit stops tuning and leaves sample_us as the kernel has it") {
+  FakeDamonFs fs;
+  DamonSource src(adaptive(), fs);
+  REQUIRE(src.start().ok());
+  fs.failCommit = true;
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 50, 1}};
+  auto batch = src.drain(5000);
+  REQUIRE(batch.ok());  // sampling goes on
+  CHECK_FALSE(batch->empty());
+  CHECK(src.sampleUs() == 2000);
+  CHECK(fs.readAttr(kSampleUs).value() == "2000");
+  CHECK(src.state().find("adaptive sampling off:") != std::string::npos);
+  fs.failCommit = false;
+  REQUIRE(src.drain(10000).ok());  // not retried
+  CHECK(fs.commits == 0);
+}
+
+TEST_CASE("adaptive sampling: inconsistent bounds are refused before anything is written") {
+  FakeDamonFs fs;
+  DamonConfig c = adaptive();
+  c.minSampleUs = 9000;  // above max_sample_us
+  DamonSource src(c, fs);
+  auto s = src.start();
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::Input);
+  CHECK(fs.log.empty());
+  DamonConfig band = adaptive();
+  band.accessRatioHigh = band.accessRatioLow;
+  DamonSource src2(band, fs);
+  CHECK_FALSE(src2.start().ok());
+  CHECK(fs.log.empty());
 }
 
 TEST_CASE("hot regions: outliers above median + 3 x 1.4826 x MAD, whatever the truth's size") {
@@ -262,4 +370,28 @@ TEST_CASE("hot regions: outliers above median + 3 x 1.4826 x MAD, whatever the t
   CHECK_FALSE(parseHotSet("7f00-7f10\n", "t").ok());         // no pid line
   CHECK_FALSE(parseHotSet("pid 1\n7f10-7f00\n", "t").ok());  // inverted
   CHECK(parseHotSet("pid 1\nzz-7f00\n", "t").error().context == "t:2");
+}
+
+TEST_CASE("empty tried-regions answers: asked again at once, then at the next drain") {
+  FakeDamonFs fs;
+  DamonConfig c = config();
+  c.snapshotNs = 1'000'000'000;
+  DamonSource src(c, fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000200000, 3, 1}};
+  fs.emptyAnswers = kTriedRegionsAttempts - 1;  // the last attempt of this drain gets them
+  auto first = src.drain(1'000'000'000);
+  REQUIRE(first.ok());
+  CHECK(first->size() == 1);
+  fs.emptyAnswers = kTriedRegionsAttempts;  // every attempt of the next snapshot is empty
+  auto empty = src.drain(2'000'000'000);
+  REQUIRE(empty.ok());
+  CHECK(empty->empty());
+  auto next = src.drain(2'100'000'000);  // 0.1 s later: retried, not a period later
+  REQUIRE(next.ok());
+  CHECK(next->size() == 1);
+  auto soon = src.drain(2'200'000'000);  // after a real snapshot, snapshotNs applies again
+  REQUIRE(soon.ok());
+  CHECK(soon->empty());
+  CHECK(src.state() == "sample_us=5000 access=15% regions=1 snapshots=2 empty=5");
 }

@@ -29,6 +29,10 @@ class FakeDamonFs : public DamonFs {
   std::vector<std::string> log;
   std::vector<FakeRegion> regions;  // served on update_schemes_tried_regions
   bool processGone = false;         // kdamond stopped by itself: state reads off
+  bool failCommit = false;          // `commit` answers EINVAL
+  int emptyAnswers = 0;             // the next N tried-regions updates collect nothing (6.12)
+  int commits = 0;                  // successful `commit` writes
+  std::string committedSampleUs;    // sample_us as the last commit read it
   std::string availOperations = "fvaddr\npaddr\nvaddr\n";
 
   const TempTree& tree() const { return tree_; }
@@ -116,7 +120,9 @@ class FakeDamonFs : public DamonFs {
         const std::string tr = dir + "/contexts/0/schemes/0/tried_regions";
         fs::remove_all(root_.path(tr));
         uint64_t total = 0;
-        for (size_t i = 0; i < regions.size(); ++i) {
+        const bool empty = emptyAnswers > 0;
+        if (empty) --emptyAnswers;
+        for (size_t i = 0; i < (empty ? 0 : regions.size()); ++i) {
           const std::string r = tr + "/" + std::to_string(i);
           tree_.file(r + "/start", std::to_string(regions[i].start) + "\n");
           tree_.file(r + "/end", std::to_string(regions[i].end) + "\n");
@@ -125,6 +131,14 @@ class FakeDamonFs : public DamonFs {
           total += regions[i].end - regions[i].start;
         }
         tree_.file(tr + "/total_bytes", std::to_string(total) + "\n");
+        return Ok{};
+      } else if (data == "commit") {
+        // The kernel re-reads every attribute file; a stopped kdamond answers EINVAL.
+        if (failCommit || readAttr(dir + "/state").valueOr("") != "on")
+          return Error::sys(EINVAL, "commit", abs);
+        committedSampleUs =
+            readAttr(dir + "/contexts/0/monitoring_attrs/intervals/sample_us").valueOr("");
+        ++commits;
         return Ok{};
       } else {
         return Error::sys(EINVAL, "bad state command", abs);

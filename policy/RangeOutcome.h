@@ -2,8 +2,8 @@
 /// \file
 /// What happened to one planned range when the migrator executed it: the minimal per-range
 /// result the policy needs to learn from (busy pages back off, vanished memory is dropped,
-/// permanent refusals are held). The migrator's own richer result types (tierd/core, migration
-/// issue) map onto this; the lead adapts the seam when both exist.
+/// permanent refusals are held). The daemon's engine maps the migrator's per-range results
+/// (tierd/core/Migration.h, whose per-page status enum is tierd::MoveOutcome) onto this.
 
 #include <sys/types.h>
 #include <cstdint>
@@ -23,7 +23,7 @@ enum class MoveResult {
 };
 
 /// One executed range and its outcome. Fields as in the MoveRange that was planned.
-struct MoveOutcome {
+struct RangeOutcome {
   pid_t pid = 0;
   uint64_t start = 0;   ///< bytes, virtual address
   uint64_t length = 0;  ///< bytes
