@@ -14,6 +14,7 @@
 
 #include "telemetry/hotness/HeatRegions.h"
 #include "telemetry/hotness/Trace.h"
+#include "tierd/core/Units.h"
 
 using namespace tierd;
 using namespace tierd::telemetry;
@@ -77,6 +78,33 @@ TEST_CASE("tierd-gups writes a seeded scattered hot set and verifies its table")
   std::remove(b.c_str());
   CHECK(run(kBin + "/tierd-gups --size 64X").status == 2);
   CHECK(run(kBin + "/tierd-gups --hot-share 1.5").status == 2);
+}
+
+TEST_CASE("tierd-gups --hot-chunk makes the hot set whole chunks of that size") {
+  const std::string a = "/tmp/tierd-gups-test-chunk." + std::to_string(::getpid());
+  // 60 MiB rounds up to 64 MiB (whole 16 MiB chunks): 4 chunks, 25% hot = 1 chunk.
+  auto r = run(kBin + "/tierd-gups --size 60M --hot-chunk 16M --hot-fraction 0.25 --seconds 1 " +
+               "--seed 3 --unbind --node 0 --hot-set-out " + a);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("table 64.0 MiB") != std::string::npos);
+  CHECK(r.out.find("1 hot of 4 16.0 MiB chunks") != std::string::npos);
+  CHECK(r.out.find("checksum ok") != std::string::npos);
+  auto t = parseHotSet(slurp(a), a);
+  REQUIRE(t.ok());
+  REQUIRE(t->ranges.size() == 1);
+  const auto at = r.out.find(" at 0x");
+  REQUIRE(at != std::string::npos);
+  const uint64_t base = std::stoull(r.out.substr(at + 6), nullptr, 16);
+  const auto [start, end] = t->ranges[0];
+  CHECK(end - start == 16 * kMiB);
+  CHECK((start - base) % (16 * kMiB) == 0);
+  CHECK(start >= base);
+  CHECK(end <= base + 64 * kMiB);
+  CHECK(truthRegions(t.value()).size() == 8);  // eight 2 MiB regions in the hot chunk
+  std::remove(a.c_str());
+  // A chunk must be a whole number of 2 MiB (THP) chunks.
+  CHECK(run(kBin + "/tierd-gups --hot-chunk 3M").status == 2);
+  CHECK(run(kBin + "/tierd-gups --hot-chunk 1M").status == 2);
 }
 
 TEST_CASE("tierctl sampling --probe --json on this machine's fixture tree") {

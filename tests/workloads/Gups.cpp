@@ -1,7 +1,9 @@
 // tierd-gups: GUPS-style random read-modify-write updates over a table with a known hot set.
 //
-// The table is split into 2 MiB chunks; a deterministic (seeded) scattered subset of chunks,
-// `--hot-fraction` of the table, receives `--hot-share` of the updates, the other chunks the rest.
+// The table is split into chunks (`--hot-chunk`, default 2 MiB: one THP); a deterministic (seeded)
+// scattered subset of chunks, `--hot-fraction` of the table, receives `--hot-share` of the
+// updates, the other chunks the rest. With 1 GiB hugetlb pages, `--hot-chunk 1G` makes the hot
+// set whole pages (with 2 MiB chunks every 1 GiB page would hold hot chunks).
 // Each update XORs a random 64-bit value into a random word of the chosen chunk with an atomic
 // XOR, and each thread XORs the same values into a private accumulator. At the end
 // XOR(table) must equal XOR(initial table) ^ XOR(all values): a migration that lost or corrupted
@@ -9,6 +11,7 @@
 // "pid N" and one "start-end" hex range per line. Updates per second are printed every second.
 
 #include <numa.h>
+#include <numaif.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -23,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,15 +53,22 @@ struct Options {
   uint64_t seconds = 10;
   std::string hotSetOut;
   bool mlock = false;
+  uint64_t hotChunk = 2 * tierd::kMiB;  // granularity of the hot set, a multiple of 2 MiB
+  bool unbind = false;                  // drop the --node binding once the table is populated
 };
 
 void usage(std::ostream& out) {
   out << "usage: tierd-gups [--size BYTES[KMG]] [--hot-fraction F] [--hot-share S] [--seed N]\n"
          "                  [--backing anon|thp|hugetlb-2M|hugetlb-1G] [--node N] [--threads N]\n"
-         "                  [--seconds N] [--hot-set-out FILE] [--mlock]\n"
-         "Random read-modify-write updates; --hot-fraction of the table (scattered 2 MiB chunks)\n"
-         "gets --hot-share of the updates. Prints updates/s every second; verifies the table.\n"
-         "--mlock locks the table in RAM after first touch (it must still migrate).\n";
+         "                  [--seconds N] [--hot-set-out FILE] [--mlock] [--hot-chunk BYTES[KMG]]\n"
+         "                  [--unbind]\n"
+         "Random read-modify-write updates; --hot-fraction of the table (scattered chunks of\n"
+         "--hot-chunk bytes, default 2M, a multiple of 2M) gets --hot-share of the updates.\n"
+         "Prints updates/s every second; verifies the table.\n"
+         "--mlock locks the table in RAM after first touch (it must still migrate).\n"
+         "--unbind resets the table's memory policy to the default after first touch: the pages\n"
+         "stay on --node, but the kernel's NUMA balancing may move them (it never moves pages of\n"
+         "a VMA bound to other nodes).\n";
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
@@ -124,6 +135,10 @@ int main(int argc, char** argv) {
       o.mlock = true;
       continue;
     }
+    if (a == "--unbind") {
+      o.unbind = true;
+      continue;
+    }
     if (i + 1 >= args.size()) {
       std::cerr << "tierd-gups: " << a << " needs a value (or is unknown)\n";
       return 2;
@@ -155,6 +170,8 @@ int main(int argc, char** argv) {
       auto n = tierd::sys::parseU64(v, a);
       ok = n.ok() && n.value() >= 1;
       if (ok) o.seconds = n.value();
+    } else if (a == "--hot-chunk") {
+      ok = parseSize(v, o.hotChunk) && o.hotChunk >= kChunk && o.hotChunk % kChunk == 0;
     } else if (a == "--hot-set-out") {
       o.hotSetOut = v;
     } else {
@@ -168,8 +185,11 @@ int main(int argc, char** argv) {
     }
   }
   const uint64_t page = o.backing == "hugetlb-1G" ? tierd::kGiB : kChunk;
-  const uint64_t size = (o.sizeBytes + page - 1) / page * page;
-  const uint64_t chunks = size / kChunk;
+  // The table is whole pages and whole hot-set chunks.
+  const uint64_t unit = std::lcm(page, o.hotChunk);
+  const uint64_t size = (o.sizeBytes + unit - 1) / unit * unit;
+  const uint64_t chunkBytes = o.hotChunk;
+  const uint64_t chunks = size / chunkBytes;
 
   // Map, aligned to 2 MiB so every chunk can be one THP.
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
@@ -213,6 +233,11 @@ int main(int argc, char** argv) {
     expected ^= table[i];
   }
 
+  if (o.unbind && o.node >= 0 && ::mbind(table, size, MPOL_DEFAULT, nullptr, 0, 0) != 0) {
+    std::cerr << "tierd-gups: mbind(MPOL_DEFAULT) failed: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+
   if (o.mlock && ::mlock(table, size) != 0) {
     std::cerr << "tierd-gups: mlock of " << tierd::formatBytes(size)
               << " failed: " << std::strerror(errno) << " (RLIMIT_MEMLOCK?)\n";
@@ -240,8 +265,8 @@ int main(int argc, char** argv) {
       while (j < hotChunks.size() && hotChunks[j] == hotChunks[j - 1] + 1)
         ++j;
       std::snprintf(line, sizeof line, "%lx-%lx\n",
-                    static_cast<unsigned long>(base + hotChunks[i] * kChunk),
-                    static_cast<unsigned long>(base + hotChunks[j - 1] * kChunk + kChunk));
+                    static_cast<unsigned long>(base + hotChunks[i] * chunkBytes),
+                    static_cast<unsigned long>(base + hotChunks[j - 1] * chunkBytes + chunkBytes));
       f << line;
       i = j;
     }
@@ -252,14 +277,15 @@ int main(int argc, char** argv) {
   }
   std::cout << "tierd-gups pid " << ::getpid() << " table " << tierd::formatBytes(size) << " at 0x"
             << std::hex << base << std::dec << " (" << o.backing << "), " << hot << " hot of "
-            << chunks << " 2 MiB chunks get " << o.hotShare * 100 << "% of updates, " << o.threads
-            << " threads, " << o.seconds << " s" << (o.mlock ? ", mlocked" : "") << std::endl;
+            << chunks << " " << tierd::formatBytes(chunkBytes) << " chunks get " << o.hotShare * 100
+            << "% of updates, " << o.threads << " threads, " << o.seconds << " s"
+            << (o.mlock ? ", mlocked" : "") << (o.unbind ? ", unbound" : "") << std::endl;
 
   std::atomic<bool> stop{false};
   std::vector<std::atomic<uint64_t>> counts(o.threads);
   std::vector<uint64_t> xors(o.threads, 0);
   const uint64_t shareScaled = static_cast<uint64_t>(o.hotShare * 1e9);
-  const uint64_t wordsPerChunk = kChunk / sizeof(uint64_t);
+  const uint64_t wordsPerChunk = chunkBytes / sizeof(uint64_t);
   // SIGTERM/SIGINT end the run early; the table is still verified (the rig stops gups this way).
   // Blocked before the workers start, so every thread inherits the mask and only the main
   // thread takes the signal, with sigtimedwait below.
