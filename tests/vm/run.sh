@@ -13,6 +13,7 @@
 #   TIERD_BUILD_DIR  CMake build folder shared with the guest at /mnt/build (default <repo>/build)
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
+#   TIERD_GAPBS_DIR  a built GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
 # scenario passed. A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
@@ -133,6 +134,12 @@ boot() {
   local name="$1" file="$2" log="$3" outdir="$4" limit="$5" status=0
   rm -rf "$outdir"
   mkdir -p "$outdir"
+  # A GAPBS build supplied by the user (not vendored) reaches the gapbs scenario as $RIG_OUT/gapbs.
+  if [ "$name" = gapbs ] && [ -n "${TIERD_GAPBS_DIR:-}" ]; then
+    [ -x "$TIERD_GAPBS_DIR/pr" ] || die "TIERD_GAPBS_DIR=$TIERD_GAPBS_DIR has no built pr (make in a GAPBS checkout)"
+    mkdir -p "$outdir/gapbs"
+    cp "$TIERD_GAPBS_DIR/pr" "$outdir/gapbs/"
+  fi
   qemu_args "$file" "$name" "$outdir"
   echo "# $qemu ${args[*]}" >"$log"
   timeout -k 10 "$limit" "$qemu" "${args[@]}" </dev/null >>"$log" 2>&1 || status=$?
