@@ -8,12 +8,14 @@
 #   mem=SIZE0,SIZE1,...    node sizes overriding the topology's (e.g. 1G,4G)
 #   append=ARGS            extra kernel arguments (e.g. hugepagesz=1G hugepages=0:1,1:1)
 #   timeout=SECONDS        limit for the whole boot (default $TIERD_VM_TIMEOUT or 300)
+#   supply=VAR:FILE        copy FILE from the host folder in $VAR (when set) to $RIG_OUT/supplied
 # Environment:
 #   TIERD_VM_CACHE   kernel, initramfs, logs and results (default <repo>/build/vm)
 #   TIERD_BUILD_DIR  CMake build folder shared with the guest at /mnt/build (default <repo>/build)
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
 #   TIERD_GAPBS_DIR  a built GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`
+#                    (its "# rig: supply=TIERD_GAPBS_DIR:pr")
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
 # scenario passed. A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
@@ -134,11 +136,17 @@ boot() {
   local name="$1" file="$2" log="$3" outdir="$4" limit="$5" status=0
   rm -rf "$outdir"
   mkdir -p "$outdir"
-  # A GAPBS build supplied by the user (not vendored) reaches the gapbs scenario as $RIG_OUT/gapbs.
-  if [ "$name" = gapbs ] && [ -n "${TIERD_GAPBS_DIR:-}" ]; then
-    [ -x "$TIERD_GAPBS_DIR/pr" ] || die "TIERD_GAPBS_DIR=$TIERD_GAPBS_DIR has no built pr (make in a GAPBS checkout)"
-    mkdir -p "$outdir/gapbs"
-    cp "$TIERD_GAPBS_DIR/pr" "$outdir/gapbs/"
+  # "# rig: supply=VAR:FILE": a build the user supplies (not vendored) in the host folder named
+  # by $VAR reaches the guest as $RIG_OUT/supplied/FILE; an unset VAR supplies nothing.
+  local supply var want
+  supply="$(header "$file" supply)"
+  if [ -n "$supply" ]; then
+    var="${supply%%:*}" want="${supply#*:}"
+    if [ -n "${!var:-}" ]; then
+      [ -x "${!var}/$want" ] || die "$var=${!var} has no executable $want"
+      mkdir -p "$outdir/supplied"
+      cp "${!var}/$want" "$outdir/supplied/"
+    fi
   fi
   qemu_args "$file" "$name" "$outdir"
   echo "# $qemu ${args[*]}" >"$log"
