@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -81,7 +82,10 @@ struct WorkloadSelector {
   Kind kind = Kind::Cgroup;
   std::string cgroup;       ///< cgroup path relative to the cgroup root, starting with '/'
   std::vector<pid_t> pids;  ///< explicit pids, ascending, no duplicates
-  std::string command;      ///< process name as in /proc/PID/comm (at most 15 bytes)
+  /// Executable: an absolute path, or a file name, matched against /proc/PID/exe (never comm
+  /// or argv[0], which any process sets: tierd/scope/Scope.h).
+  std::string command;
+  std::optional<uint32_t> uid;  ///< only processes with this real uid (/proc/PID/status Uid:)
   bool operator==(const WorkloadSelector&) const = default;
 };
 

@@ -304,9 +304,17 @@ class Compiler {
         if (out.s.empty()) return bad("must not be empty");
         return true;
       case ValueType::String:
-        if (std::string(spec.key) == "command" && (out.s.empty() || out.s.size() > 15))
-          return bad("process names are 1 .. 15 bytes (/proc/PID/comm), got " +
-                     std::to_string(out.s.size()));
+        if (std::string(spec.key) == "command") {
+          const bool absolute = !out.s.empty() && out.s[0] == '/';
+          if (out.s.empty() || (!absolute && out.s.find('/') != std::string::npos))
+            return bad("'" + out.s +
+                       "' is neither an absolute path nor a file name (matched against "
+                       "/proc/PID/exe)");
+          if (out.s.size() > (absolute ? 4095u : 255u))
+            return bad(std::string(absolute ? "paths are at most 4095 bytes"
+                                            : "file names are at most 255 bytes") +
+                       ", got " + std::to_string(out.s.size()));
+        }
         return true;
       default:
         return bad("internal: unhandled type");
@@ -613,6 +621,7 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
         c.error(path, v["command"].pos, w.prefix + ".command",
                 "command also selected by workload[" + std::to_string(it->second) + "]");
     }
+    if (v.count("uid")) wc.selector.uid = static_cast<uint32_t>(v["uid"].i);
     // Layers: defaults < profile < workload.
     std::vector<const KeySpec*> layered;
     for (const KeySpec* k : sectionKeys("workload"))

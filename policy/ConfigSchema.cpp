@@ -68,7 +68,13 @@ const std::vector<KeySpec>& configSchema() {
       {"workload", "pids", ValueType::PidList, "", 1, 4194304, "", false, false, "pids",
        "Select these processes."},
       {"workload", "command", ValueType::String, "", 0, 0, "", false, false, "",
-       "Select processes by name as in /proc/PID/comm (at most 15 bytes)."},
+       "Select processes by executable (/proc/PID/exe, which a process cannot set, unlike comm "
+       "or argv[0]): an absolute path matches that file (its symlinks resolved); a file name "
+       "matches executables of that name, or the target of a symlink of that name beside them "
+       "(redis-server -> redis-check-rdb). Anyone can run a copy named like yours: use an "
+       "absolute path and `uid` where other users run processes."},
+      {"workload", "uid", ValueType::Integer, "", 0, 4294967294.0, "", false, false, "",
+       "Only processes whose real uid (/proc/PID/status `Uid:`) is this one; with any selector."},
       {"workload", "profile", ValueType::Name, "", 0, 0, "", false, false, "",
        "Profile to start from: `<config dir>/profiles/NAME.toml`, then "
        "`/etc/tierd/profiles/NAME.toml`. Keys set in the workload beat the profile; the profile "

@@ -31,6 +31,7 @@ scope::WorkloadSelector toScopeSelector(const policy::WorkloadConfig& w) {
       s.command = w.selector.command;
       break;
   }
+  if (w.selector.uid) s.uid = static_cast<uid_t>(*w.selector.uid);
   return s;
 }
 
@@ -57,14 +58,15 @@ std::optional<policy::MoveResult> reduce(const RangeResult& r) {
 
 }  // namespace
 
-// Mappings tierd manages: private anonymous memory (heap and anonymous mmap) and hugetlb.
+// Mappings tierd manages: private anonymous memory (heap, anonymous mmap, and anonymous mmap named
+// with prctl(PR_SET_VMA_ANON_NAME), shown as "[anon:NAME]" since Linux 5.17) and hugetlb.
 // File-backed, shared and special mappings ([stack] aside) are left to the kernel.
 std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
                                              uint64_t basePage, uint64_t pmdSize) {
   std::vector<policy::Mapping> out;
   for (const sys::SmapsVma& v : vmas) {
     const bool hugetlb = v.hugetlb();
-    const bool anon = v.path.empty() || v.path == "[heap]";
+    const bool anon = v.path.empty() || v.path == "[heap]" || v.path.rfind("[anon:", 0) == 0;
     const bool privateRw =
         v.perms.size() >= 4 && v.perms[0] == 'r' && v.perms[1] == 'w' && v.perms[3] == 'p';
     if (!hugetlb && !(anon && privateRw)) continue;
@@ -95,6 +97,14 @@ Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
       scopes_(root, selfPid),
       config_(std::move(config)) {
   applyWorkloadParams();
+  migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
+}
+
+bool Engine::stillSame(pid_t pid) {
+  auto it = procs_.find(pid);
+  const bool same = it != procs_.end() && it->second.handle.stillSame(root_);
+  if (!same) ++totals_.identityChecksFailed;
+  return same;
 }
 
 Engine::~Engine() {
@@ -144,7 +154,7 @@ void Engine::dropProc(pid_t pid) {
   procs_.erase(it);
 }
 
-void Engine::refreshScopes(TickReport& report, std::map<pid_t, policy::WorkloadId>& scoped) {
+void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) {
   if (Status s = scopes_.refreshMounts(); !s) {
     report.problems.push_back("cgroup mounts: " + s.error().describe());
   }
@@ -166,9 +176,52 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, policy::WorkloadI
         it->second = *scope->cgroupInode;
       }
     }
+    if (scope->pids.empty()) {
+      // Said once per stretch of emptiness, not every tick.
+      if (emptyReported_.insert(w.name).second)
+        report.problems.push_back("workload '" + w.name + "': selector matches no process" +
+                                  (scope->cgroupsWalked
+                                       ? " (" + std::to_string(scope->cgroupsWalked) +
+                                             " cgroups read, the selected one and its descendants)"
+                                       : std::string()));
+    } else {
+      emptyReported_.erase(w.name);
+    }
     for (pid_t pid : scope->pids)
-      scoped.emplace(pid, static_cast<policy::WorkloadId>(i));
+      scoped.emplace(pid, Scoped{static_cast<policy::WorkloadId>(i), scope->startTimes[pid]});
   }
+}
+
+void Engine::startProc(pid_t pid, const Scoped& s, TickReport& report) {
+  auto handle = scope::ProcessHandle::open(root_, pid);
+  if (!handle || handle->startTime() != s.startTime) {
+    // Exited, or replaced by another process, since the scope matched it: not this tick.
+    ++totals_.vanishedPids;
+    return;
+  }
+  Proc proc;
+  proc.workload = s.workload;
+  proc.handle = std::move(handle.value());
+  heat_.assignPid(pid, s.workload);
+  auto source = sources_ ? sources_(pid, config_->workloads[s.workload].name)
+                         : Result<std::unique_ptr<telemetry::HotnessSource>>(
+                               Error::env("no hotness source configured", "sampling"));
+  if (source && source.value()) {
+    if (Status st = source.value()->start(); st) {
+      proc.source = std::move(source.value());
+    } else {
+      ++totals_.sourceErrors;
+      proc.sourceFailed = true;
+      report.problems.push_back("pid " + std::to_string(pid) +
+                                ": sampling: " + st.error().describe());
+    }
+  } else if (!source) {
+    ++totals_.sourceErrors;
+    proc.sourceFailed = true;
+    report.problems.push_back("pid " + std::to_string(pid) +
+                              ": sampling: " + source.error().describe());
+  }
+  procs_.emplace(pid, std::move(proc));
 }
 
 void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
@@ -245,13 +298,20 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   report.cpu.topologyNs = threadCpuNs() - phaseStart;
 
   // Scopes: who may be sampled, located and moved this tick.
-  std::map<pid_t, policy::WorkloadId> scoped;
+  std::map<pid_t, Scoped> scoped;
   refreshScopes(report, scoped);
   phase(report.cpu.topologyScopeNs);
   for (auto it = procs_.begin(); it != procs_.end();) {
     auto s = scoped.find(it->first);
-    if (s == scoped.end() || s->second != it->second.workload) {
+    const bool reused = s != scoped.end() && s->second.startTime != it->second.handle.startTime();
+    if (s == scoped.end() || s->second.workload != it->second.workload || reused) {
       ++totals_.vanishedPids;
+      if (reused) {
+        ++totals_.pidReuses;
+        report.problems.push_back("pid " + std::to_string(it->first) +
+                                  ": now names another process (start time changed); the old "
+                                  "one's heat and plans are dropped");
+      }
       pid_t pid = it->first;
       ++it;
       dropProc(pid);
@@ -259,31 +319,8 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       ++it;
     }
   }
-  for (const auto& [pid, wid] : scoped) {
-    if (procs_.count(pid)) continue;
-    Proc proc;
-    proc.workload = wid;
-    heat_.assignPid(pid, wid);
-    auto source = sources_ ? sources_(pid, config_->workloads[wid].name)
-                           : Result<std::unique_ptr<telemetry::HotnessSource>>(
-                                 Error::env("no hotness source configured", "sampling"));
-    if (source && source.value()) {
-      if (Status st = source.value()->start(); st) {
-        proc.source = std::move(source.value());
-      } else {
-        ++totals_.sourceErrors;
-        proc.sourceFailed = true;
-        report.problems.push_back("pid " + std::to_string(pid) +
-                                  ": sampling: " + st.error().describe());
-      }
-    } else if (!source) {
-      ++totals_.sourceErrors;
-      proc.sourceFailed = true;
-      report.problems.push_back("pid " + std::to_string(pid) +
-                                ": sampling: " + source.error().describe());
-    }
-    procs_.emplace(pid, std::move(proc));
-  }
+  for (const auto& [pid, s] : scoped)
+    if (!procs_.count(pid)) startProc(pid, s, report);
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   for (auto& [pid, proc] : procs_)

@@ -9,6 +9,10 @@
 ///
 /// Scope rule: only pids that the ScopeProvider resolved for a configured workload this tick
 /// are ever located or moved; a planned range whose pid left its scope is not executed.
+/// Identity rule: a process is (pid, start time), held with a pidfd on the live system
+/// (scope::ProcessHandle). A pid whose start time changed is a new process: the old one's
+/// source, heat and plans are dropped. Before every move_pages call the migrator asks the
+/// engine whether the pid still names the process it was planned for.
 /// Owned and called by one thread (the daemon's main loop). Time is passed in (CLOCK_MONOTONIC ns).
 
 #include <sys/types.h>
@@ -30,6 +34,7 @@
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
 #include "tierd/migrate/Migrator.h"
+#include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
 #include "tierd/sys/ProcMaps.h"
 #include "tierd/sys/SysRoot.h"
@@ -105,11 +110,13 @@ struct EngineTotals {
   uint64_t promotedBytes = 0;
   uint64_t demotedBytes = 0;
   uint64_t samples = 0;
-  uint64_t sourceErrors = 0;     ///< sources that failed to build, start or drain
-  uint64_t scopeErrors = 0;      ///< workload selectors that failed to resolve
-  uint64_t vanishedPids = 0;     ///< processes that left while tracked
-  uint64_t locateErrors = 0;     ///< locate() failures (process gone mid-tick, denied)
-  uint64_t outOfScopeMoves = 0;  ///< planned moves dropped because the pid left its scope
+  uint64_t sourceErrors = 0;          ///< sources that failed to build, start or drain
+  uint64_t scopeErrors = 0;           ///< workload selectors that failed to resolve
+  uint64_t vanishedPids = 0;          ///< processes that left while tracked
+  uint64_t locateErrors = 0;          ///< locate() failures (process gone mid-tick, denied)
+  uint64_t outOfScopeMoves = 0;       ///< planned moves dropped because the pid left its scope
+  uint64_t pidReuses = 0;             ///< tracked pids found naming another process (start time)
+  uint64_t identityChecksFailed = 0;  ///< move calls refused: the pid no longer named its process
 };
 
 /// See the file comment.
@@ -146,13 +153,21 @@ class Engine {
  private:
   struct Proc {
     policy::WorkloadId workload = 0;
+    scope::ProcessHandle handle;  ///< identity held since the process entered its scope
     std::unique_ptr<telemetry::HotnessSource> source;
     bool sourceFailed = false;
     std::vector<policy::Mapping> mappings;
   };
 
   void applyWorkloadParams();
-  void refreshScopes(TickReport& report, std::map<pid_t, policy::WorkloadId>& scoped);
+  /// A scoped process of this tick: its workload and the start time the scope read.
+  struct Scoped {
+    policy::WorkloadId workload = 0;
+    uint64_t startTime = 0;
+  };
+  void refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped);
+  void startProc(pid_t pid, const Scoped& s, TickReport& report);
+  bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
   void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
                                    TickReport& report);
@@ -167,6 +182,7 @@ class Engine {
   policy::Arbiter arbiter_;
   std::map<pid_t, Proc> procs_;
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
+  std::set<std::string> emptyReported_;  ///< workloads whose "matches no process" was reported
   EngineTotals totals_;
 };
 

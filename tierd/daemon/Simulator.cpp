@@ -297,13 +297,19 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
   for (const auto& [n, f] : baseFree)
     kernel.setCapacity(n, kRegion, (f - placed[n]) / kRegion);
 
-  // Scope and cgroup files the engine reads: /proc/PID/comm marks a pid alive.
+  // Scope and cgroup files the engine reads: /proc/PID/stat (its start time, field 22, names the
+  // process) marks a pid alive.
   if (Status s = root.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
     return s.error();
   for (const auto& [pid, w] : workloadOf) {
     const std::string dir = "/proc/" + std::to_string(pid);
     if (Status s = root.put(dir + "/comm", "traced\n"); !s) return s.error();
     if (Status s = root.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
+    if (Status s = root.put(dir + "/stat", std::to_string(pid) +
+                                               " (traced) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "
+                                               "1 0 0\n");
+        !s)
+      return s.error();
   }
 
   // The engine, with one classifying replay per pid.

@@ -154,6 +154,7 @@ class FakeMigrator final : public Migrator {
     return engine_.locate(pid, ranges);
   }
   int64_t nowNs() override { return engine_.nowNs(); }
+  void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,14 @@ class Migrator {
 
   /// The clock deadlines are expressed on: CLOCK_MONOTONIC nanoseconds (simulated in fakes).
   virtual int64_t nowNs() = 0;
+
+  /// Answers whether `pid` still names the process the batch was planned for (pid reuse:
+  /// scope::ProcessHandle::stillSame). Called on the executing thread right before each
+  /// move_pages(2) call that moves pages; false makes the pid Gone for the rest of the batch.
+  using ProcessCheck = std::function<bool(pid_t pid)>;
+  /// Installs the check used by execute() (empty: no check). The default implementation ignores
+  /// it, for migrators that never call move_pages.
+  virtual void setProcessCheck(ProcessCheck check) { (void)check; }
 };
 
 /// The kernel surface under the migration engine. One implementation per environment.

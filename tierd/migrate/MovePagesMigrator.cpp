@@ -374,6 +374,14 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
       st.add(p.range, MoveOutcome::NotAttempted, 1);
     return;
   }
+  if (processCheck_ && !processCheck_(pid)) {
+    // The pid now names another process (or none): nothing of this batch may touch it.
+    st.pids[pid] = PidState::Gone;
+    st.dropPid(pid);
+    for (const auto& p : send)
+      st.add(p.range, MoveOutcome::Gone, 1);
+    return;
+  }
   std::vector<void*> sendAddrs(send.size());
   std::vector<int> nodes(send.size());
   uint64_t bytes = 0;

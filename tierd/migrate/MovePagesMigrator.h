@@ -52,6 +52,9 @@ class MovePagesMigrator final : public Migrator {
                       const std::atomic<bool>* stop = nullptr) override;
   Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override;
   int64_t nowNs() override { return sys_->nowNs(); }
+  /// Checked before every moving move_pages call (not before status queries, which change
+  /// nothing); a false answer counts the call's pages Gone and drops the pid's other ranges.
+  void setProcessCheck(ProcessCheck check) override { processCheck_ = std::move(check); }
 
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }
@@ -89,6 +92,7 @@ class MovePagesMigrator final : public Migrator {
 
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
+  ProcessCheck processCheck_;
   double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet
   double tokens_[2] = {0, 0};  ///< budget bytes per Direction (may go negative: debt)
   int64_t tokensAtNs_[2] = {0, 0};

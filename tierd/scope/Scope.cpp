@@ -1,11 +1,13 @@
 #include "tierd/scope/Scope.h"
 
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <sstream>
 
+#include "tierd/scope/ProcessIdentity.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::scope {
@@ -27,6 +29,31 @@ std::string basename(const std::string& p) {
   auto slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
+
+std::string dirname(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos || slash == 0 ? "/" : p.substr(0, slash);
+}
+
+// readlink(2) of a path already resolved under the root; "" when it is not a symlink.
+std::string readLink(const std::string& resolved) {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink(resolved.c_str(), buf, sizeof buf - 1);
+  return n <= 0 ? std::string() : std::string(buf, static_cast<size_t>(n));
+}
+
+// Follows symlinks of the absolute path `abs` (at most 8 hops, each read under `root`) and
+// returns the final absolute path, as the kernel would resolve it inside that root.
+std::string resolveLinks(const sys::SysRoot& root, std::string abs) {
+  for (int hop = 0; hop < 8; ++hop) {
+    std::string target = readLink(root.path(abs));
+    if (target.empty()) break;
+    abs = target[0] == '/' ? target : dirname(abs) + "/" + target;
+  }
+  return abs;
+}
+
+constexpr int kMaxCgroupDepth = 64;  // deeper trees are refused rather than walked
 
 }  // namespace
 
@@ -125,34 +152,75 @@ Result<std::string> ScopeProvider::cgroupDir(const std::string& path, int& versi
                     "workload");
 }
 
-bool ScopeProvider::pidAlive(pid_t pid) const {
-  return root_.exists("/proc/" + std::to_string(pid) + "/comm");
+Status ScopeProvider::cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
+                                 size_t& walked) const {
+  if (depth > kMaxCgroupDepth)
+    return Error::input("cgroup tree deeper than " + std::to_string(kMaxCgroupDepth) + " levels",
+                        root_.path(dir));
+  auto procs = root_.read(dir + "/cgroup.procs");
+  if (!procs) {
+    // A descendant removed while we walk is not an error; the selected cgroup itself is.
+    if (depth > 0 && procs.error().code == ENOENT) return Ok{};
+    return procs.error();
+  }
+  ++walked;
+  for (const std::string& line : split(procs.value(), '\n')) {
+    auto pid = sys::parseU64(line, root_.path(dir + "/cgroup.procs"));
+    if (!pid) return pid.error();
+    pids.push_back(static_cast<pid_t>(pid.value()));
+  }
+  auto entries = root_.list(dir);
+  if (!entries) return depth > 0 ? Status(Ok{}) : Status(entries.error());
+  for (const std::string& e : entries.value()) {
+    const std::string child = dir + "/" + e;
+    if (!root_.exists(child + "/cgroup.procs")) continue;  // a control file, not a cgroup
+    if (Status s = cgroupPids(child, depth + 1, pids, walked); !s) return s;
+  }
+  return Ok{};
+}
+
+bool ScopeProvider::exeMatches(const std::string& dir, const std::string& command) const {
+  // Kernel threads have no exe link (readlink fails): never ours to move.
+  std::string exe = readLink(root_.path(dir + "/exe"));
+  if (exe.empty()) return false;
+  static const std::string kDeleted = " (deleted)";  // the binary was replaced on disk
+  if (exe.size() > kDeleted.size() &&
+      exe.compare(exe.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0)
+    exe.resize(exe.size() - kDeleted.size());
+  if (command[0] == '/') return exe == command || exe == resolveLinks(root_, command);
+  if (basename(exe) == command) return true;
+  // A symlink of that name next to the executable (Debian: redis-server -> redis-check-rdb).
+  const std::string sibling = dirname(exe) + "/" + command;
+  return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;
+}
+
+bool ScopeProvider::uidMatches(pid_t pid, uid_t uid) const {
+  auto status = root_.read("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return false;
+  for (const std::string& line : split(status.value(), '\n')) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    std::string real;
+    fields >> real;
+    auto v = sys::parseU64(real, "/proc/" + std::to_string(pid) + "/status");
+    return v && v.value() == uid;
+  }
+  return false;
 }
 
 std::vector<pid_t> ScopeProvider::pidsByCommand(const std::string& command) const {
   std::vector<pid_t> out;
   auto entries = root_.list("/proc");
-  if (!entries) return out;
+  if (!entries || command.empty()) return out;
   for (const std::string& e : entries.value()) {
     auto pid = sys::parseU64(e, "/proc");
     if (!pid) continue;
-    const std::string dir = "/proc/" + e;
-    auto comm = root_.readAttr(dir + "/comm");
-    if (!comm) continue;  // raced with exit
-    bool match =
-        comm.value() == command || (command.size() > 15 && comm.value() == command.substr(0, 15));
-    if (auto cmdline = root_.read(dir + "/cmdline"); cmdline && !cmdline->empty()) {
-      std::string argv0 = cmdline->substr(0, cmdline->find('\0'));
-      match = match || basename(argv0) == command;
-    } else {
-      match = false;  // kernel threads have an empty cmdline: never ours to move
-    }
-    if (match) out.push_back(static_cast<pid_t>(pid.value()));
+    if (exeMatches("/proc/" + e, command)) out.push_back(static_cast<pid_t>(pid.value()));
   }
   return out;
 }
 
-Result<WorkloadScope> ScopeProvider::resolve(const WorkloadSelector& sel) const {
+Result<WorkloadScope> ScopeProvider::resolve(const WorkloadSelector& sel) {
   WorkloadScope scope;
   scope.name = sel.name;
   std::vector<pid_t> pids;
@@ -163,13 +231,8 @@ Result<WorkloadScope> ScopeProvider::resolve(const WorkloadSelector& sel) const 
     scope.cgroupDir = root_.path(dir.value());
     struct stat st;
     if (::stat(scope.cgroupDir.c_str(), &st) == 0) scope.cgroupInode = st.st_ino;
-    auto procs = root_.read(dir.value() + "/cgroup.procs");
-    if (!procs) return procs.error().within("workload '" + sel.name + "'");
-    for (const std::string& line : split(procs.value(), '\n')) {
-      auto pid = sys::parseU64(line, root_.path(dir.value() + "/cgroup.procs"));
-      if (!pid) return pid.error();
-      pids.push_back(static_cast<pid_t>(pid.value()));
-    }
+    if (Status s = cgroupPids(dir.value(), 0, pids, scope.cgroupsWalked); !s)
+      return s.error().within("workload '" + sel.name + "'");
     if (auto ns = root_.read(dir.value() + "/memory.numa_stat")) {
       const uint64_t page = root_.isLive() ? static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 4096;
       if (auto anon = parseNumaStatAnon(ns.value(), version, page,
@@ -180,16 +243,30 @@ Result<WorkloadScope> ScopeProvider::resolve(const WorkloadSelector& sel) const 
     pids = pidsByCommand(*sel.command);
   } else {
     for (pid_t p : sel.pids) {
-      if (pidAlive(p))
-        pids.push_back(p);
-      else
+      auto start = readStartTime(root_, p);
+      if (!start) {
         ++scope.vanishedPids;
+        continue;
+      }
+      // Pinned to the first process seen with this pid; a later holder is another process.
+      auto [it, fresh] = pinned_.emplace(std::make_pair(sel.name, p), start.value());
+      if (!fresh && it->second != start.value()) {
+        ++scope.vanishedPids;
+        continue;
+      }
+      pids.push_back(p);
     }
   }
   pids.erase(std::remove(pids.begin(), pids.end(), self_), pids.end());
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  scope.pids = std::move(pids);
+  for (pid_t p : pids) {
+    if (sel.uid && !uidMatches(p, *sel.uid)) continue;
+    auto start = readStartTime(root_, p);
+    if (!start) continue;  // exited since it matched
+    scope.startTimes[p] = start.value();
+    scope.pids.push_back(p);
+  }
   return scope;
 }
 

@@ -9,9 +9,20 @@
 ///   <cgroup dir>/cgroup.procs            member pids (v1 and v2)
 ///   <cgroup dir>/memory.numa_stat        per-node usage ("anon N0=... N1=..." v2, in bytes;
 ///                                        "anon=P N0=P" v1, in pages)
-///   /proc/PID/comm, /proc/PID/cmdline    command names (comm is cut at 15 chars by the kernel)
+///   <cgroup dir>/**/cgroup.procs         members of descendant cgroups (a pod or slice selects
+///                                        its children: on cgroup v2 only leaves hold processes)
+///   /proc/PID/exe                        the executable (a symlink the process cannot set)
+///   /proc/PID/cmdline                    empty for kernel threads (never selected)
+///   /proc/PID/status                     `Uid:` real uid, for the optional uid filter
+///   /proc/PID/stat                       field 22 start time (process identity, ProcessIdentity.h)
 /// The cgroup is identified by its directory inode, so a cgroup removed and created again under
 /// the same path is a new workload (its heat history is dropped by the caller).
+///
+/// Why /proc/PID/exe and not comm or argv[0]: any process can set its comm (prctl PR_SET_NAME)
+/// and argv[0] to "redis-server" and so join a workload, take its fast-tier quota and push the
+/// real one's memory down. The executable link is set by execve(2) alone. A bare name still
+/// matches any executable file of that name (an unprivileged user can copy one): an absolute
+/// path plus `uid` is the selector that cannot be spoofed.
 
 #include <sys/types.h>
 
@@ -19,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tierd/core/Result.h"
@@ -33,7 +45,13 @@ struct WorkloadSelector {
   std::optional<std::string> cgroup;  ///< cgroup path relative to the hierarchy root, e.g.
                                       ///< "/system.slice/redis.service"
   std::vector<pid_t> pids;            ///< explicit pids (vanished ones are dropped and counted)
-  std::optional<std::string> command;  ///< matches /proc/PID/comm or the basename of argv[0]
+  /// An executable: an absolute path matches processes whose /proc/PID/exe is that file (after
+  /// resolving symlinks of the path, e.g. /usr/bin/redis-server -> redis-check-rdb); a bare name
+  /// matches processes whose executable's file name is that name, or whose executable is the
+  /// target of a symlink of that name in the executable's own directory.
+  std::optional<std::string> command;
+  /// Only processes whose real uid (/proc/PID/status `Uid:` first field) is this one.
+  std::optional<uid_t> uid = std::nullopt;
 };
 
 /// One cgroup mount from mountinfo.
@@ -46,10 +64,15 @@ struct CgroupMount {
 /// The processes of one workload at one refresh.
 struct WorkloadScope {
   std::string name;
-  std::vector<pid_t> pids;              ///< ascending, never contains tierd's own pid
+  std::vector<pid_t> pids;  ///< ascending, never contains tierd's own pid
+  /// Start time (/proc/PID/stat field 22, clock ticks since boot) of each pid in `pids`, read
+  /// right after the pid matched: the identity the engine holds it to.
+  std::map<pid_t, uint64_t> startTimes;
   std::optional<uint64_t> cgroupInode;  ///< inode of the cgroup directory, when selected by cgroup
   std::string cgroupDir;                ///< resolved directory (under the SysRoot), "" otherwise
-  uint64_t vanishedPids = 0;            ///< configured pids that no longer exist
+  uint64_t vanishedPids =
+      0;                     ///< configured pids that no longer exist (or now name another process)
+  size_t cgroupsWalked = 0;  ///< cgroups read: the selected one and its descendants
   std::map<NodeId, uint64_t> anonBytesPerNode;  ///< from memory.numa_stat when available
 };
 
@@ -73,20 +96,27 @@ class ScopeProvider {
   Status refreshMounts();
 
   /// Resolves one selector. A missing cgroup is an Environment error (ENOENT) naming the paths
-  /// tried; a workload with no live process is not an error (empty pids).
-  Result<WorkloadScope> resolve(const WorkloadSelector& selector) const;
+  /// tried; a workload with no live process is not an error (empty pids). A pid-list entry is
+  /// pinned to the process that held the pid when it was first resolved: once that process is
+  /// gone, a new process with the same number is counted in vanishedPids and never selected.
+  Result<WorkloadScope> resolve(const WorkloadSelector& selector);
 
   /// The cgroup mounts found by the last refreshMounts().
   const std::vector<CgroupMount>& mounts() const { return mounts_; }
 
  private:
   Result<std::string> cgroupDir(const std::string& path, int& version) const;
+  Status cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
+                    size_t& walked) const;
   std::vector<pid_t> pidsByCommand(const std::string& command) const;
-  bool pidAlive(pid_t pid) const;
+  bool exeMatches(const std::string& dir, const std::string& command) const;
+  bool uidMatches(pid_t pid, uid_t uid) const;
 
   sys::SysRoot root_;
   pid_t self_;
   std::vector<CgroupMount> mounts_;
+  /// (workload name, pid) -> start time of the process first resolved for a pid-list entry.
+  std::map<std::pair<std::string, pid_t>, uint64_t> pinned_;
 };
 
 }  // namespace tierd::scope

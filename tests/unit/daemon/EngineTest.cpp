@@ -2,6 +2,7 @@
 // holding the workload's pages, and a scripted hotness source.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -65,6 +66,7 @@ class HookedMigrator final : public migrate::Migrator {
     return fake.locate(pid, ranges);
   }
   int64_t nowNs() override { return fake.nowNs(); }
+  void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
 };
 
 struct Rig {
@@ -81,10 +83,8 @@ struct Rig {
     fs::copy(std::string(TIERD_FIXTURES) + "/topology/qemu-2node", root,
              fs::copy_options::recursive);
     put("/proc/self/mountinfo", "23 1 0:21 / / rw - ext4 /dev/vda rw\n");
-    put("/proc/" + std::to_string(kPid) + "/comm", "tierd-gups\n");
-    put("/proc/" + std::to_string(kPid) + "/cmdline", std::string("tierd-gups\0", 11));
-    put("/proc/" + std::to_string(kStranger) + "/comm", "other\n");
-    put("/proc/" + std::to_string(kStranger) + "/cmdline", std::string("other\0", 6));
+    process(kPid, "tierd-gups", "/usr/bin/tierd-gups", 1000);
+    process(kStranger, "other", "/usr/bin/other", 1000);
 
     const std::string toml = std::string(R"(
 [daemon]
@@ -129,6 +129,17 @@ cooldown = "5s"
   void put(const std::string& abs, const std::string& text) const {
     fs::create_directories(fs::path(root.string() + abs).parent_path());
     std::ofstream(root.string() + abs, std::ios::binary) << text;
+  }
+  // /proc/PID of a process: comm, cmdline, stat (start time = field 22) and the exe link.
+  void process(pid_t pid, const std::string& comm, const std::string& exe, uint64_t start) const {
+    const std::string d = "/proc/" + std::to_string(pid);
+    put(d + "/comm", comm + "\n");
+    put(d + "/cmdline", comm + std::string(1, '\0'));
+    put(d + "/stat", std::to_string(pid) + " (" + comm +
+                         ") S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " + std::to_string(start) +
+                         " 0 0\n");
+    fs::remove(root.string() + d + "/exe");
+    fs::create_symlink(exe, root.string() + d + "/exe");
   }
   TickReport tick(uint64_t second) {
     auto r = engine->tick(second * kSecond, INT64_MAX, nullptr);
@@ -211,4 +222,64 @@ TEST_CASE("a process exiting between planning and moving is survived") {
   // The next tick no longer sees the process (its /proc entry is gone too) and goes on.
   fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
   CHECK(rig.tick(2).workloads[0].pids == 0);
+}
+
+TEST_CASE("a named anonymous mapping ([anon:NAME], prctl PR_SET_VMA_ANON_NAME) is managed") {
+  sys::SmapsVma named;
+  named.start = kBase;
+  named.end = kBase + 4 * kMiB;
+  named.perms = "rw-p";
+  named.path = "[anon:jemalloc]";
+  named.kernelPageSize = 4096;
+  named.anonHugePages = 4 * kMiB;
+  sys::SmapsVma shared = named;
+  shared.start = named.end;
+  shared.end = named.end + 4 * kMiB;
+  shared.perms = "rw-s";
+  shared.path = "[anon_shmem:x]";
+  auto m = managedMappings({named, shared}, 4096, 2 * kMiB);
+  REQUIRE(m.size() == 1);
+  CHECK(m[0].start == kBase);
+  CHECK(m[0].pageSize == 2 * kMiB);
+}
+
+TEST_CASE("a pid that names another process by the time of the move is never touched") {
+  Rig rig;
+  // After planning: the process exits and its pid goes to a new process (a later start time)
+  // whose memory sits at the same addresses on the slow node.
+  rig.hooked->beforeExecute = [&] { rig.process(kPid, "tierd-gups", "/usr/bin/tierd-gups", 2000); };
+  auto r = rig.engine->tick(1 * kSecond, INT64_MAX, nullptr);
+  REQUIRE(r.ok());
+  CHECK(rig.hooked->executes == 1);
+  REQUIRE_FALSE(r->batch.ranges.empty());
+  for (const RangeResult& rr : r->batch.ranges) {
+    CHECK(rr.dropped);
+    CHECK(rr.bytesMoved == 0);
+  }
+  CHECK(rig.regionsOn(kPid, 1) == 32);
+  CHECK(rig.engine->totals().identityChecksFailed >= 1);
+
+  // The next tick sees the pid's new start time: a new process, the old one's source stopped.
+  TickReport next = rig.tick(2);
+  CHECK(rig.engine->totals().pidReuses == 1);
+  REQUIRE(rig.sourceStopped.size() == 2);
+  CHECK(*rig.sourceStopped.front());
+  CHECK_FALSE(*rig.sourceStopped.back());
+  CHECK(next.workloads[0].pids == 1);
+}
+
+TEST_CASE("a workload whose selector matches nothing says so, once") {
+  Rig rig;
+  fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
+  auto said = [](const TickReport& r) {
+    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
+      return p.find("workload 'gups': selector matches no process") != std::string::npos;
+    });
+  };
+  CHECK(said(rig.tick(1)) == 1);
+  CHECK(said(rig.tick(2)) == 0);
+  rig.process(kPid, "tierd-gups", "/usr/bin/tierd-gups", 1000);
+  CHECK(rig.tick(3).workloads[0].pids == 1);
+  fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
+  CHECK(said(rig.tick(4)) == 1);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
 
 using namespace tierd;
@@ -37,9 +38,27 @@ struct Tree {
     fs::create_directories(fs::path(dir.string() + abs).parent_path());
     std::ofstream(dir.string() + abs, std::ios::binary) << text;
   }
-  void process(int pid, const std::string& comm, const std::string& cmdline) const {
-    put("/proc/" + std::to_string(pid) + "/comm", comm + "\n");
-    put("/proc/" + std::to_string(pid) + "/cmdline", cmdline);
+  // A process: comm, cmdline, /proc/PID/stat with `start` as field 22, and /proc/PID/exe a
+  // symlink to `exe` (none for kernel threads, as in the kernel). Real uid `uid`.
+  void process(int pid, const std::string& comm, const std::string& cmdline,
+               const std::string& exe = "", uint64_t start = 1000, int uid = 0) const {
+    const std::string d = "/proc/" + std::to_string(pid);
+    put(d + "/comm", comm + "\n");
+    put(d + "/cmdline", cmdline);
+    put(d + "/stat", std::to_string(pid) + " (" + comm +
+                         ") S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 " +
+                         std::to_string(start) + " 1000000 100 18446744073709551615\n");
+    put(d + "/status", "Name:\t" + comm + "\nUid:\t" + std::to_string(uid) + "\t" +
+                           std::to_string(uid) + "\t" + std::to_string(uid) + "\t" +
+                           std::to_string(uid) + "\n");
+    if (!exe.empty()) {
+      fs::remove(dir.string() + d + "/exe");
+      fs::create_symlink(exe, dir.string() + d + "/exe");
+    }
+  }
+  void link(const std::string& abs, const std::string& target) const {
+    fs::create_directories(fs::path(dir.string() + abs).parent_path());
+    fs::create_symlink(target, dir.string() + abs);
   }
 };
 
@@ -78,11 +97,15 @@ TEST_CASE("ScopeProvider resolves cgroup, pid-list and command selectors") {
   t.put("/sys/fs/cgroup/memory/redis/cgroup.procs", "100\n101\n");
   t.put("/sys/fs/cgroup/memory/redis/memory.numa_stat", "total=10 N0=10\nanon=6 N0=4 N1=2\n");
   t.put("/sys/fs/cgroup/unified/batch.slice/cgroup.procs", "200\n42\n");
-  t.process(100, "redis-server", std::string("/usr/bin/redis-server\0*:6379\0", 29));
-  t.process(101, "redis-server", std::string("/usr/bin/redis-server\0", 22));
-  t.process(42, "tierd", std::string("tierd\0", 6));
-  t.process(300, "kworker/0:1", "");  // kernel thread: empty cmdline
-  t.process(301, "tierd-gups", std::string("./build/bin/tierd-gups\0--size\0", 30));
+  t.process(100, "redis-server", std::string("/usr/bin/redis-server\0*:6379\0", 29),
+            "/usr/bin/redis-check-rdb");
+  t.process(101, "redis-server", std::string("/usr/bin/redis-server\0", 22),
+            "/usr/bin/redis-check-rdb");
+  t.process(42, "tierd", std::string("tierd\0", 6), "/usr/sbin/tierd");
+  t.process(200, "batch", std::string("batch\0", 6), "/usr/bin/batch");
+  t.process(300, "kworker/0:1", "");  // kernel thread: empty cmdline, no exe
+  t.process(301, "tierd-gups", std::string("./build/bin/tierd-gups\0--size\0", 30),
+            "/home/u/tierd/build/bin/tierd-gups");
 
   ScopeProvider p(sys::SysRoot(t.dir.string()), 42);
   REQUIRE(p.refreshMounts().ok());
@@ -147,4 +170,104 @@ TEST_CASE("ScopeProvider on the live system finds a child by command name and pi
   REQUIRE(after.ok());
   CHECK(after->pids.empty());
   CHECK(after->vanishedPids == 1);
+}
+
+TEST_CASE("a process that names itself like the workload is not selected: exe decides") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  // The real one, and an impostor that set comm (prctl) and argv[0] to "redis-server".
+  t.process(100, "redis-server", std::string("/usr/bin/redis-server\0", 22),
+            "/usr/bin/redis-check-rdb");
+  t.process(666, "redis-server", std::string("/usr/bin/redis-server\0", 22), "/tmp/x/evil", 1000,
+            1000);
+  t.link("/usr/bin/redis-server", "redis-check-rdb");  // Debian's layout
+  t.put("/usr/bin/redis-check-rdb", "ELF");
+  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+
+  auto byName = p.resolve({"redis", std::nullopt, {}, std::string("redis-server")});
+  REQUIRE(byName.ok());
+  CHECK(byName->pids == std::vector<pid_t>{100});
+  auto byPath = p.resolve({"redis", std::nullopt, {}, std::string("/usr/bin/redis-server")});
+  REQUIRE(byPath.ok());
+  CHECK(byPath->pids == std::vector<pid_t>{100});
+  CHECK(byPath->startTimes.at(100) == 1000u);
+
+  // A copy of the binary under the same file name matches a bare name, never a path; uid
+  // narrows a bare name to one user's processes.
+  t.process(667, "x", std::string("x\0", 2), "/home/mallory/redis-server", 1000, 1000);
+  auto copy = p.resolve({"redis", std::nullopt, {}, std::string("redis-server")});
+  REQUIRE(copy.ok());
+  CHECK(copy->pids == std::vector<pid_t>{100, 667});
+  WorkloadSelector rootOnly{"redis", std::nullopt, {}, std::string("redis-server"), 0u};
+  auto owned = p.resolve(rootOnly);
+  REQUIRE(owned.ok());
+  CHECK(owned->pids == std::vector<pid_t>{100});
+  auto exact = p.resolve({"redis", std::nullopt, {}, std::string("/usr/bin/redis-server")});
+  REQUIRE(exact.ok());
+  CHECK(exact->pids == std::vector<pid_t>{100});
+}
+
+TEST_CASE("a cgroup v2 parent (a pod or a slice) selects the processes of its descendants") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  const std::string pod = "/sys/fs/cgroup/unified/kubepods.slice/pod1";
+  t.put(pod + "/cgroup.procs", "");  // v2: an inner node holds no process
+  t.put(pod + "/cgroup.controllers", "memory\n");
+  t.put(pod + "/app/cgroup.procs", "500\n501\n");
+  t.put(pod + "/sidecar/cgroup.procs", "510\n");
+  t.put(pod + "/sidecar/deeper/cgroup.procs", "520\n");
+  for (int pid : {500, 501, 510, 520})
+    t.process(pid, "w", std::string("w\0", 2), "/usr/bin/w");
+  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  auto s = p.resolve({"pod", std::string("/kubepods.slice/pod1"), {}, std::nullopt});
+  REQUIRE(s.ok());
+  CHECK(s->pids == std::vector<pid_t>{500, 501, 510, 520});
+  CHECK(s->cgroupsWalked == 4);
+}
+
+TEST_CASE("a pid-list entry stays pinned to its process: a new holder of the pid is not selected") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  t.process(700, "db", std::string("db\0", 3), "/usr/bin/db", 5000);
+  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  auto first = p.resolve({"db", std::nullopt, {700}, std::nullopt});
+  REQUIRE(first.ok());
+  CHECK(first->pids == std::vector<pid_t>{700});
+  // The process exits and pid 700 is handed to another process (a later start time).
+  t.process(700, "other", std::string("other\0", 6), "/usr/bin/other", 9000);
+  auto after = p.resolve({"db", std::nullopt, {700}, std::nullopt});
+  REQUIRE(after.ok());
+  CHECK(after->pids.empty());
+  CHECK(after->vanishedPids == 1);
+}
+
+TEST_CASE("parseStatStartTime reads field 22 after a comm holding spaces and parentheses") {
+  auto v = parseStatStartTime(
+      "42 (a) b (c) S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000 100 1\n", "t");
+  REQUIRE(v.ok());
+  CHECK(v.value() == 123456u);
+  CHECK_FALSE(parseStatStartTime("42 (a) S 1 1", "t").ok());
+  CHECK_FALSE(parseStatStartTime("42 a S 1 1", "t").ok());
+}
+
+TEST_CASE("ProcessHandle on the live system: a pidfd that tells an exited process apart") {
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  auto h = ProcessHandle::open(sys::SysRoot::live(), child);
+  REQUIRE_MESSAGE(h.ok(), h.error().describe());
+  CHECK(h->startTime() > 0);
+  CHECK(h->stillSame(sys::SysRoot::live()));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  CHECK_FALSE(h->stillSame(sys::SysRoot::live()));
+  auto self = ProcessHandle::open(sys::SysRoot::live(), getpid());
+  REQUIRE(self.ok());
+  CHECK(self->stillSame(sys::SysRoot::live()));
 }

@@ -1,0 +1,70 @@
+#pragma once
+/// \file
+/// Process identity: a pid is a number the kernel reuses (REFERENCE.md section 2), so tierd
+/// names a process by (pid, start time) and, on the live system, also holds a pidfd.
+///
+///   /proc/PID/stat   field 22 `starttime`: clock ticks after boot at which the process started
+///                    (proc(5)); with the pid it names one process for the life of the boot.
+///   pidfd_open(2)    a file descriptor for the process (Linux 5.3); it becomes readable (POLLIN)
+///                    once the process has exited, so a live, unreadable pidfd proves that the
+///                    pid number still belongs to the process it was opened for.
+///
+/// The check before each move_pages(2) call (ProcessHandle::stillSame) closes all but a window
+/// of one syscall: a process that exits, is reaped and whose pid is handed out again between the
+/// check and the call. The kernel has no pidfd-based move_pages to close that window.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tierd/core/Result.h"
+#include "tierd/sys/SysRoot.h"
+
+namespace tierd::scope {
+
+/// Parses the `starttime` field (field 22, clock ticks since boot) out of one /proc/PID/stat
+/// line. The comm field (2) may hold spaces and parentheses: fields are counted after the last
+/// ')'. Errors: Input naming `context` when the line is truncated or the field is not a number.
+Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context);
+
+/// Reads /proc/PID/stat under `root` and returns its start time (clock ticks since boot).
+/// Errors: Environment ENOENT/ESRCH when the process is gone, Input when the file is malformed.
+Result<uint64_t> readStartTime(const sys::SysRoot& root, pid_t pid);
+
+/// One process as tierd knows it: pid, start time and (live system only) a pidfd. Move-only;
+/// closes its pidfd on destruction.
+class ProcessHandle {
+ public:
+  ProcessHandle() = default;
+  /// Opens the identity of `pid`: on the live system a pidfd first, then the start time (so the
+  /// start time read is the pidfd's process when the pidfd is still unreadable afterwards).
+  /// Errors: the process is gone (Environment ESRCH/ENOENT) or /proc/PID/stat is malformed.
+  /// pidfd_open failing with ENOSYS (kernel < 5.3) leaves the handle on start time alone.
+  static Result<ProcessHandle> open(const sys::SysRoot& root, pid_t pid);
+
+  ProcessHandle(ProcessHandle&& other) noexcept;
+  ProcessHandle& operator=(ProcessHandle&& other) noexcept;
+  ProcessHandle(const ProcessHandle&) = delete;
+  ProcessHandle& operator=(const ProcessHandle&) = delete;
+  ~ProcessHandle();
+
+  pid_t pid() const { return pid_; }
+  /// /proc/PID/stat field 22 at open(), clock ticks since boot.
+  uint64_t startTime() const { return startTime_; }
+  /// True when a pidfd is held (live system, kernel >= 5.3).
+  bool hasPidfd() const { return pidfd_ >= 0; }
+
+  /// True when `pid` still names the process this handle was opened for: the pidfd (if held) has
+  /// not become readable, and /proc/PID/stat still shows the same start time. False when the
+  /// process has exited or the pid now belongs to another process. Reads /proc once.
+  bool stillSame(const sys::SysRoot& root) const;
+
+ private:
+  pid_t pid_ = 0;
+  uint64_t startTime_ = 0;
+  int pidfd_ = -1;
+};
+
+}  // namespace tierd::scope
