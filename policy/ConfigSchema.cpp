@@ -161,7 +161,8 @@ std::string rangeText(const KeySpec& k) {
       return formatDuration(static_cast<uint64_t>(k.min)) + " .. " +
              formatDuration(static_cast<uint64_t>(k.max));
     case ValueType::BytesOrPercent:
-      return formatPercent(k.min) + " .. " + formatPercent(k.max) + ", or any byte size";
+      return formatPercent(k.min) + " .. " + formatPercent(k.max) + ", or 0B .. " +
+             formatByteSize(kMaxConfigBytes);
     case ValueType::String:
       return std::string(k.key) == "command" ? "1 .. 15 bytes" : "";
     case ValueType::Name:
@@ -189,11 +190,12 @@ std::string renderSchemaMarkdown() {
          "- Types and ranges are checked; an integer that does not fit its key's range or type is "
          "an error, never truncated.\n"
          "- Byte sizes: an integer immediately followed by `B`, `KiB`, `MiB`, `GiB` or `TiB` "
-         "(`\"2GiB\"`). No space, sign or fraction; SI (`\"2GB\"`) and lower-case (`\"2gib\"`) "
-         "units are rejected.\n"
+         "(`\"2GiB\"`), at most `1024TiB` (1 PiB). No space, sign or fraction; SI (`\"2GB\"`) and "
+         "lower-case (`\"2gib\"`) units are rejected.\n"
          "- Durations: an integer immediately followed by `ns`, `us`, `ms`, `s`, `m` or `h` "
          "(`\"500ms\"`); or, under the key name with `_ms` appended, an integer of milliseconds "
-         "(`interval_ms = 500`). Setting both forms is an error.\n"
+         "(`interval_ms = 500`). Setting both forms is an error. A value that does not fit a "
+         "signed 64-bit count of nanoseconds is an error, never wrapped.\n"
          "- Percentages: a number with at most 3 fraction digits followed by `%` (`\"25%\"`, "
          "`\"2.5%\"`).\n"
          "- Workload settings are resolved in layers: the defaults below, then the workload's "

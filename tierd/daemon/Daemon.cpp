@@ -18,7 +18,6 @@
 #include "telemetry/hotness/SamplingProbe.h"
 #include "telemetry/metrics/CpuTime.h"
 #include "telemetry/metrics/PrometheusSink.h"
-#include "tierd/core/FileSafety.h"
 #include "tierd/core/Log.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/DaemonMetrics.h"
@@ -75,15 +74,6 @@ class NullSink : public telemetry::MetricsSink {
   void doDeclare(const telemetry::MetricDef&, const telemetry::LabelValues&) override {}
   void removeWorkloadSeries(const std::set<std::string>&) override {}
 };
-
-// Refuses a config file other users could change (tierd moves memory with root's rights).
-bool configFileSafe(DaemonLog& log, const std::string& path) {
-  if (Status s = checkConfigFileSafe(path, ::geteuid()); !s) {
-    log.error("refusing the config file: " + s.error().describe());
-    return false;
-  }
-  return true;
-}
 
 // Whether move_pages(2) answers here: a location query (nodes = NULL) of one of our own pages.
 bool movePagesWorks(migrate::PageSystem& system) {
@@ -195,15 +185,18 @@ migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
 
 int runDaemon(const DaemonOptions& options) {
   DaemonLog log;
-  if (!configFileSafe(log, options.configPath)) return 1;
-  policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath);
+  // The config and its profiles decide which memory tierd moves with root's rights: each is
+  // refused when another user could change it, checked on the opened file (no check-then-open).
+  policy::CompileOptions compileOptions;
+  compileOptions.trustedUid = ::geteuid();
+  policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath, compileOptions);
   if (!compiled.ok()) {
     printErrors(log, compiled.errors, options.configPath);
     return 1;
   }
   policy::CompiledConfig initial = *compiled.config;
   if (options.dryRun) initial.daemon.dryRun = true;
-  policy::ConfigStore store(initial);
+  policy::ConfigStore store(initial, compileOptions);
   const service::ServiceNotifier notifier = service::ServiceNotifier::fromEnvironment();
 
   sys::SysRoot root(options.sysRoot);
@@ -311,15 +304,9 @@ int runDaemon(const DaemonOptions& options) {
   while (!stop.load()) {
     if (reload.exchange(false)) {
       (void)notifier.reloading();
-      bool ok = configFileSafe(log, options.configPath);
-      if (ok) {
-        auto errors = store.requestReload(options.configPath);
-        if (!errors.empty()) {
-          printErrors(log, errors, options.configPath);
-          ok = false;
-        }
-      }
-      if (!ok) {
+      auto errors = store.requestReload(options.configPath);
+      if (!errors.empty()) {
+        printErrors(log, errors, options.configPath);
         log.warning("reload failed; keeping the running config");
         metrics.configReload(false);
         (void)notifier.ready(statusText(tickNo, engine.config()));
