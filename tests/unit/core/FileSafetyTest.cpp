@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/unit/support/Skip.h"
 #include "tierd/core/FileSafety.h"
 
 using namespace tierd;
@@ -35,20 +36,14 @@ struct TempConfig {
 }  // namespace
 
 TEST_CASE("checkConfigFileSafe accepts a root-owned file not writable by others") {
-  if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to chown test files");
-    return;
-  }
+  if (::geteuid() != 0) TIERD_SKIP("needs root to chown test files");
   TempConfig t;
   auto s = checkConfigFileSafe(t.file);
   CHECK_MESSAGE(s.ok(), (s.ok() ? "" : s.error().describe()));
 }
 
 TEST_CASE("checkConfigFileSafe refuses group/other-writable files, non-root owners and dirs") {
-  if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to chown test files");
-    return;
-  }
+  if (::geteuid() != 0) TIERD_SKIP("needs root to chown test files");
   {
     TempConfig t;
     REQUIRE(::chmod(t.file.c_str(), 0664) == 0);
