@@ -575,6 +575,9 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
           (std::filesystem::path(path).parent_path() / cfg.sampling.trace).lexically_normal();
     if (cfg.sampling.source != SampleSource::Replay)
       c.error(path, s["trace"].pos, "sampling.trace", "only used with source = \"replay\"");
+    else if (options.checkTrace)
+      if (std::string why = options.checkTrace(cfg.sampling.trace); !why.empty())
+        c.error(path, s["trace"].pos, "sampling.trace", why);
   } else if (cfg.sampling.source == SampleSource::Replay) {
     c.error(path, s["source"].pos, "sampling.source", "source = \"replay\" needs sampling.trace");
   }

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,11 @@ struct CompileOptions {
   /// this uid could change is an error (line 0 for the main file; for a profile, at the
   /// workload's `profile` key). Unset (`tierd --check-config`, tests): files are read as they are.
   std::optional<uid_t> trustedUid;
+  /// When set, called with the resolved path of `[sampling] trace` (source = "replay"); returns
+  /// "" when the file can be replayed, else why not. A non-empty answer is an error at the trace
+  /// key's file:line:column. The trace format lives in telemetry (Trace.h), which the policy
+  /// library does not depend on, so tierd passes tierd::daemon::checkReplayTrace here.
+  std::function<std::string(const std::string& path)> checkTrace;
 };
 
 /// The compiler's answer: a config when `errors` is empty, else nothing.

@@ -16,6 +16,7 @@
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
 #include "telemetry/metrics/PrometheusSink.h"
 #include "tierd/core/Log.h"
@@ -183,18 +184,40 @@ migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
   return m;
 }
 
+std::string checkReplayTrace(const std::string& path) {
+  Status s = telemetry::checkTraceFile(path);
+  return s ? "" : s.error().describe();
+}
+
+telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
+  telemetry::PerfTuning t;
+  t.samplePeriod = c.sampling.samplePeriod;
+  t.cpuBudget = c.sampling.cpuBudgetPercent / 100.0;
+  return t;
+}
+
 int runDaemon(const DaemonOptions& options) {
   DaemonLog log;
   // The config and its profiles decide which memory tierd moves with root's rights: each is
   // refused when another user could change it, checked on the opened file (no check-then-open).
   policy::CompileOptions compileOptions;
   compileOptions.trustedUid = ::geteuid();
+  compileOptions.checkTrace = checkReplayTrace;
   policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath, compileOptions);
   if (!compiled.ok()) {
     printErrors(log, compiled.errors, options.configPath);
     return 1;
   }
   policy::CompiledConfig initial = *compiled.config;
+  if (initial.sampling.source == policy::SampleSource::Replay) {
+    // Said once at start, not once per process: a trace's pids and addresses are those of the
+    // recording, so the daemon cannot move live memory by it.
+    log.error(options.configPath +
+              ": sampling.source = \"replay\" is not supported by the daemon (it samples live "
+              "processes); replay the trace offline: tierctl simulate --trace " +
+              initial.sampling.trace + " --config " + options.configPath + " --topology DIR");
+    return 1;
+  }
   if (options.dryRun) initial.daemon.dryRun = true;
   policy::ConfigStore store(initial, compileOptions);
   const service::ServiceNotifier notifier = service::ServiceNotifier::fromEnvironment();
@@ -237,8 +260,8 @@ int runDaemon(const DaemonOptions& options) {
     if (sourceName.empty()) return Error::env(why, "sampling");
     telemetry::SamplingTarget target;
     target.pid = pid;
-    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
-                                 damonConfigFor());
+    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root, damonConfigFor(),
+                                 perfTuning(*store.current()));
   };
 
   // Metrics known before the first tick: node capacities, capability flags, counters at 0.
@@ -320,6 +343,8 @@ int runDaemon(const DaemonOptions& options) {
       metrics.configReload(true);
       if (next->daemon.metricsListen != initial.daemon.metricsListen)
         log.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+      if (next->sampling.source != initial.sampling.source)
+        log.warning("sampling.source changed: takes effect when tierd restarts");
       log.notice("config reloaded");
       (void)notifier.ready(statusText(tickNo, *next));
     }

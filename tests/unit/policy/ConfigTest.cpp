@@ -423,3 +423,31 @@ TEST_CASE("with a trusted uid, profiles get the same file safety check as the ma
   CHECK(errs[0].message.find("refusing profile") == 0);
   CHECK(store.reloadsFailed() == 1);
 }
+
+TEST_CASE("source = replay: a missing or malformed trace fails --check-config at the trace key") {
+  // Through the compiler's seam: the answer of checkTrace is the error, at the key.
+  CompileOptions opts;
+  std::string asked;
+  opts.checkTrace = [&](const std::string& p) {
+    asked = p;
+    return std::string("no good");
+  };
+  CompileOutcome out = compileConfigText("[sampling]\nsource = \"replay\"\ntrace = \"t/x.trace\"\n",
+                                         "/etc/tierd/tierd.toml", opts);
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].describe() == "/etc/tierd/tierd.toml:3:9: sampling.trace: no good");
+  CHECK(asked == "/etc/tierd/t/x.trace");
+  // The real check (tierd --check-config reads the trace with telemetry::parseTrace).
+  std::string stdoutText, err;
+  const std::string tierd = std::string(TIERD_BIN_DIR) + "/tierd";
+  for (const char* name : {"replay-missing", "replay-bad-header"}) {
+    const std::string f = std::string("config/invalid/") + name;
+    CHECK(run("cd " + kFixtures + " && " + tierd + " --check-config --config " + f + ".toml",
+              stdoutText, err) == 1);
+    CHECK_MESSAGE(
+        err == readText(kFixtures + "/" + f + ".errors") + "tierd: " + f + ".toml: 1 error\n", err);
+  }
+  // A readable, well-formed trace passes (the full fixture's traces/gups.trace).
+  CHECK(run(tierd + " --check-config --config " + kFixtures + "/config/valid/full.toml", stdoutText,
+            err) == 0);
+}
