@@ -13,6 +13,7 @@
 
 #include "policy/ConfigSchema.h"
 #include "policy/ConfigUnits.h"
+#include "tierd/core/FileSafety.h"
 
 namespace tierd::policy {
 
@@ -155,6 +156,7 @@ std::string checkCgroupPath(const std::string& s) {
 class Compiler {
  public:
   std::vector<ConfigError> errors;
+  std::optional<uid_t> trustedUid;  // CompileOptions::trustedUid
 
   void error(const std::string& file, Pos p, const std::string& keyPath, std::string msg) {
     errors.push_back({file, p.line, p.column, keyPath, std::move(msg)});
@@ -204,7 +206,7 @@ class Compiler {
           if (!n.is_integer()) return wrongType("an integer of milliseconds");
           int64_t ms = n.as_integer()->get();
           if (ms < 0) return bad("must not be negative");
-          if (static_cast<uint64_t>(ms) > UINT64_MAX / 1000000) return bad("too large");
+          if (static_cast<uint64_t>(ms) > kMaxDurationNs / 1000000) return bad("too large");
           ns = static_cast<uint64_t>(ms) * 1000000;
         } else {
           if (!n.is_string())
@@ -234,8 +236,12 @@ class Compiler {
                        formatPercent(spec.max));
           return true;
         }
-        auto v = parseByteSize(s);
-        if (!v) return bad(v.error().message + ", or a percentage like \"25%\"");
+        auto v = parseByteSize(s, kMaxConfigBytes);
+        if (!v) {
+          const std::string& why = v.error().message;
+          const bool tooLarge = why.find("too large") != std::string::npos;
+          return bad(tooLarge ? why : why + ", or a percentage like \"25%\"");
+        }
         out.amount = {false, *v, 0};
         return true;
       }
@@ -397,8 +403,21 @@ class Compiler {
     }
   }
 
+  // Reads `file` (checked with readConfigFileSafely when trustedUid is set). A problem is reported
+  // against the file itself (refFile empty: the main file) or where it was named (a profile).
   std::optional<std::string> readFile(const std::string& file, const std::string& refFile,
                                       Pos refPos, const std::string& refKey) {
+    if (trustedUid) {
+      auto text = readConfigFileSafely(file, *trustedUid);
+      if (text) return std::move(text.value());
+      const Error& e = text.error();
+      std::string why = e.message + (e.code ? std::string(": ") + std::strerror(e.code) : "");
+      if (refFile.empty())
+        error(file, {}, "", "refusing the config file: " + why);
+      else
+        error(refFile, refPos, refKey, "refusing profile " + file + ": " + why);
+      return std::nullopt;
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) {
       int err = errno;
@@ -467,6 +486,7 @@ WorkloadPolicy policyFrom(const Values& v) {
 CompileOutcome compileConfigText(std::string_view text, const std::string& path,
                                  const CompileOptions& options) {
   Compiler c;
+  c.trustedUid = options.trustedUid;
   CompileOutcome out;
   auto finish = [&]() {
     std::stable_sort(c.errors.begin(), c.errors.end(),
@@ -563,6 +583,9 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
           (std::filesystem::path(path).parent_path() / cfg.sampling.trace).lexically_normal();
     if (cfg.sampling.source != SampleSource::Replay)
       c.error(path, s["trace"].pos, "sampling.trace", "only used with source = \"replay\"");
+    else if (options.checkTrace)
+      if (std::string why = options.checkTrace(cfg.sampling.trace); !why.empty())
+        c.error(path, s["trace"].pos, "sampling.trace", why);
   } else if (cfg.sampling.source == SampleSource::Replay) {
     c.error(path, s["source"].pos, "sampling.source", "source = \"replay\" needs sampling.trace");
   }
@@ -654,6 +677,7 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
 
 CompileOutcome compileConfigFile(const std::string& path, const CompileOptions& options) {
   Compiler c;
+  c.trustedUid = options.trustedUid;
   auto text = c.readFile(path, "", {}, "");
   if (!text) {
     CompileOutcome out;

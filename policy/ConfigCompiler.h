@@ -12,6 +12,9 @@
 /// Follows oomd's front end -> intermediate form -> compiler shape (STYLE.md): toml++ parses,
 /// this file validates and builds the immutable value. No exception escapes.
 
+#include <sys/types.h>
+
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,11 +37,21 @@ struct ConfigError {
   bool operator==(const ConfigError&) const = default;
 };
 
-/// Where to look for profiles.
+/// Where to look for profiles, and whether to trust the files read.
 struct CompileOptions {
   /// Directories searched for `NAME.toml`, in order. Empty: `<config dir>/profiles`, then
   /// `/etc/tierd/profiles`.
   std::vector<std::string> profileDirs;
+  /// When set (the daemon sets its effective uid), the main file and every profile file are
+  /// read with tierd::readConfigFileSafely: a file or directory that a user other than root or
+  /// this uid could change is an error (line 0 for the main file; for a profile, at the
+  /// workload's `profile` key). Unset (`tierd --check-config`, tests): files are read as they are.
+  std::optional<uid_t> trustedUid;
+  /// When set, called with the resolved path of `[sampling] trace` (source = "replay"); returns
+  /// "" when the file can be replayed, else why not. A non-empty answer is an error at the trace
+  /// key's file:line:column. The trace format lives in telemetry (Trace.h), which the policy
+  /// library does not depend on, so tierd passes tierd::daemon::checkReplayTrace here.
+  std::function<std::string(const std::string& path)> checkTrace;
 };
 
 /// The compiler's answer: a config when `errors` is empty, else nothing.
@@ -50,7 +63,8 @@ struct CompileOutcome {
   Error toError() const;
 };
 
-/// Reads and compiles `path`. An unreadable file is one error with line 0.
+/// Reads and compiles `path`. An unreadable (or, with CompileOptions::trustedUid, unsafe) file is
+/// one error with line 0.
 CompileOutcome compileConfigFile(const std::string& path, const CompileOptions& options = {});
 
 /// Compiles `text` as if read from `path` (profile lookup is relative to `path`'s directory).

@@ -32,16 +32,22 @@ const std::vector<KeySpec>& configSchema() {
       {"sampling", "source", ValueType::Enum, "\"auto\"", 0, 0, "auto|perf|damon|replay", false,
        false, "",
        "Where access samples come from: perf (PEBS/IBS), DAMON vaddr, a recorded trace, or auto "
-       "(perf when the PMU samples memory, else DAMON)."},
+       "(perf when the PMU samples memory, else DAMON). \"replay\" plays `trace` through "
+       "`tierctl simulate --config FILE`; the daemon refuses to start with it (a trace's pids "
+       "and addresses are the recording's). Read at start; a reload does not change it."},
       {"sampling", "cpu_budget_percent", ValueType::Number, "1.0", 0.01, 100, "", false, false,
-       "% of one CPU", "CPU time tierd's sampling may use; the sample period is raised when over."},
+       "% of one CPU",
+       "CPU time each perf source's ring draining may use; the sample period is raised when "
+       "over, lowered when well under (not used by DAMON)."},
       {"sampling", "sample_period", ValueType::Integer, "10007", 1, 4294967295.0, "", false, false,
        "events",
-       "Events between two perf samples (perf_event_attr.sample_period); a prime avoids "
-       "lock-step with loops."},
+       "Initial events between two samples of the hardware perf sources (PEBS/IBS; "
+       "perf_event_attr.sample_period), then adapted to cpu_budget_percent; a prime avoids "
+       "lock-step with loops. Software page-fault sampling takes every fault; DAMON ignores it."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
-       "\"replay\", not allowed otherwise."},
+       "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "
+       "unreadable or malformed trace."},
       // [migration]
       {"migration", "page_granularity", ValueType::Enum, "\"huge\"", 0, 0, "huge|base", false,
        false, "",
@@ -167,7 +173,8 @@ std::string rangeText(const KeySpec& k) {
       return formatDuration(static_cast<uint64_t>(k.min)) + " .. " +
              formatDuration(static_cast<uint64_t>(k.max));
     case ValueType::BytesOrPercent:
-      return formatPercent(k.min) + " .. " + formatPercent(k.max) + ", or any byte size";
+      return formatPercent(k.min) + " .. " + formatPercent(k.max) + ", or 0B .. " +
+             formatByteSize(kMaxConfigBytes);
     case ValueType::String:
       return std::string(k.key) == "command" ? "1 .. 15 bytes" : "";
     case ValueType::Name:
@@ -195,11 +202,12 @@ std::string renderSchemaMarkdown() {
          "- Types and ranges are checked; an integer that does not fit its key's range or type is "
          "an error, never truncated.\n"
          "- Byte sizes: an integer immediately followed by `B`, `KiB`, `MiB`, `GiB` or `TiB` "
-         "(`\"2GiB\"`). No space, sign or fraction; SI (`\"2GB\"`) and lower-case (`\"2gib\"`) "
-         "units are rejected.\n"
+         "(`\"2GiB\"`), at most `1024TiB` (1 PiB). No space, sign or fraction; SI (`\"2GB\"`) and "
+         "lower-case (`\"2gib\"`) units are rejected.\n"
          "- Durations: an integer immediately followed by `ns`, `us`, `ms`, `s`, `m` or `h` "
          "(`\"500ms\"`); or, under the key name with `_ms` appended, an integer of milliseconds "
-         "(`interval_ms = 500`). Setting both forms is an error.\n"
+         "(`interval_ms = 500`). Setting both forms is an error. A value that does not fit a "
+         "signed 64-bit count of nanoseconds is an error, never wrapped.\n"
          "- Percentages: a number with at most 3 fraction digits followed by `%` (`\"25%\"`, "
          "`\"2.5%\"`).\n"
          "- Workload settings are resolved in layers: the defaults below, then the workload's "

@@ -5,10 +5,15 @@
 /// docs/configuration.md is generated from it (`tierd --print-config-schema`; a unit test fails
 /// when the checked-in document differs), so code, defaults and documentation cannot drift.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace tierd::policy {
+
+/// The most bytes any byte-size key accepts: 1 PiB (written "1024TiB"), far above any machine's
+/// memory, so that a typo in the unit is an error instead of a quota that wraps around.
+inline constexpr uint64_t kMaxConfigBytes = 1ull << 50;
 
 /// How a key's value is written and checked.
 enum class ValueType {
@@ -18,7 +23,7 @@ enum class ValueType {
   String,          ///< free text (length-checked where it matters)
   Enum,            ///< one of `choices` ("a|b|c")
   Duration,        ///< "500ms" string under `key`, or an integer of milliseconds under `key_ms`
-  BytesOrPercent,  ///< "8GiB" or "25%" (percent range [min, max]; bytes any 64-bit size)
+  BytesOrPercent,  ///< "8GiB" or "25%" (percent range [min, max]; bytes 0 .. kMaxConfigBytes)
   NodeList,        ///< array of NUMA node ids in [min, max], no duplicates
   PidList,         ///< array of pids in [min, max], no duplicates
   Address,         ///< "host:port" or "[v6]:port", port 0..65535; "" disables

@@ -53,8 +53,10 @@ std::string unitList(const UnitDef* units, size_t n) {
   return out;
 }
 
+std::string formatWithUnits(uint64_t v, const UnitDef* units, size_t n);  // below
+
 Result<uint64_t> parseWithUnits(std::string_view text, const UnitDef* units, size_t n,
-                                const char* what, const char* example) {
+                                const char* what, const char* example, uint64_t max) {
   std::string quoted = "'" + std::string(text) + "'";
   if (text.empty()) return Error::input(std::string("empty ") + what, "");
   if (text.front() == '-' || text.front() == '+')
@@ -82,6 +84,10 @@ Result<uint64_t> parseWithUnits(std::string_view text, const UnitDef* units, siz
     if (!v) return Error::input(std::string(what) + " " + quoted + " is too large", "");
     if (*v != 0 && *v > UINT64_MAX / units[i].factor)
       return Error::input(std::string(what) + " " + quoted + " is too large", "");
+    if (*v * units[i].factor > max)
+      return Error::input(std::string(what) + " " + quoted + " is too large (at most " +
+                              formatWithUnits(max, units, n) + ")",
+                          "");
     return *v * units[i].factor;
   }
   std::string hint;
@@ -112,12 +118,13 @@ std::string formatWithUnits(uint64_t v, const UnitDef* units, size_t n) {
 
 }  // namespace
 
-Result<uint64_t> parseByteSize(std::string_view text) {
-  return parseWithUnits(text, kByteUnits, std::size(kByteUnits), "byte size", "2GiB");
+Result<uint64_t> parseByteSize(std::string_view text, uint64_t maxBytes) {
+  return parseWithUnits(text, kByteUnits, std::size(kByteUnits), "byte size", "2GiB", maxBytes);
 }
 
-Result<uint64_t> parseDuration(std::string_view text) {
-  return parseWithUnits(text, kDurationUnits, std::size(kDurationUnits), "duration", "500ms");
+Result<uint64_t> parseDuration(std::string_view text, uint64_t maxNs) {
+  return parseWithUnits(text, kDurationUnits, std::size(kDurationUnits), "duration", "500ms",
+                        maxNs);
 }
 
 Result<double> parsePercent(std::string_view text) {

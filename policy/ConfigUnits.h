@@ -7,7 +7,9 @@
 ///    lower case ("2gib") are rejected with a hint, as is a bare number.
 ///  - duration: a non-negative decimal integer followed by ns, us, ms, s, m or h ("500ms", "30s").
 ///  - percent: a decimal number with at most 3 fraction digits followed by "%" ("25%", "2.5%").
-/// Values that do not fit 64 bits are errors. Errors are plain messages (the caller adds where).
+/// Values beyond the caller's bound (by default: bytes that do not fit 64 bits, durations that do
+/// not fit a signed 64-bit count of nanoseconds, as all time arithmetic is int64) are errors,
+/// never wrapped. Errors are plain messages (the caller adds where).
 
 #include <cstdint>
 #include <string>
@@ -17,10 +19,15 @@
 
 namespace tierd::policy {
 
-/// Parses a byte size ("2GiB" -> 2147483648). Errors: empty, no unit, unknown unit, overflow.
-Result<uint64_t> parseByteSize(std::string_view text);
-/// Parses a duration into nanoseconds ("500ms" -> 500000000). Errors as parseByteSize.
-Result<uint64_t> parseDuration(std::string_view text);
+/// The most nanoseconds a duration may have: INT64_MAX (about 292 years).
+inline constexpr uint64_t kMaxDurationNs = static_cast<uint64_t>(INT64_MAX);
+
+/// Parses a byte size ("2GiB" -> 2147483648). Errors: empty, no unit, unknown unit, more than
+/// `maxBytes` ("is too large (at most ...)"), overflow.
+Result<uint64_t> parseByteSize(std::string_view text, uint64_t maxBytes = UINT64_MAX);
+/// Parses a duration into nanoseconds ("500ms" -> 500000000). Errors as parseByteSize, with the
+/// bound `maxNs`.
+Result<uint64_t> parseDuration(std::string_view text, uint64_t maxNs = kMaxDurationNs);
 /// Parses a percentage ("25%" -> 25.0, "2.5%" -> 2.5), 0 <= value; range is the caller's.
 Result<double> parsePercent(std::string_view text);
 

@@ -77,6 +77,8 @@ class PerfSampler final : public HotnessSource {
   void stop() override;
   SourceStats stats() const override { return stats_; }
 
+  /// The configuration it was built with; its `period` is the one now in force.
+  const PerfSamplerConfig& config() const { return config_; }
   /// The sample period now in force (events per sample).
   uint64_t period() const { return config_.period; }
   /// Last measured overhead: drain thread CPU time / wall time between drains (fraction of a core).

@@ -100,7 +100,8 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
 
 Result<std::unique_ptr<HotnessSource>> makeSource(
     const std::string& name, const SamplingProbe& probe, const SamplingTarget& target,
-    PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon) {
+    PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon,
+    const PerfTuning& perf) {
   if (target.cgroupPath.empty() == (target.pid == 0))
     return Error::input("give exactly one of a cgroup or a pid", "sampling target");
   if (name == "damon-vaddr") {
@@ -114,6 +115,7 @@ Result<std::unique_ptr<HotnessSource>> makeSource(
   c.sourceName = name;
   c.cgroupPath = target.cgroupPath;
   c.pid = target.pid;
+  c.cpuBudget = perf.cpuBudget;
   if (name == "perf-sw-page-faults") {
     c.events = {pageFaultEvent()};
     c.period = 1;  // every fault: faults are already rare compared to accesses
@@ -125,6 +127,7 @@ Result<std::unique_ptr<HotnessSource>> makeSource(
     auto events = chooseHardwareEvents(probe.cpu, pmus.value(), {});
     if (!events) return events.error();
     c.events = events.value();
+    c.period = perf.samplePeriod;
   } else {
     return Error::input("unknown source '" + name + "'", "sampling source");
   }

@@ -49,11 +49,20 @@ struct SamplingTarget {
   pid_t pid = 0;           ///< one process
 };
 
+/// How the perf sources sample ([sampling] sample_period and cpu_budget_percent of the config).
+struct PerfTuning {
+  uint64_t samplePeriod = 10007;  ///< initial sample period of the hardware sources (PEBS/IBS)
+  double cpuBudget = 0.01;        ///< fraction of one core each perf source's drain may use
+};
+
 /// Builds the source named `name` (one of SourceProbe::name) for `target`, not yet started.
 /// `opener` and `fs` must outlive it. DAMON needs a pid; perf-pebs/ibs need a cgroup. DAMON uses
-/// `damon`'s monitoring attributes (its pid is replaced by target.pid).
+/// `damon`'s monitoring attributes (its pid is replaced by target.pid). The perf sources use
+/// `perf`: PEBS/IBS start at its sample period, software page faults always sample every fault
+/// (period 1); all of them adapt the period to its CPU budget. DAMON ignores `perf`.
 Result<std::unique_ptr<HotnessSource>> makeSource(
     const std::string& name, const SamplingProbe& probe, const SamplingTarget& target,
-    PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon = {});
+    PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon = {},
+    const PerfTuning& perf = {});
 
 }  // namespace tierd::telemetry

@@ -1,6 +1,8 @@
 #include "telemetry/hotness/Trace.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <fstream>
 #include <sstream>
 
 #include "tierd/core/Units.h"
@@ -59,6 +61,17 @@ bool parseHex(const std::string& w, uint64_t& v) {
 }
 
 }  // namespace
+
+Status checkTraceFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::fromErrno("cannot read the trace", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error::fromErrno("cannot read the trace", path);
+  auto t = parseTrace(ss.str(), path);
+  if (!t) return t.error();
+  return Ok{};
+}
 
 Result<Trace> parseTrace(std::string_view text, const std::string& context) {
   Trace t;

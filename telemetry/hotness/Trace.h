@@ -48,6 +48,10 @@ void writeTraceSamples(std::ostream& out, const std::vector<AccessSample>& sampl
 /// malformed sample lines.
 Result<Trace> parseTrace(std::string_view text, const std::string& context);
 
+/// Reads and parses the trace file `path` (header and samples). Errors: the file cannot be read
+/// (errno), or parseTrace's Input error naming `path`:line.
+Status checkTraceFile(const std::string& path);
+
 /// A HotnessSource that replays a trace: drain(until) returns the samples with timeNs <= until in
 /// file order. `stats().samples` counts what was returned.
 class ReplaySource final : public HotnessSource {

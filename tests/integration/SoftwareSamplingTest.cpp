@@ -13,6 +13,7 @@
 #include <set>
 
 #include "telemetry/hotness/PerfSampler.h"
+#include "tests/unit/support/Skip.h"
 
 using namespace tierd;
 using namespace tierd::telemetry;
@@ -25,7 +26,7 @@ uint64_t monotonicNs() {
 }
 }  // namespace
 
-TEST_CASE("software page-fault sampling sees every first touch with its address") {
+TEST_CASE("software page-fault sampling sees every first touch with its address [hw]") {
   PerfSamplerConfig c;
   c.sourceName = "perf-sw-page-faults";
   c.events = {pageFaultEvent()};
@@ -37,8 +38,7 @@ TEST_CASE("software page-fault sampling sees every first touch with its address"
   PerfSampler sampler(c, opener);
   auto started = sampler.start();
   if (!started.ok() && (started.error().code == EACCES || started.error().code == EPERM)) {
-    std::cout << "SKIP: perf_event_open refused here: " << started.error().describe() << "\n";
-    return;
+    TIERD_SKIP("perf_event_open refused here: " + started.error().describe());
   }
   REQUIRE(started.ok());
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -76,7 +76,7 @@ TEST_CASE("software page-fault sampling sees every first touch with its address"
   ::munmap(mem, pages * page);
 }
 
-TEST_CASE("drain on an idle ring returns an empty batch, not an error") {
+TEST_CASE("drain on an idle ring returns an empty batch, not an error [hw]") {
   PerfSamplerConfig c;
   c.events = {pageFaultEvent()};
   c.pid = ::getpid();
@@ -86,8 +86,7 @@ TEST_CASE("drain on an idle ring returns an empty batch, not an error") {
   PerfSampler sampler(c, opener);
   auto started = sampler.start();
   if (!started.ok() && (started.error().code == EACCES || started.error().code == EPERM)) {
-    std::cout << "SKIP: perf_event_open refused here: " << started.error().describe() << "\n";
-    return;
+    TIERD_SKIP("perf_event_open refused here: " + started.error().describe());
   }
   REQUIRE(started.ok());
   auto batch = sampler.drain(monotonicNs());

@@ -108,3 +108,29 @@ TEST_CASE("tierd refuses to start on a broken config and names every error") {
   CHECK(err.find(config.string() + ":3:2: migraton: unknown section") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("tierd refuses source = replay once at start, naming the offline replay command") {
+  char tmpl[] = "/tmp/tierd-daemon-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir = tmpl;
+  const fs::path config = dir / "replay.toml";
+  // A valid trace: --check-config accepts the file, the daemon does not run it.
+  fs::copy_file(std::string(TIERD_FIXTURES) + "/traces/gups-sw-page-faults.trace",
+                dir / "gups.trace");
+  std::ofstream(config) << kGood << "[sampling]\nsource = \"replay\"\ntrace = \"gups.trace\"\n";
+  const std::string err = (dir / "err").string();
+  int status = std::system((std::string(TIERD_BIN_DIR) + "/tierd --check-config --config " +
+                            config.string() + " >/dev/null 2>" + err)
+                               .c_str());
+  CHECK_MESSAGE(WEXITSTATUS(status) == 0, slurp(err));
+  status = std::system(
+      (std::string(TIERD_BIN_DIR) + "/tierd --once --config " + config.string() + " 2>" + err)
+          .c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  const std::string text = slurp(err);
+  CHECK_MESSAGE(count(text, "sampling.source = \"replay\" is not supported by the daemon") == 1,
+                text);
+  CHECK(text.find("tierctl simulate --trace " + (dir / "gups.trace").string()) !=
+        std::string::npos);
+  fs::remove_all(dir);
+}

@@ -14,6 +14,7 @@
 
 #include "telemetry/hotness/HeatRegions.h"
 #include "telemetry/hotness/Trace.h"
+#include "tests/unit/support/Skip.h"
 #include "tierd/core/Units.h"
 
 using namespace tierd;
@@ -121,8 +122,7 @@ TEST_CASE("tierctl sampling --probe --json on this machine's fixture tree") {
 
 TEST_CASE("tierctl record of a tierd-gups pid writes a trace with samples in its table") {
   if (::geteuid() != 0) {
-    std::cout << "SKIP: needs root for perf_event_open on another process (paranoid 2)\n";
-    return;
+    TIERD_SKIP("needs root for perf_event_open on another process (paranoid 2)");
   }
   const std::string truth = "/tmp/tierd-record-test-truth." + std::to_string(::getpid());
   const std::string trace = "/tmp/tierd-record-test-trace." + std::to_string(::getpid());

@@ -10,6 +10,7 @@
 #include "telemetry/hotness/Trace.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
+#include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Simulator.h"
 
 namespace tierd::cli {
@@ -28,7 +29,10 @@ Result<std::string> readWholeFile(const std::string& path) {
 
 int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   const std::vector<OptionSpec> specs = {
-      {"trace", true, "recorded sample trace (tierctl record; docs/trace-format.md)", "FILE"},
+      {"trace", true,
+       "recorded sample trace (tierctl record; docs/trace-format.md); default: the config's "
+       "[sampling] trace when its source is \"replay\"",
+       "FILE"},
       {"config", true, "tierd config to try (profiles are looked up next to it)", "FILE"},
       {"topology", true, "topology tree to model, e.g. tests/fixtures/topology/qemu-2node", "DIR"},
       {"json", false, "print JSON (docs/simulate.md), one entry per tick"},
@@ -47,7 +51,7 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
     return 2;
   }
   if (parsed->has("help")) {
-    std::cout << "usage: tierctl simulate --trace FILE --config FILE --topology DIR [--json]\n"
+    std::cout << "usage: tierctl simulate [--trace FILE] --config FILE --topology DIR [--json]\n"
                  "                        [--every DURATION] [--tail DURATION] [--workload NAME]\n"
                  "\nReplays the trace through the config's policy, tick by tick, on the modelled\n"
                  "machine (sampled 2 MiB regions start on the slow tier; docs/simulate.md) and\n"
@@ -56,10 +60,8 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
               << optionHelp(specs);
     return 0;
   }
-  if (!parsed->positional.empty() || !parsed->has("trace") || !parsed->has("config") ||
-      !parsed->has("topology")) {
-    std::cerr << "tierctl simulate: need --trace FILE --config FILE --topology DIR "
-                 "(see --help)\n";
+  if (!parsed->positional.empty() || !parsed->has("config") || !parsed->has("topology")) {
+    std::cerr << "tierctl simulate: need --config FILE --topology DIR and a trace (see --help)\n";
     return 2;
   }
   auto duration = [&](const std::string& name, uint64_t fallback) -> Result<uint64_t> {
@@ -79,8 +81,24 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
     }
   }
 
-  const std::string tracePath = *parsed->get("trace");
   const std::string configPath = *parsed->get("config");
+  policy::CompileOptions compileOptions;
+  compileOptions.checkTrace = daemon::checkReplayTrace;
+  policy::CompileOutcome compiled = policy::compileConfigFile(configPath, compileOptions);
+  if (!compiled.ok()) {
+    for (const policy::ConfigError& e : compiled.errors)
+      std::cerr << e.describe() << "\n";
+    std::cerr << "tierctl simulate: " << configPath << ": " << compiled.errors.size() << " error"
+              << (compiled.errors.size() == 1 ? "" : "s") << "\n";
+    return 1;
+  }
+  // The trace: --trace, else the config's own (source = "replay").
+  std::string tracePath = parsed->get("trace").value_or(compiled.config->sampling.trace);
+  if (tracePath.empty()) {
+    std::cerr << "tierctl simulate: need --trace FILE, or a config with [sampling] source = "
+                 "\"replay\" and trace = FILE\n";
+    return 2;
+  }
   daemon::SimulationOptions options;
   options.topologyDir = *parsed->get("topology");
   options.defaultWorkload = parsed->get("workload").value_or("");
@@ -98,14 +116,6 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   auto trace = telemetry::parseTrace(text.value(), tracePath);
   if (!trace) {
     std::cerr << "tierctl simulate: " << trace.error().describe() << "\n";
-    return 1;
-  }
-  policy::CompileOutcome compiled = policy::compileConfigFile(configPath);
-  if (!compiled.ok()) {
-    for (const policy::ConfigError& e : compiled.errors)
-      std::cerr << e.describe() << "\n";
-    std::cerr << "tierctl simulate: " << configPath << ": " << compiled.errors.size() << " error"
-              << (compiled.errors.size() == 1 ? "" : "s") << "\n";
     return 1;
   }
   auto result = daemon::simulate(trace.value(), *compiled.config, options);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -24,13 +25,12 @@ bool trustedOwner(uid_t owner, uid_t trusted) {
 
 }  // namespace
 
-Status checkConfigFileSafe(const std::string& path, uid_t trustedUid) {
-  char resolved[PATH_MAX];
-  if (!::realpath(path.c_str(), resolved))
-    return Error::fromErrno("cannot resolve the config file path", path);
-  std::string real = resolved;
-  struct stat st {};
-  if (::stat(real.c_str(), &st) != 0) return Error::fromErrno("cannot stat the config file", path);
+namespace {
+
+// The checks on the opened file itself: a regular file, owned by root/trusted, not writable by
+// group or others. `real` is the resolved path shown in the fix-it hints.
+Status checkConfigFileStat(const struct stat& st, const std::string& path, const std::string& real,
+                           uid_t trustedUid) {
   if (!S_ISREG(st.st_mode)) return Error::env("the config file is not a regular file", path);
   if (!trustedOwner(st.st_uid, trustedUid))
     return Error::env("refusing a config file owned by uid " + std::to_string(st.st_uid) +
@@ -42,7 +42,11 @@ Status checkConfigFileSafe(const std::string& path, uid_t trustedUid) {
     return Error::env("refusing a config file writable by group or others (mode " +
                           octalMode(st.st_mode) + "); run: chmod go-w " + real,
                       path);
-  // Every directory above: whoever can write there can replace the file.
+  return Ok{};
+}
+
+// Every directory above `real`: whoever can write there can replace the file.
+Status checkDirectoriesAbove(const std::string& real, const std::string& path, uid_t trustedUid) {
   std::string dir = real;
   while (true) {
     auto slash = dir.rfind('/');
@@ -62,6 +66,46 @@ Status checkConfigFileSafe(const std::string& path, uid_t trustedUid) {
     if (dir == "/") break;
   }
   return Ok{};
+}
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Status checkConfigFileSafe(const std::string& path, uid_t trustedUid) {
+  auto content = readConfigFileSafely(path, trustedUid);
+  if (!content) return content.error();
+  return Ok{};
+}
+
+Result<std::string> readConfigFileSafely(const std::string& path, uid_t trustedUid) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
+  if (f.fd < 0) return Error::fromErrno("cannot open the config file", path);
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) return Error::fromErrno("cannot stat the config file", path);
+  char resolved[PATH_MAX];
+  if (!::realpath(path.c_str(), resolved))
+    return Error::fromErrno("cannot resolve the config file path", path);
+  const std::string real = resolved;
+  if (Status s = checkConfigFileStat(st, path, real, trustedUid); !s) return s.error();
+  if (Status s = checkDirectoriesAbove(real, path, trustedUid); !s) return s.error();
+  // The directories checked must lead to the file that was opened and checked.
+  struct stat now {};
+  if (::stat(real.c_str(), &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+    return Error::env("refusing the config file: it was replaced while being checked", path);
+  std::string data;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(f.fd, buf, sizeof buf)) > 0)
+    data.append(buf, static_cast<size_t>(n));
+  if (n < 0) return Error::fromErrno("cannot read the config file", path);
+  return data;
 }
 
 Result<std::string> readPrivateFile(const std::string& path) {

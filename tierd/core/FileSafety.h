@@ -18,7 +18,18 @@ namespace tierd {
 /// writable by group or others unless it has the sticky bit (like /tmp). Symlinks are followed
 /// for the file (each path component is checked after resolution with realpath(3)).
 /// Errors: Environment with the offending path, owner and mode, saying what to run to fix it.
+/// Implemented as readConfigFileSafely without keeping the content.
 Status checkConfigFileSafe(const std::string& path, uid_t trustedUid = 0);
+
+/// Reads a config or profile file under the rules of checkConfigFileSafe, with no window
+/// between the check and the read: the file is opened first (O_NONBLOCK, so a FIFO cannot hang
+/// tierd), its type, owner and mode are checked on the opened descriptor (fstat), the
+/// directories above its resolved path are checked, and that path must still name the opened
+/// file (same device and inode). The content returned is read from the checked descriptor, so a
+/// file swapped in after the check is never the one compiled. Call from any thread; blocks only
+/// on file I/O. Errors: Environment as checkConfigFileSafe; a file that cannot be opened or read
+/// gives its errno.
+Result<std::string> readConfigFileSafely(const std::string& path, uid_t trustedUid = 0);
 
 /// Reads a secret file (basic auth credentials). Refuses a symlink, a non-regular file, a file
 /// with any group/other permission bit, or one owned by neither root nor the effective user.

@@ -34,10 +34,12 @@ enum class Direction {
 /// move_pages(2) (one per 2 MiB THP, one per hugetlb page, one per base page elsewhere).
 struct MoveRange {
   pid_t pid = 0;
-  uint64_t start = 0;     ///< bytes, virtual address
-  uint64_t length = 0;    ///< bytes
-  uint64_t pageSize = 0;  ///< bytes: base page size, 2 MiB or 1 GiB
-  NodeId target = -1;     ///< destination node
+  uint64_t start = 0;   ///< bytes, virtual address
+  uint64_t length = 0;  ///< bytes
+  /// bytes: base page size, 2 MiB or 1 GiB; 0 = as the VMA is mapped. The base page size on THP
+  /// memory asks for every base page address ([migration] page_granularity = "base").
+  uint64_t pageSize = 0;
+  NodeId target = -1;  ///< destination node
   Direction direction = Direction::Promote;
 };
 

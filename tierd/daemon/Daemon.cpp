@@ -16,9 +16,9 @@
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
 #include "telemetry/metrics/PrometheusSink.h"
-#include "tierd/core/FileSafety.h"
 #include "tierd/core/Log.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/DaemonMetrics.h"
@@ -75,15 +75,6 @@ class NullSink : public telemetry::MetricsSink {
   void doDeclare(const telemetry::MetricDef&, const telemetry::LabelValues&) override {}
   void removeWorkloadSeries(const std::set<std::string>&) override {}
 };
-
-// Refuses a config file other users could change (tierd moves memory with root's rights).
-bool configFileSafe(DaemonLog& log, const std::string& path) {
-  if (Status s = checkConfigFileSafe(path, ::geteuid()); !s) {
-    log.error("refusing the config file: " + s.error().describe());
-    return false;
-  }
-  return true;
-}
 
 // Whether move_pages(2) answers here: a location query (nodes = NULL) of one of our own pages.
 bool movePagesWorks(migrate::PageSystem& system) {
@@ -193,17 +184,42 @@ migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
   return m;
 }
 
+std::string checkReplayTrace(const std::string& path) {
+  Status s = telemetry::checkTraceFile(path);
+  return s ? "" : s.error().describe();
+}
+
+telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
+  telemetry::PerfTuning t;
+  t.samplePeriod = c.sampling.samplePeriod;
+  t.cpuBudget = c.sampling.cpuBudgetPercent / 100.0;
+  return t;
+}
+
 int runDaemon(const DaemonOptions& options) {
   DaemonLog log;
-  if (!configFileSafe(log, options.configPath)) return 1;
-  policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath);
+  // The config and its profiles decide which memory tierd moves with root's rights: each is
+  // refused when another user could change it, checked on the opened file (no check-then-open).
+  policy::CompileOptions compileOptions;
+  compileOptions.trustedUid = ::geteuid();
+  compileOptions.checkTrace = checkReplayTrace;
+  policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath, compileOptions);
   if (!compiled.ok()) {
     printErrors(log, compiled.errors, options.configPath);
     return 1;
   }
   policy::CompiledConfig initial = *compiled.config;
+  if (initial.sampling.source == policy::SampleSource::Replay) {
+    // Said once at start, not once per process: a trace's pids and addresses are those of the
+    // recording, so the daemon cannot move live memory by it.
+    log.error(options.configPath +
+              ": sampling.source = \"replay\" is not supported by the daemon (it samples live "
+              "processes); replay the trace offline: tierctl simulate --trace " +
+              initial.sampling.trace + " --config " + options.configPath + " --topology DIR");
+    return 1;
+  }
   if (options.dryRun) initial.daemon.dryRun = true;
-  policy::ConfigStore store(initial);
+  policy::ConfigStore store(initial, compileOptions);
   const service::ServiceNotifier notifier = service::ServiceNotifier::fromEnvironment();
 
   sys::SysRoot root(options.sysRoot);
@@ -244,8 +260,8 @@ int runDaemon(const DaemonOptions& options) {
     if (sourceName.empty()) return Error::env(why, "sampling");
     telemetry::SamplingTarget target;
     target.pid = pid;
-    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root,
-                                 damonConfigFor());
+    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root, damonConfigFor(),
+                                 perfTuning(*store.current()));
   };
 
   // Metrics known before the first tick: node capacities, capability flags, counters at 0.
@@ -311,15 +327,9 @@ int runDaemon(const DaemonOptions& options) {
   while (!stop.load()) {
     if (reload.exchange(false)) {
       (void)notifier.reloading();
-      bool ok = configFileSafe(log, options.configPath);
-      if (ok) {
-        auto errors = store.requestReload(options.configPath);
-        if (!errors.empty()) {
-          printErrors(log, errors, options.configPath);
-          ok = false;
-        }
-      }
-      if (!ok) {
+      auto errors = store.requestReload(options.configPath);
+      if (!errors.empty()) {
+        printErrors(log, errors, options.configPath);
         log.warning("reload failed; keeping the running config");
         metrics.configReload(false);
         (void)notifier.ready(statusText(tickNo, engine.config()));
@@ -333,6 +343,8 @@ int runDaemon(const DaemonOptions& options) {
       metrics.configReload(true);
       if (next->daemon.metricsListen != initial.daemon.metricsListen)
         log.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+      if (next->sampling.source != initial.sampling.source)
+        log.warning("sampling.source changed: takes effect when tierd restarts");
       log.notice("config reloaded");
       (void)notifier.ready(statusText(tickNo, *next));
     }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "policy/Config.h"
+#include "telemetry/hotness/SamplingProbe.h"
 #include "tierd/migrate/Migrator.h"
 
 namespace tierd::daemon {
@@ -29,6 +30,16 @@ struct DaemonOptions {
 /// ([migration] call_latency_target, max_{promote,demote}_mib_per_s). Used by the daemon and by
 /// `tierctl simulate`, so both move pages under the same limits.
 migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c);
+
+/// The perf sampling tuning of a compiled config: [sampling] sample_period (the initial period
+/// of PEBS/IBS) and cpu_budget_percent (per cent of one core, here as a fraction). The daemon
+/// builds every perf source with the tuning of the config running at the time.
+telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c);
+
+/// The config compiler's check of `[sampling] trace` (CompileOptions::checkTrace): "" when
+/// telemetry::checkTraceFile accepts the file, else the reason ("...: cannot read the trace (No
+/// such file or directory)", "...:3: header lacks ..."). Used by the daemon and --check-config.
+std::string checkReplayTrace(const std::string& path);
 
 /// Runs the daemon. Returns the process exit code: 0 after a clean stop, 1 when the config or
 /// the environment prevents starting (every reason printed to stderr).

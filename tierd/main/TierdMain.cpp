@@ -39,7 +39,9 @@ int main(int argc, char** argv) {
   }
   const std::string configPath = parsed->get("config").value_or("/etc/tierd/tierd.toml");
   if (parsed->has("check-config")) {
-    policy::CompileOutcome out = policy::compileConfigFile(configPath);
+    policy::CompileOptions compileOptions;
+    compileOptions.checkTrace = daemon::checkReplayTrace;
+    policy::CompileOutcome out = policy::compileConfigFile(configPath, compileOptions);
     if (!out.ok()) {
       for (const policy::ConfigError& e : out.errors)
         std::cerr << e.describe() << "\n";

@@ -94,6 +94,9 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
   }
   const auto& vmas = it->second.value();
   const uint64_t thp = sys_->thpSize();
+  // A range planned in base pages (page_granularity = "base") sends every base page address,
+  // even where THPs back it; 0 (tierctl move) and 2 MiB send one address per THP.
+  const bool basePagesOnly = r.pageSize != 0 && r.pageSize < thp;
   const uint64_t end = r.start + r.length;
   uint64_t cur = r.start;
   auto hole = [&](uint64_t upTo) {
@@ -115,7 +118,7 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     uint64_t psz = v.kernelPageSize ? v.kernelPageSize : base;
     if (v.hugetlb()) {
       pushBase(a, b, psz);
-    } else if (v.anonHugePages > 0 && v.anonHugePages == v.rss && thp > psz) {
+    } else if (!basePagesOnly && v.anonHugePages > 0 && v.anonHugePages == v.rss && thp > psz) {
       // All resident memory is PMD-mapped THP: one address per aligned 2 MiB chunk, base pages
       // for the unaligned edges (which cannot hold a PMD THP).
       uint64_t mid0 = std::min(b, alignUp(a, thp));

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "tests/unit/support/Skip.h"
 #include "tierd/core/Units.h"
 #include "tierd/migrate/MovePagesMigrator.h"
 #include "tierd/sys/Parsers.h"
@@ -99,10 +100,9 @@ TEST_CASE("host: locate equals the naive query on base pages, with not-present a
   checkLocateEqualsNaive(mig, getpid(), reinterpret_cast<uint64_t>(m.p), m.len);
 }
 
-TEST_CASE("host: locate equals the naive query on THP, one query per 2 MiB") {
+TEST_CASE("host: locate equals the naive query on THP, one query per 2 MiB [hw]") {
   if (!thpAvailable()) {
-    MESSAGE("skipped: THP is disabled (transparent_hugepage/enabled = never)");
-    return;
+    TIERD_SKIP("THP is disabled (transparent_hugepage/enabled = never)");
   }
   Mapping m(12 * kMiB);
   REQUIRE(m.p);
@@ -138,14 +138,13 @@ TEST_CASE("host: locate equals the naive query on THP, one query per 2 MiB") {
   CHECK(countStatus(naive.value(), -EFAULT) >= 1);
 }
 
-TEST_CASE("host: locate equals the naive query on hugetlb (reserves 2 x 2 MiB, restores)") {
+TEST_CASE("host: locate equals the naive query on hugetlb (reserves 2 x 2 MiB, restores) [hw]") {
   const std::string nr = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
   const std::string fr = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
   auto before = kLive.readAttr(nr);
   auto freeNow = kLive.readAttr(fr);
   if (!before || !freeNow) {
-    MESSAGE("skipped: no 2 MiB hugetlb pool");
-    return;
+    TIERD_SKIP("no 2 MiB hugetlb pool");
   }
   uint64_t old = sys::parseU64(before.value(), nr).valueOr(0);
   uint64_t fre = sys::parseU64(freeNow.value(), fr).valueOr(0);
@@ -162,8 +161,7 @@ TEST_CASE("host: locate equals the naive query on hugetlb (reserves 2 x 2 MiB, r
   {
     Mapping m(4 * kMiB, MAP_HUGETLB);
     if (!m.p) {
-      MESSAGE("skipped: cannot reserve 2 MiB hugetlb pages (" << std::strerror(errno) << ")");
-      return;
+      TIERD_SKIP(std::string("cannot reserve 2 MiB hugetlb pages (") + std::strerror(errno) + ")");
     }
     m.p[0] = 1;  // first huge page present, second not
     MovePagesMigrator mig;

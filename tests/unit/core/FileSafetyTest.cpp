@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/unit/support/Skip.h"
 #include "tierd/core/FileSafety.h"
 
 using namespace tierd;
@@ -35,20 +36,14 @@ struct TempConfig {
 }  // namespace
 
 TEST_CASE("checkConfigFileSafe accepts a root-owned file not writable by others") {
-  if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to chown test files");
-    return;
-  }
+  if (::geteuid() != 0) TIERD_SKIP("needs root to chown test files");
   TempConfig t;
   auto s = checkConfigFileSafe(t.file);
   CHECK_MESSAGE(s.ok(), (s.ok() ? "" : s.error().describe()));
 }
 
 TEST_CASE("checkConfigFileSafe refuses group/other-writable files, non-root owners and dirs") {
-  if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to chown test files");
-    return;
-  }
+  if (::geteuid() != 0) TIERD_SKIP("needs root to chown test files");
   {
     TempConfig t;
     REQUIRE(::chmod(t.file.c_str(), 0664) == 0);
@@ -88,6 +83,32 @@ TEST_CASE("checkConfigFileSafe refuses group/other-writable files, non-root owne
   }
   CHECK_FALSE(checkConfigFileSafe("/nonexistent/tierd.toml").ok());
   CHECK_FALSE(checkConfigFileSafe("/tmp").ok());  // not a regular file
+}
+
+TEST_CASE("readConfigFileSafely checks the opened file and returns what it checked") {
+  TempConfig t;
+  auto text = readConfigFileSafely(t.file, ::geteuid());
+  REQUIRE_MESSAGE(text.ok(), (text.ok() ? "" : text.error().describe()));
+  CHECK(text.value() == "# config\n");
+  // Through a symlink: the target is opened, checked and read.
+  const std::string link = t.dir + "/link.toml";
+  REQUIRE(::symlink(t.file.c_str(), link.c_str()) == 0);
+  auto viaLink = readConfigFileSafely(link, ::geteuid());
+  CHECK(viaLink.ok());
+  REQUIRE(::chmod(t.file.c_str(), 0664) == 0);
+  auto refused = readConfigFileSafely(link, ::geteuid());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().describe().find("writable by group or others (mode 0664)") !=
+        std::string::npos);
+  ::unlink(link.c_str());
+  // A FIFO is refused without blocking on open.
+  const std::string fifo = t.dir + "/fifo.toml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  auto f = readConfigFileSafely(fifo, ::geteuid());
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().describe().find("not a regular file") != std::string::npos);
+  ::unlink(fifo.c_str());
+  CHECK_FALSE(readConfigFileSafely("/nonexistent/tierd.toml", ::geteuid()).ok());
 }
 
 TEST_CASE("readPrivateFile refuses symlinks and shared files") {

@@ -11,6 +11,7 @@
 
 #include "policy/ConfigCompiler.h"
 #include "telemetry/hotness/Trace.h"
+#include "tests/unit/support/Golden.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Simulator.h"
 
@@ -118,7 +119,7 @@ struct TinyFastNode {
 };
 
 void checkGolden(const std::string& path, const std::string& actual) {
-  if (const char* u = ::getenv("TIERD_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+  if (tierd::testing::goldenUpdateRequested()) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << actual;
     MESSAGE("updated " << path);
   }

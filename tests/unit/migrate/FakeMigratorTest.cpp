@@ -462,3 +462,25 @@ TEST_CASE("execute on sparse memory sends only mapped pages; an empty VMA costs 
   };
   CHECK(m.log() == golden);
 }
+
+TEST_CASE("a range planned in base pages sends every base page address of its THPs") {
+  // page_granularity = "base": the arbiter plans THP memory with the base page size; the
+  // addresses sent must be every base page, not one per THP (which "huge" and 0 send).
+  auto firstMove = [](uint64_t pageSize) {
+    FakeMigrator m;
+    auto& k = m.kernel();
+    k.map(kPid, kBase, 2 * kMiB, FakeBacking::Thp);
+    k.populate(kPid, kBase, 2 * kMiB, 0);
+    MoveRange r = range(kBase, 2 * kMiB, 1);
+    r.pageSize = pageSize;
+    auto res = m.execute({r}, kNoDeadline);
+    CHECK(res.ranges.size() == 1);
+    CHECK(k.nodeOf(kPid, kBase + kMiB) == 1);  // moved either way
+    for (const std::string& l : m.log())
+      if (l.rfind("move ", 0) == 0) return l.substr(0, l.find(" first="));
+    return std::string("no move");
+  };
+  CHECK(firstMove(0) == "move pid=100 n=1");
+  CHECK(firstMove(2 * kMiB) == "move pid=100 n=1");
+  CHECK(firstMove(4 * kKiB) == "move pid=100 n=512");
+}

@@ -13,6 +13,7 @@
 #include "policy/ConfigCompiler.h"
 #include "policy/HeatModel.h"
 #include "policy/Zipf.h"
+#include "tests/unit/support/Golden.h"
 #include "tierd/core/Units.h"
 
 using namespace tierd;
@@ -76,10 +77,10 @@ std::string render(const ArbiterDecision& d) {
   return out.str();
 }
 
-// Compares with tests/fixtures/policy/NAME.plan; TIERD_UPDATE_GOLDEN=1 rewrites the file.
+// Compares with tests/fixtures/policy/NAME.plan; TIERD_UPDATE_GOLDEN=1 (exactly) rewrites it.
 void checkGolden(const std::string& name, const std::string& text) {
   std::string path = std::string(TIERD_FIXTURES) + "/policy/" + name + ".plan";
-  if (std::getenv("TIERD_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  if (tierd::testing::goldenUpdateRequested()) std::ofstream(path) << text;
   std::ifstream in(path);
   std::ostringstream ss;
   ss << in.rdbuf();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -321,4 +322,132 @@ TEST_CASE("tierctl bench heat --json prints its figures") {
   for (const char* key : {"\"ingest_samples_per_cpu_second\"", "\"model_bytes_per_tracked_gib\"",
                           "\"tracked_bytes\": 1073741824", "\"regions\": 512"})
     CHECK_MESSAGE(out.find(key) != std::string::npos, key);
+}
+
+TEST_CASE("byte sizes beyond 1 PiB and durations beyond int64 nanoseconds are errors") {
+  // 9000000 TiB fits 64 unsigned bits but not int64: it used to become a negative quota.
+  CompileOutcome out = compileConfigText(
+      "[[workload]]\nname = \"a\"\ncommand = \"x\"\nfast_quota = \"9000000TiB\"\n", "/x/t.toml");
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].describe() ==
+        "/x/t.toml:4:14: workload[0].fast_quota: byte size '9000000TiB' is too large (at most "
+        "1024TiB)");
+  out = compileConfigText("[migration]\nfast_headroom = \"1025TiB\"\n", "/x/t.toml");
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].line == 2);
+  CHECK(out.errors[0].column == 17);
+  CHECK(out.errors[0].keyPath == "migration.fast_headroom");
+  out = compileConfigText("[[workload]]\nname = \"a\"\ncommand = \"x\"\nfast_quota = \"1024TiB\"\n",
+                          "/x/t.toml");
+  REQUIRE_MESSAGE(out.ok(), errorLines(out));
+  CHECK(out.config->workloads[0].policy.fastQuota.bytes == kMaxConfigBytes);
+  CHECK(static_cast<int64_t>(out.config->workloads[0].policy.fastQuota.resolve(kGiB)) > 0);
+
+  // A caller's bound, and durations: at most INT64_MAX nanoseconds (all time math is int64).
+  CHECK(parseByteSize("2GiB", 2 * kGiB).ok());
+  CHECK(parseByteSize("2049MiB", 2 * kGiB).error().message ==
+        "byte size '2049MiB' is too large (at most 2GiB)");
+  CHECK(parseDuration("9223372036854775807ns").ok());
+  for (const char* bad : {"9223372036854775808ns", "2562048h", "153722868m", "9223372037s"})
+    CHECK_MESSAGE(!parseDuration(bad).ok(), bad);
+  CHECK(parseDuration("2562048h").error().message.find("too large") != std::string::npos);
+  out = compileConfigText("[daemon]\ninterval_ms = 9223372036855\n", "/x/t.toml");
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].message == "too large");
+}
+
+namespace {
+
+// A directory (0755) with a main config naming profile "p" and profiles/p.toml, both 0644.
+struct SafeTree {
+  std::string dir;
+  std::string main;
+  std::string profile;
+  SafeTree() {
+    char name[] = "/tmp/tierd-safe-XXXXXX";
+    REQUIRE(::mkdtemp(name));
+    dir = name;
+    REQUIRE(::chmod(dir.c_str(), 0755) == 0);
+    std::filesystem::create_directories(dir + "/profiles");
+    REQUIRE(::chmod((dir + "/profiles").c_str(), 0755) == 0);
+    main = dir + "/tierd.toml";
+    profile = dir + "/profiles/p.toml";
+    std::ofstream(main) << "[[workload]]\nname = \"w\"\ncommand = \"x\"\nprofile = \"p\"\n";
+    std::ofstream(profile) << "hot_threshold = 4.0\n";
+    REQUIRE(::chmod(main.c_str(), 0644) == 0);
+    REQUIRE(::chmod(profile.c_str(), 0644) == 0);
+  }
+  ~SafeTree() { std::filesystem::remove_all(dir); }
+  CompileOptions trusted() const {
+    CompileOptions o;
+    o.trustedUid = ::geteuid();
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("with a trusted uid, profiles get the same file safety check as the main file") {
+  SafeTree t;
+  CompileOutcome ok = compileConfigFile(t.main, t.trusted());
+  REQUIRE_MESSAGE(ok.ok(), errorLines(ok));
+  CHECK(ok.config->workloads[0].policy.hotThreshold == doctest::Approx(4.0));
+
+  // A profile others can write would let them change what tierd moves: refused, at the
+  // workload's profile key.
+  REQUIRE(::chmod(t.profile.c_str(), 0666) == 0);
+  CompileOutcome out = compileConfigFile(t.main, t.trusted());
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].file == t.main);
+  CHECK(out.errors[0].line == 4);
+  CHECK(out.errors[0].column == 11);
+  CHECK(out.errors[0].keyPath == "workload[0].profile");
+  CHECK(out.errors[0].message.find("refusing profile " + t.profile) == 0);
+  CHECK(out.errors[0].message.find("writable by group or others (mode 0666)") != std::string::npos);
+  CHECK(compileConfigFile(t.main).ok());  // without a trusted uid (check-config, tests): as is
+  REQUIRE(::chmod(t.profile.c_str(), 0644) == 0);
+
+  // The main file: one error with line 0, the same words the daemon always printed.
+  REQUIRE(::chmod(t.main.c_str(), 0664) == 0);
+  out = compileConfigFile(t.main, t.trusted());
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].line == 0);
+  CHECK(out.errors[0].message.find("refusing the config file: ") == 0);
+  REQUIRE(::chmod(t.main.c_str(), 0644) == 0);
+
+  // A reload through the store uses the store's options.
+  ConfigStore store(*ok.config, t.trusted());
+  REQUIRE(::chmod(t.profile.c_str(), 0646) == 0);
+  std::vector<ConfigError> errs = store.requestReload(t.main);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].message.find("refusing profile") == 0);
+  CHECK(store.reloadsFailed() == 1);
+}
+
+TEST_CASE("source = replay: a missing or malformed trace fails --check-config at the trace key") {
+  // Through the compiler's seam: the answer of checkTrace is the error, at the key.
+  CompileOptions opts;
+  std::string asked;
+  opts.checkTrace = [&](const std::string& p) {
+    asked = p;
+    return std::string("no good");
+  };
+  CompileOutcome out = compileConfigText("[sampling]\nsource = \"replay\"\ntrace = \"t/x.trace\"\n",
+                                         "/etc/tierd/tierd.toml", opts);
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].describe() == "/etc/tierd/tierd.toml:3:9: sampling.trace: no good");
+  CHECK(asked == "/etc/tierd/t/x.trace");
+  // The real check (tierd --check-config reads the trace with telemetry::parseTrace).
+  std::string stdoutText, err;
+  const std::string tierd = std::string(TIERD_BIN_DIR) + "/tierd";
+  for (const char* name : {"replay-missing", "replay-bad-header"}) {
+    const std::string f = std::string("config/invalid/") + name;
+    CHECK(run("cd " + kFixtures + " && " + tierd + " --check-config --config " + f + ".toml",
+              stdoutText, err) == 1);
+    CHECK_MESSAGE(
+        err == readText(kFixtures + "/" + f + ".errors") + "tierd: " + f + ".toml: 1 error\n", err);
+  }
+  // A readable, well-formed trace passes (the full fixture's traces/gups.trace).
+  CHECK(run(tierd + " --check-config --config " + kFixtures + "/config/valid/full.toml", stdoutText,
+            err) == 0);
 }

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include "FakeDamonFs.h"
+#include "FakePerfEventOpener.h"
 #include "TempTree.h"
+#include "telemetry/hotness/PerfSampler.h"
 #include "telemetry/hotness/SamplingProbe.h"
 
 using namespace tierd;
@@ -55,4 +57,42 @@ TEST_CASE("a Sapphire Rapids host with free DAMON prefers PEBS and names its eve
   CHECK(p.sources[0].events.at(0) == "spr::MEM_TRANS_RETIRED:LOAD_LATENCY:ldlat=64:precise=2");
   CHECK(p.sources[1].available);
   CHECK(p.chosen == "perf-pebs");
+}
+
+TEST_CASE("makeSource gives the perf sources the configured sample period and CPU budget") {
+  TempTree t;
+  t.file("/proc/cpuinfo",
+         "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n\n");
+  t.file("/proc/sys/kernel/perf_event_paranoid", "2\n");
+  t.file("/sys/bus/event_source/devices/cpu/type", "4\n");
+  t.file("/sys/bus/event_source/devices/software/type", "1\n");
+  t.file("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", "0\n");
+  sys::SysRoot root(t.dir());
+  SysRootDamonFs fs(root);
+  FakePerfEventOpener opener;
+  const SamplingProbe p = probeSampling(root, fs, true);
+  PerfTuning tuning;
+  tuning.samplePeriod = 4093;
+  tuning.cpuBudget = 0.025;
+  SamplingTarget cgroup;
+  cgroup.cgroupPath = t.dir() + "/sys/fs/cgroup/w";
+  auto pebs = makeSource("perf-pebs", p, cgroup, opener, fs, root, {}, tuning);
+  REQUIRE(pebs.ok());
+  auto* sampler = dynamic_cast<PerfSampler*>(pebs.value().get());
+  REQUIRE(sampler);
+  CHECK(sampler->period() == 4093);
+  CHECK(sampler->config().cpuBudget == doctest::Approx(0.025));
+  // Software page faults sample every fault whatever the period; the budget still applies.
+  SamplingTarget pid;
+  pid.pid = 4242;
+  auto sw = makeSource("perf-sw-page-faults", p, pid, opener, fs, root, {}, tuning);
+  REQUIRE(sw.ok());
+  auto* swSampler = dynamic_cast<PerfSampler*>(sw.value().get());
+  REQUIRE(swSampler);
+  CHECK(swSampler->period() == 1);
+  CHECK(swSampler->config().cpuBudget == doctest::Approx(0.025));
+  // Defaults: what PerfSamplerConfig always had (10007 events, 1% of a core).
+  auto dflt = makeSource("perf-pebs", p, cgroup, opener, fs, root);
+  REQUIRE(dflt.ok());
+  CHECK(dynamic_cast<PerfSampler*>(dflt.value().get())->period() == 10007);
 }
