@@ -353,7 +353,10 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
       sub.push_back(p);
       bytes += p.pageSize;
     }
-    if (!sub.empty()) moveSubBatch(st, pid, sub, busy);
+    if (sub.empty()) continue;
+    // Pages of node groups the kernel never reached (it stopped at a failing group) go again.
+    auto again = moveSubBatch(st, pid, sub, busy);
+    send.insert(send.end(), again.begin(), again.end());
   }
   return busy;
 }
@@ -366,13 +369,13 @@ bool MovePagesMigrator::halted(BatchState& st) {
   return s.stopped || s.deadlineReached;
 }
 
-void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
-                                     std::vector<PageRef>& busy) {
+std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::moveSubBatch(
+    BatchState& st, pid_t pid, const std::vector<PageRef>& send, std::vector<PageRef>& busy) {
   MigrationStats& s = st.result.stats;
   if (!waitForBudget(st, send)) {
     for (const auto& p : send)
       st.add(p.range, MoveOutcome::NotAttempted, 1);
-    return;
+    return {};
   }
   std::vector<void*> sendAddrs(send.size());
   std::vector<int> nodes(send.size());
@@ -389,39 +392,10 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
   int64_t dt = sys_->nowNs() - t0;
   s.moveCalls += 1;
   s.maxCallNs = std::max(s.maxCallNs, dt);
-  if (ret == -ENOMEM) {
-    // 6.12 mm/migrate.c: migrate_pages() gives up at the first page it cannot allocate on the
-    // target (a gigantic page is never allocated at migration time; a full node) and move_pages
-    // returns -ENOMEM without writing any status, although the pages before that one have
-    // moved. Ask where each page is now: on the target = moved, elsewhere = no_memory. Only the
-    // size of the first page that stayed (the one the kernel gave up at, it works in order) is
-    // blocked for the rest of the batch.
-    s.failedCalls += 1;
-    s.errnoCalls[ENOMEM] += 1;
-    std::vector<int> now(send.size(), kUntouched);
-    long q = sys_->movePages(pid, send.size(), sendAddrs.data(), nullptr, now.data(), 0);
-    s.queryCalls += 1;
-    if (q < 0) {
-      callFailed(st, pid, send, -q);
-      return;
-    }
-    const std::vector<bool> live = liveVmas(pid, send, now);
-    bool blocked = false;
-    for (size_t i = 0; i < send.size(); ++i) {
-      if (now[i] < 0 || now[i] == nodes[i]) {
-        classify(st, send[i], now[i], true, busy, live[i]);
-        continue;
-      }
-      st.add(send[i].range, MoveOutcome::NoMemory, 1);
-      s.errnoPages[ENOMEM] += 1;
-      if (!blocked) st.blocked.insert({send[i].pageSize, nodes[i]});
-      blocked = true;
-    }
-    return;
-  }
+  if (ret == -ENOMEM) return groupFailed(st, pid, send, nodes, moved, ENOMEM, busy);
   if (ret < 0) {
     callFailed(st, pid, send, -ret);
-    return;
+    return {};
   }
   if (bytes > 0 && dt > 0) {
     double sample = static_cast<double>(dt) / static_cast<double>(bytes);
@@ -437,16 +411,80 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
     s.queryCalls += 1;
     if (q < 0) {
       callFailed(st, pid, send, -q);
-      return;
+      return {};
     }
+    // Every status the kernel did write is valid (a -EBUSY page stays busy and is retried); the
+    // re-query answers only for the entries it left unwritten.
+    for (size_t i = 0; i < send.size(); ++i)
+      if (moved[i] != kUntouched) now[i] = moved[i];
     const std::vector<bool> live = liveVmas(pid, send, now);
     for (size_t i = 0; i < send.size(); ++i)
       classify(st, send[i], now[i], true, busy, live[i]);
-    return;
+    return {};
   }
   const std::vector<bool> live = liveVmas(pid, send, moved);
   for (size_t i = 0; i < send.size(); ++i)
     classify(st, send[i], moved[i], true, busy, live[i]);
+  return {};
+}
+
+std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
+    BatchState& st, pid_t pid, const std::vector<PageRef>& send, const std::vector<int>& nodes,
+    const std::vector<int>& status, int err, std::vector<PageRef>& busy) {
+  // mm/migrate.c do_pages_move handles the pages array in node groups (runs of entries with the
+  // same target) and returns at the first group that fails. Here -ENOMEM: migrate_pages() gave up
+  // at the first page it could not allocate on the target (a full node; a gigantic page is never
+  // allocated at migration time), the pages before it stayed moved, and no status was written
+  // for that group (store_status runs only when do_move_pages_to_node succeeds) nor for the
+  // groups after it, which were never attempted. The statuses written for earlier groups are
+  // valid. So: keep the written statuses; re-query the rest; in the failing group (the first
+  // unwritten entry and the unwritten entries after it with the same node), pages on the target
+  // moved and the first page that stayed blocks its size on that node for the rest of the batch
+  // (no_memory, like every later page of that size and node); everything else was not attempted
+  // and is returned to be sent again.
+  MigrationStats& s = st.result.stats;
+  s.failedCalls += 1;
+  s.errnoCalls[err] += 1;
+  std::vector<void*> addrs(send.size());
+  for (size_t i = 0; i < send.size(); ++i)
+    addrs[i] = reinterpret_cast<void*>(send[i].addr);
+  std::vector<int> now(send.size(), kUntouched);
+  long q = sys_->movePages(pid, send.size(), addrs.data(), nullptr, now.data(), 0);
+  s.queryCalls += 1;
+  if (q < 0) {
+    callFailed(st, pid, send, -q);
+    return {};
+  }
+  size_t failing = send.size();  // first entry the kernel left unwritten
+  for (size_t i = 0; i < send.size(); ++i) {
+    if (status[i] != kUntouched) {
+      now[i] = status[i];
+    } else if (failing == send.size()) {
+      failing = i;
+    }
+  }
+  size_t groupEnd = failing;
+  while (groupEnd < send.size() && status[groupEnd] == kUntouched &&
+         nodes[groupEnd] == nodes[failing])
+    ++groupEnd;
+  const std::vector<bool> live = liveVmas(pid, send, now);
+  std::vector<PageRef> again;
+  for (size_t i = 0; i < send.size(); ++i) {
+    if (status[i] != kUntouched || now[i] < 0 || now[i] == nodes[i]) {
+      classify(st, send[i], now[i], true, busy, live[i]);
+      continue;
+    }
+    const std::pair<uint64_t, NodeId> key{send[i].pageSize, nodes[i]};
+    if (i >= failing && i < groupEnd && st.blocked.insert(key).second) {
+      // The page the kernel gave up at (it works in order): its size is blocked on that node.
+    } else if (!st.blocked.count(key)) {
+      again.push_back(send[i]);  // not attempted by the kernel
+      continue;
+    }
+    st.add(send[i].range, MoveOutcome::NoMemory, 1);
+    s.errnoPages[ENOMEM] += 1;
+  }
+  return again;
 }
 
 BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,

@@ -78,6 +78,32 @@ TEST_CASE("after a call-level -ENOMEM that size is not sent to that node again i
   CHECK(moves == 1);
 }
 
+TEST_CASE("-ENOMEM in a call with several target nodes: later node groups are sent again") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 32 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 32 * kKiB, 1);
+  k.setCapacity(0, 4 * kKiB, 1);                        // one free base page on node 0
+  k.scriptPageError(kPid, kBase + 4 * kKiB, EBUSY, 1);  // busy once, in the first group
+  // One call: [2,2 | 0,0,0,0 | 2,2]. The kernel moves group 1 (status -EBUSY for its second
+  // page), one page of group 2, fails with -ENOMEM and never attempts group 3.
+  auto res = m.execute({range(kBase, 8 * kKiB, 2), range(kBase + 8 * kKiB, 16 * kKiB, 0),
+                        range(kBase + 24 * kKiB, 8 * kKiB, 2)},
+                       kNoDeadline);
+  // The -EBUSY status written before the failure is kept: busy, retried, moved.
+  CHECK(res.ranges[0].outcomes[MoveOutcome::Moved] == 2);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::NoMemory] == 0);
+  CHECK(res.ranges[1].outcomes[MoveOutcome::Moved] == 1);
+  CHECK(res.ranges[1].outcomes[MoveOutcome::NoMemory] == 3);
+  // Group 3 was never attempted: not no_memory; sent again in its own call, and moved.
+  CHECK(res.ranges[2].outcomes[MoveOutcome::NoMemory] == 0);
+  CHECK(res.ranges[2].outcomes[MoveOutcome::Moved] == 2);
+  CHECK(k.nodeOf(kPid, kBase + 28 * kKiB) == 2);
+  CHECK(res.stats.errnoCalls.at(ENOMEM) == 1);
+  CHECK(res.stats.errnoPages.at(ENOMEM) == 3);
+  CHECK(res.stats.bytesMoved == 5 * 4 * kKiB);
+}
+
 TEST_CASE("an exited but unreaped process (-EINVAL, empty maps) is gone, not an error") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;
