@@ -276,6 +276,17 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
   return finish(err);
 }
 
+Result<std::set<NodeId>> FakePageSystem::memsAllowed(pid_t pid) {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end() || pit->second.exited)
+    return Error::sys(ENOENT, "cannot open", "/proc/" + std::to_string(pid) + "/status");
+  if (pit->second.memsAllowed) return *pit->second.memsAllowed;
+  std::set<NodeId> all;
+  for (NodeId n = 0; n < 64; ++n)
+    all.insert(n);
+  return all;
+}
+
 void FakePageSystem::mapZeroPage(pid_t pid, uint64_t addr) {
   procs_[pid].zeroPages.insert(addr / base_ * base_);
 }

@@ -95,6 +95,10 @@ class FakePageSystem final : public PageSystem {
   Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) override;
   Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override;
   Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override;
+  /// The set given to setMemsAllowed(), else node ids 0-63 (setNodes() does not narrow it, so
+  /// a move to a missing node still reaches the kernel's -ENODEV). Errors: ENOENT once the
+  /// process exited.
+  Result<std::set<NodeId>> memsAllowed(pid_t pid) override;
   /// Makes the page at `addr` read as the zero page: present in pagemap, -EFAULT to move_pages,
   /// not counted in smaps Rss or numa_maps (like the kernel's shared zero page).
   void mapZeroPage(pid_t pid, uint64_t addr);

@@ -14,11 +14,15 @@
 ///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
 ///      rest in calls sized to a latency target: bytes per call = latency target / measured ns
 ///      per byte (EWMA of earlier move calls), at least one page, at most maxPagesPerCall.
+///   Targets outside the task's Mems_allowed (PageSystem::memsAllowed, read once per pid per
+///   batch at planning) are not sent: NodeNotAllowed without a call.
 ///   3. A per-direction byte-rate budget (token bucket, debt allowed, burst <= 1 s) is waited for
 ///      before each move call; the deadline and the stop flag are checked between calls.
 ///   4. Every result is read, and every status the kernel wrote is kept: a failed call (ESRCH: the
-///      process is gone, all its ranges drop; EPERM/EACCES: denied; others: the call's pages are
-///      OtherError); a call that failed at one node group (-ENOMEM: see groupFailed; mm/migrate.c
+///      process is gone, all its ranges drop; EPERM, or EACCES on a query: denied; others: the
+///      call's pages are OtherError); a move call that failed at one node group (-ENOMEM, or
+///      -EACCES for a target outside the task's cpuset: NodeNotAllowed, the process and its
+///      ranges stay; see groupFailed; mm/migrate.c
 ///      do_pages_move returns at the first failing run of same-target entries, earlier runs stay
 ///      moved with their statuses, later runs are not attempted and are sent again); a positive
 ///      return (the entries the kernel left unwritten are re-queried to learn which moved); and

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <string>
 #include <vector>
 
 #include "tierd/core/Units.h"
@@ -102,6 +103,50 @@ TEST_CASE("-ENOMEM in a call with several target nodes: later node groups are se
   CHECK(res.stats.errnoCalls.at(ENOMEM) == 1);
   CHECK(res.stats.errnoPages.at(ENOMEM) == 3);
   CHECK(res.stats.bytesMoved == 5 * 4 * kKiB);
+}
+
+TEST_CASE("call-level -EACCES (target outside the cpuset): node_not_allowed, not denied or gone") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 24 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 24 * kKiB, 1);
+  // The cpuset shrinks after planning (the first query), before the move call.
+  k.beforeCall(1, [&k] { k.setMemsAllowed(kPid, {0, 1, 2}); });
+  // One call [2,2 | 3,3 | 2,2]: group 1 moves, the entry for node 3 fails the call.
+  auto res = m.execute({range(kBase, 8 * kKiB, 2), range(kBase + 8 * kKiB, 8 * kKiB, 3),
+                        range(kBase + 16 * kKiB, 8 * kKiB, 2)},
+                       kNoDeadline);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::Moved] == 2);  // re-queried: it did move
+  CHECK(res.ranges[1].outcomes[MoveOutcome::NodeNotAllowed] == 2);
+  CHECK(res.ranges[2].outcomes[MoveOutcome::Moved] == 2);  // not attempted, sent again
+  for (const auto& r : res.ranges) {
+    CHECK_FALSE(r.dropped);
+    CHECK(r.outcomes[MoveOutcome::Denied] == 0);
+    CHECK(r.outcomes[MoveOutcome::Gone] == 0);
+  }
+  CHECK(res.stats.errnoCalls.at(EACCES) == 1);
+  CHECK(res.stats.bytesMoved == 16 * kKiB);
+  CHECK(k.nodeOf(kPid, kBase + 8 * kKiB) == 1);
+  CHECK(k.nodeOf(kPid, kBase + 20 * kKiB) == 2);
+}
+
+TEST_CASE("a target outside Mems_allowed read before the batch is not sent: no call, no error") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.setMemsAllowed(kPid, {0, 1});
+  auto res =
+      m.execute({range(kBase, 8 * kKiB, 2), range(kBase + 8 * kKiB, 8 * kKiB, 1)}, kNoDeadline);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::NodeNotAllowed] == 2);
+  CHECK_FALSE(res.ranges[0].dropped);
+  CHECK(res.ranges[1].outcomes[MoveOutcome::Moved] == 2);
+  CHECK(res.stats.failedCalls == 0);
+  const std::vector<std::string> golden = {
+      "query pid=100 n=2 first=0x10002000 -> 0 [0,0]",
+      "move pid=100 n=2 first=0x10002000 to=1 -> 0 [1,1]",
+  };
+  CHECK(m.log() == golden);
 }
 
 TEST_CASE("an exited but unreaped process (-EINVAL, empty maps) is gone, not an error") {
