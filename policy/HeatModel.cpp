@@ -286,6 +286,7 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
       switch (o.result) {
         case MoveResult::AlreadyThere:
           r->node = static_cast<int16_t>(o.target);
+          r->flags &= static_cast<uint8_t>((1u << kBusyShift) - 1);  // busy back-off ends
           break;
         case MoveResult::Moved: {
           bool promote = o.direction == Direction::Promote;
@@ -296,17 +297,22 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
           }
           r->node = static_cast<int16_t>(o.target);
           r->lastMoveNs = nowNs;
-          r->flags = static_cast<uint8_t>((r->flags & ~kLastPromote) | kMovedOnce |
-                                          (promote ? kLastPromote : 0));
+          // Busy back-off ends (bits 4-7 cleared) on success.
+          r->flags = static_cast<uint8_t>((r->flags & ~kLastPromote & ((1u << kBusyShift) - 1)) |
+                                          kMovedOnce | (promote ? kLastPromote : 0));
           if (r->flips >= kPingPongFlips && !(r->flags & kHeld)) {
             r->flags |= kHeld;
             ++recordStats_.pingPongHeld;
           }
           break;
         }
-        case MoveResult::Busy:
+        case MoveResult::Busy: {
           r->lastMoveNs = nowNs;
+          const int n = std::min(busyStreak(*r) + 1, kMaxBusyDoublings + 1);
+          r->flags =
+              static_cast<uint8_t>((r->flags & ((1u << kBusyShift) - 1)) | (n << kBusyShift));
           break;
+        }
         case MoveResult::Denied:
           r->lastMoveNs = nowNs;
           r->flags |= kHeld;
@@ -328,6 +334,10 @@ RegionView HeatModel::view(pid_t pid, const Proc& p, const Region& r, uint64_t n
   v.node = r.node;
   v.lastMoveNs = r.lastMoveNs;
   v.held = isHeld(p, r, nowNs);
+  if (const int n = busyStreak(r); n > 0) {
+    const uint64_t cooldown = w == workloads_.end() ? 0 : w->second.params.cooldownNs;
+    v.retryAtNs = r.lastMoveNs + (cooldown << (n - 1));
+  }
   uint64_t len = (r.flags & kGiant) ? kGiB : kRegion;
   v.start = r.start;
   v.length = len;

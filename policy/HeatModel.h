@@ -69,6 +69,9 @@ class HeatModel {
   /// Ping-pong guard: a region whose moves reverse direction this many times in a row, each
   /// within 4 cooldowns of the previous move, is held for 16 cooldowns.
   static constexpr int kPingPongFlips = 2;
+  /// Busy back-off: after n Busy results in a row a region waits cooldown * 2^(n-1), at most
+  /// 2^kMaxBusyDoublings cooldowns (pinned pages, e.g. RDMA/VFIO, stay -EBUSY for good).
+  static constexpr int kMaxBusyDoublings = 4;
   /// Regions with less heat than this, no known node and no history are forgotten by decay().
   static constexpr double kForgetHeat = 1.0 / 64;
   /// Bytes of one region entry.
@@ -98,8 +101,9 @@ class HeatModel {
   void setLocations(pid_t pid, std::vector<std::pair<uint64_t, NodeId>> regionNodes);
 
   /// Feeds back executed moves: Moved/AlreadyThere set the node (Moved also the move time and
-  /// ping-pong state), Busy starts a back-off of one cooldown, Gone drops the regions, Denied
-  /// holds them, NoMemory only counts.
+  /// ping-pong state) and end a busy back-off; Busy starts a back-off that doubles with each
+  /// Busy result in a row (1, 2, 4 ... cooldowns, capped at 2^kMaxBusyDoublings; RegionView::
+  /// retryAtNs); Gone drops the regions, Denied holds them, NoMemory only counts.
   void recordResults(std::span<const RangeOutcome> outcomes, uint64_t nowNs);
 
   /// The workload's regions at `nowNs`, sorted by (pid, start).
@@ -128,10 +132,12 @@ class HeatModel {
     uint64_t lastMoveNs;  // last move or back-off, 0 = never
     float heat;
     int16_t node;   // -1 unknown
-    uint8_t flags;  // kGiant, kLastPromote, kHeld, kMovedOnce
+    uint8_t flags;  // kGiant, kLastPromote, kHeld, kMovedOnce; bits 4-7: Busy results in a row
     uint8_t flips;  // direction reversals in a row
   };
   static constexpr uint8_t kGiant = 1, kLastPromote = 2, kHeld = 4, kMovedOnce = 8;
+  static constexpr int kBusyShift = 4;  // Region::flags bits 4-7 count Busy results in a row
+  static int busyStreak(const Region& r) { return r.flags >> kBusyShift; }
   struct Proc {
     WorkloadId workload = 0;
     std::vector<Mapping> mappings;  // sorted by start

@@ -61,7 +61,8 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       ++out.held;
       continue;
     }
-    if (r.lastMoveNs != 0 && ctx.nowNs < r.lastMoveNs + pol.cooldownNs) {
+    if ((r.lastMoveNs != 0 && ctx.nowNs < r.lastMoveNs + pol.cooldownNs) ||
+        ctx.nowNs < r.retryAtNs) {
       ++out.coolingDown;
       continue;
     }

@@ -47,6 +47,10 @@ struct RegionView {
   double heat = 0.0;        ///< decayed samples at the snapshot time (HeatModel)
   uint64_t lastMoveNs = 0;  ///< time of the last executed move or busy back-off, 0 = never
   bool held = false;        ///< held by the ping-pong guard or a permanent error: never planned
+  /// CLOCK_MONOTONIC ns before which the region is not planned again after consecutive Busy
+  /// results (HeatModel: lastMoveNs + cooldown * 2^(busy results in a row - 1), capped at 16
+  /// cooldowns); 0 = no busy back-off (only the cooldown after lastMoveNs applies).
+  uint64_t retryAtNs = 0;
   bool operator==(const RegionView&) const = default;
 };
 

@@ -31,9 +31,11 @@ LabelDef pageSize() {
 LabelDef migrateResult() {
   return {"result",
           LabelDomain::Fixed,
-          {"moved", "already_placed", "busy", "gone", "denied", "no_memory", "failed"},
+          {"moved", "already_placed", "busy", "gone", "denied", "no_memory", "node_not_allowed",
+           "failed"},
           "per-page outcome from move_pages(2) status[]: moved; already on the target node; "
-          "-EBUSY; -ENOENT/-EFAULT or process exited; -EACCES/-EPERM; -ENOMEM; anything else"};
+          "-EBUSY; -ENOENT/-EFAULT or process exited; -EACCES/-EPERM; -ENOMEM; target node "
+          "outside the task's cpuset.mems (call-level -EACCES); anything else"};
 }
 LabelDef errnoName() {
   return {"errno",

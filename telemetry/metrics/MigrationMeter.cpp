@@ -68,6 +68,8 @@ std::string outcomeResultLabel(MoveOutcome o) {
       return "denied";
     case MoveOutcome::NoMemory:
       return "no_memory";
+    case MoveOutcome::NodeNotAllowed:
+      return "node_not_allowed";
     case MoveOutcome::NotMigrated:
     case MoveOutcome::OtherError:
       return "failed";

@@ -45,8 +45,8 @@ std::string migrateResultLabel(int err);
 
 /// The `result` label of a migrator outcome (tierd/core/Migration.h): Moved -> moved,
 /// AlreadyThere -> already_placed, Busy/Gone/Denied/NoMemory -> busy/gone/denied/no_memory,
-/// NotMigrated/OtherError -> failed; "" for NotPresent and NotAttempted (no page was moved or
-/// refused: nothing to count).
+/// NodeNotAllowed -> node_not_allowed, NotMigrated/OtherError -> failed; "" for NotPresent and
+/// NotAttempted (no page was moved or refused: nothing to count).
 std::string outcomeResultLabel(MoveOutcome o);
 
 class MigrationMeter {

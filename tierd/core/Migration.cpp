@@ -26,6 +26,8 @@ const char* moveOutcomeName(MoveOutcome o) {
       return "other_error";
     case MoveOutcome::NotAttempted:
       return "not_attempted";
+    case MoveOutcome::NodeNotAllowed:
+      return "node_not_allowed";
   }
   return "unknown";
 }

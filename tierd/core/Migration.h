@@ -32,14 +32,19 @@ enum class MoveOutcome {
                  ///< another node after the call
   OtherError,    ///< any other errno (-EINVAL, ...) per page or for a failed call
   NotAttempted,  ///< deadline reached or stop requested before the page's call
+  /// The target node is outside the task's cpuset.mems_allowed (/proc/PID/status
+  /// Mems_allowed_list): a call-level -EACCES from move_pages (mm/migrate.c do_pages_move), or not
+  /// sent because the migrator read Mems_allowed first. The process and range are fine: choose
+  /// another target.
+  NodeNotAllowed,
 };
 
 /// Number of MoveOutcome values (for arrays indexed by outcome).
-inline constexpr size_t kMoveOutcomeCount = 10;
+inline constexpr size_t kMoveOutcomeCount = 11;
 
 /// Stable lower-case name used in JSON and metrics labels: "moved", "already_there",
 /// "not_present", "busy", "gone", "denied", "no_memory", "not_migrated", "other_error",
-/// "not_attempted".
+/// "not_attempted", "node_not_allowed".
 const char* moveOutcomeName(MoveOutcome o);
 
 /// Per-outcome page counts.

@@ -166,66 +166,125 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
   Proc& p = procs_[pid];
   if (p.exited) return finish(-ESRCH);
   if (p.zombie) return finish(-EINVAL);
-  uint64_t limit = count;
-  if (!query) {
-    const uint64_t moveNo = moveCalls_++;
-    if (nodes_)
-      for (uint64_t i = 0; i < count; ++i)
-        if (!nodes_->count(nodes[i])) return finish(-ENODEV);
-    if (auto it = partial_.find(moveNo); it != partial_.end()) limit = std::min(count, it->second);
-  }
-  std::set<uint64_t> handled;  // huge pages already handled by this call
-  for (uint64_t i = 0; i < limit; ++i) {
-    const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
-    const Vma* v = findVma(p, addr);
-    if (!v) {
-      status[i] = -EFAULT;
-      continue;
-    }
-    const uint64_t page = addr / v->pageSize * v->pageSize;
-    auto pit = p.pages.find(page);
-    if (pit == p.pages.end() && p.zeroPages.count(addr / base_ * base_)) {
-      status[i] = -EFAULT;  // the zero page (mm/migrate.c do_pages_stat_array, add_page_...)
-      continue;
-    }
-    if (pit == p.pages.end()) {
-      status[i] = -ENOENT;
-      continue;
-    }
-    if (query) {
-      status[i] = pit->second;
-      continue;
-    }
-    if (v->pageSize > base_ && !handled.insert(page).second) {
-      status[i] = -EBUSY;  // a later subpage address of a huge page handled in this call
-      continue;
-    }
-    if (auto eit = errors_.find({pid, page}); eit != errors_.end() && eit->second.times != 0) {
-      status[i] = -eit->second.err;
-      if (eit->second.times > 0) --eit->second.times;
-      continue;
-    }
-    const NodeId target = nodes[i];
-    if (pit->second == target) {
-      status[i] = target;
-      continue;
-    }
-    auto cap = capacity_.find({target, v->pageSize});
-    if (cap != capacity_.end()) {
-      if (cap->second == 0) {
-        if (enomemFailsCall_) return finish(-ENOMEM);  // statuses stay unwritten
-        status[i] = -ENOMEM;
+  if (query) {
+    // mm/migrate.c do_pages_stat_array.
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
+      const Vma* v = findVma(p, addr);
+      if (!v) {
+        status[i] = -EFAULT;
         continue;
       }
-      --cap->second;
+      auto pit = p.pages.find(addr / v->pageSize * v->pageSize);
+      if (pit != p.pages.end())
+        status[i] = pit->second;
+      else
+        status[i] = p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
     }
-    auto src = capacity_.find({pit->second, v->pageSize});
-    if (src != capacity_.end()) ++src->second;
-    pit->second = target;
-    status[i] = target;
-    cost += nsPerByteMoved * static_cast<int64_t>(v->pageSize);
+    return finish(0);
   }
-  return finish(static_cast<long>(count - limit));
+
+  // mm/migrate.c do_pages_move: entries are taken in order; consecutive entries with the same
+  // target node form a node group whose pages are queued (add_folio_for_migration) and migrated
+  // together (move_pages_and_store_status -> do_move_pages_to_node -> migrate_pages) when the
+  // group ends: at a different node, at an entry that is not queued (already there or an error,
+  // whose status is stored at once), or at the end. The first call-level error returns at once:
+  // a bad node (-ENODEV), a node outside the task's cpuset.mems_allowed (-EACCES; the pending
+  // group is flushed first, out_flush), or a group whose migration failed. migrate_pages() gives
+  // up at the first page it cannot allocate on the target and returns -ENOMEM: the pages before
+  // it stay moved, the group's statuses are not stored (store_status runs only on success) and
+  // later groups are not attempted. The kernel never stores a per-page -ENOMEM.
+  const uint64_t moveNo = moveCalls_++;
+  uint64_t limit = count;
+  if (auto it = partial_.find(moveNo); it != partial_.end()) limit = std::min(count, it->second);
+  struct Queued {
+    uint64_t index;
+    std::map<uint64_t, NodeId>::iterator page;
+    uint64_t pageSize;
+  };
+  std::vector<Queued> group;
+  NodeId groupNode = -1;
+  // Migrates the pending group; 0 or -ENOMEM.
+  auto flush = [&]() -> long {
+    for (const Queued& q : group) {
+      auto cap = capacity_.find({groupNode, q.pageSize});
+      if (cap != capacity_.end()) {
+        if (cap->second == 0) {
+          group.clear();
+          return -ENOMEM;
+        }
+        --cap->second;
+      }
+      auto src = capacity_.find({q.page->second, q.pageSize});
+      if (src != capacity_.end()) ++src->second;
+      q.page->second = groupNode;
+      cost += nsPerByteMoved * static_cast<int64_t>(q.pageSize);
+    }
+    for (const Queued& q : group)
+      status[q.index] = groupNode;
+    group.clear();
+    return 0;
+  };
+  std::set<uint64_t> handled;  // huge pages already queued or handled by this call
+  long err = 0;
+  for (uint64_t i = 0; i < limit; ++i) {
+    const NodeId node = nodes[i];
+    if (nodes_ && !nodes_->count(node)) {
+      err = -ENODEV;
+      break;
+    }
+    if (p.memsAllowed && !p.memsAllowed->count(node)) {
+      err = -EACCES;
+      break;
+    }
+    if (node != groupNode && !group.empty())
+      if (long e = flush(); e != 0) return finish(e);
+    groupNode = node;
+    // add_folio_for_migration: > 0 queued, 0 already on the node, < 0 the page's error.
+    int added = 1;
+    const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
+    const Vma* v = findVma(p, addr);
+    std::map<uint64_t, NodeId>::iterator pit;
+    uint64_t page = 0;
+    if (!v) {
+      added = -EFAULT;
+    } else {
+      page = addr / v->pageSize * v->pageSize;
+      pit = p.pages.find(page);
+      if (pit == p.pages.end())
+        added = p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
+      else if (v->pageSize > base_ && !handled.insert(page).second)
+        added = -EBUSY;  // a later subpage address of a huge page handled in this call
+      else if (auto eit = errors_.find({pid, page});
+               eit != errors_.end() && eit->second.times != 0) {
+        added = -eit->second.err;
+        if (eit->second.times > 0) --eit->second.times;
+      } else if (pit->second == node) {
+        added = 0;
+      }
+    }
+    if (added > 0) {
+      group.push_back({i, pit, v->pageSize});
+      continue;
+    }
+    status[i] = added < 0 ? added : node;
+    if (long e = flush(); e != 0) return finish(e);
+  }
+  const long e1 = flush();
+  if (err == 0) err = e1;
+  if (err == 0) err = static_cast<long>(count - limit);
+  return finish(err);
+}
+
+Result<std::set<NodeId>> FakePageSystem::memsAllowed(pid_t pid) {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end() || pit->second.exited)
+    return Error::sys(ENOENT, "cannot open", "/proc/" + std::to_string(pid) + "/status");
+  if (pit->second.memsAllowed) return *pit->second.memsAllowed;
+  std::set<NodeId> all;
+  for (NodeId n = 0; n < 64; ++n)
+    all.insert(n);
+  return all;
 }
 
 void FakePageSystem::mapZeroPage(pid_t pid, uint64_t addr) {

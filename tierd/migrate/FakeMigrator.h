@@ -2,13 +2,18 @@
 /// \file
 /// FakePageSystem: the kernel side of migration as a model, for tests and golden logs. It keeps a
 /// page table (pid, page) -> node with per-VMA page size (base, PMD THP, hugetlb), per-node free
-/// capacity per page size, and answers move_pages(2) the way the kernel does (REFERENCE.md
-/// section 2): -EFAULT without a VMA, -ENOENT for a not-present page, -ENOMEM when the target has
-/// no free page of that size, -EBUSY for a second address of a huge page already handled in the
-/// same call, -ESRCH for the whole call once the process exited, a positive return with the
-/// unreached status entries left unwritten for scripted partial calls. It renders maps, smaps and
-/// numa_maps from the same table. Time is simulated: each call advances the clock (and the
-/// thread's kernel CPU time) by a fixed cost, and sleeps jump the clock.
+/// capacity per page size and per-process Mems_allowed, and answers move_pages(2) the way
+/// mm/migrate.c does (REFERENCE.md section 2): per page -EFAULT without a VMA or for the zero
+/// page, -ENOENT for a not-present page, -EBUSY for a second address of a huge page already
+/// handled in the same call; the pages array is handled in node groups (runs of entries with the
+/// same target, do_pages_move), and the call fails at the first failing group: -ENOMEM when the
+/// target has no free page of that size (the group's earlier pages stay moved, its statuses and
+/// those of later groups are not written; never a per-page -ENOMEM), -EACCES for a target outside
+/// the task's Mems_allowed, -ENODEV for a node that does not exist (earlier groups stay moved,
+/// with their statuses); -ESRCH for the whole call once the process exited, a positive return
+/// with the unreached status entries left unwritten for scripted partial calls. It renders maps,
+/// smaps and numa_maps from the same table. Time is simulated: each call advances the clock (and
+/// the thread's kernel CPU time) by a fixed cost, and sleeps jump the clock.
 ///
 /// FakeMigrator: the real MovePagesMigrator engine running on a FakePageSystem. Every operation
 /// is appended to an ordered log of strings for golden tests.
@@ -46,9 +51,11 @@ class FakePageSystem final : public PageSystem {
   /// Makes every page of [start, start+length) present on `node` (pages of the VMA's size).
   void populate(pid_t pid, uint64_t start, uint64_t length, NodeId node);
   /// Limits free pages of `pageSize` on `node` (default: unlimited). Moves consume target
-  /// capacity and give it back to the source when the source is limited too.
+  /// capacity and give it back to the source when the source is limited too. A move that finds
+  /// no free page fails its call with -ENOMEM (see the file comment).
   void setCapacity(NodeId node, uint64_t pageSize, uint64_t freePages);
-  /// Nodes that exist (N_MEMORY); a move to another node fails the call with -ENODEV.
+  /// Nodes that exist (N_MEMORY); a move to another node fails the call with -ENODEV (after the
+  /// node groups before it have moved).
   /// Default: any node exists.
   void setNodes(std::set<NodeId> nodes);
   /// Every move of the page containing `addr` returns status -err, `times` times (-1: always).
@@ -64,10 +71,9 @@ class FakePageSystem final : public PageSystem {
   /// The process exits but is not reaped (a zombie): it has no mm, so calls return -EINVAL
   /// (mm/migrate.c find_mm_struct) and /proc/PID/{maps,smaps,numa_maps} read empty.
   void zombiePid(pid_t pid);
-  /// Model of 6.12 mm/migrate.c when a target has no free page of a size: migrate_pages() gives
-  /// up at that page, the pages before it in the call stay moved, and the call returns -ENOMEM
-  /// with no status written (instead of a per-page -ENOMEM status). Default false.
-  void setEnomemFailsCall(bool on) { enomemFailsCall_ = on; }
+  /// The nodes `pid`'s cpuset lets it use (/proc/PID/status Mems_allowed_list; default: every
+  /// node). A move call with a target outside them fails with -EACCES (see movePages).
+  void setMemsAllowed(pid_t pid, std::set<NodeId> nodes) { procs_[pid].memsAllowed = nodes; }
   /// Unmaps [start, start+length) of `pid` (splits VMAs; drops their pages).
   void unmap(pid_t pid, uint64_t start, uint64_t length);
 
@@ -89,6 +95,10 @@ class FakePageSystem final : public PageSystem {
   Result<std::vector<sys::SmapsVma>> smaps(pid_t pid) override;
   Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override;
   Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override;
+  /// The set given to setMemsAllowed(), else node ids 0-63 (setNodes() does not narrow it, so
+  /// a move to a missing node still reaches the kernel's -ENODEV). Errors: ENOENT once the
+  /// process exited.
+  Result<std::set<NodeId>> memsAllowed(pid_t pid) override;
   /// Makes the page at `addr` read as the zero page: present in pagemap, -EFAULT to move_pages,
   /// not counted in smaps Rss or numa_maps (like the kernel's shared zero page).
   void mapZeroPage(pid_t pid, uint64_t addr);
@@ -108,9 +118,10 @@ class FakePageSystem final : public PageSystem {
   struct Proc {
     bool exited = false;
     bool zombie = false;
-    std::map<uint64_t, Vma> vmas;      // by start
-    std::map<uint64_t, NodeId> pages;  // page start -> node
-    std::set<uint64_t> zeroPages;      // base page addresses mapping the zero page
+    std::map<uint64_t, Vma> vmas;                 // by start
+    std::map<uint64_t, NodeId> pages;             // page start -> node
+    std::set<uint64_t> zeroPages;                 // base page addresses mapping the zero page
+    std::optional<std::set<NodeId>> memsAllowed;  // cpuset.mems of the task; nullopt = all
   };
   struct ScriptedError {
     int err = 0;
@@ -127,7 +138,6 @@ class FakePageSystem final : public PageSystem {
   std::map<std::pair<pid_t, uint64_t>, ScriptedError> errors_;
   std::map<uint64_t, uint64_t> partial_;
   std::map<uint64_t, std::vector<std::function<void()>>> before_;
-  bool enomemFailsCall_ = false;
   uint64_t calls_ = 0;
   uint64_t moveCalls_ = 0;
   int64_t now_ = 0;

@@ -32,6 +32,9 @@ class LinuxPageSystem final : public PageSystem {
   Result<std::vector<sys::NumaMapsVma>> numaMaps(pid_t pid) override {
     return sys::readNumaMaps(root_, pid);
   }
+  Result<std::set<NodeId>> memsAllowed(pid_t pid) override {
+    return sys::readMemsAllowed(root_, pid);
+  }
   Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override {
     const std::string path = root_.path("/proc/" + std::to_string(pid) + "/pagemap");
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "tierd/core/Migration.h"
@@ -75,6 +76,10 @@ class PageSystem {
   /// /proc/PID/pagemap entries of `pages` base pages from `start` (Documentation/admin-guide/mm/
   /// pagemap.rst: bit 63 present, bit 62 swapped). Errors: Environment with errno and path.
   virtual Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) = 0;
+  /// The nodes `pid` may allocate on: its cpuset.mems_allowed, from /proc/PID/status
+  /// Mems_allowed_list (sys::readMemsAllowed). move_pages to a node outside it fails the call
+  /// with -EACCES. Errors: Environment (ENOENT/ESRCH: the process is gone) or Input.
+  virtual Result<std::set<NodeId>> memsAllowed(pid_t pid) = 0;
   /// Base page size in bytes (sysconf(_SC_PAGESIZE)): 4 KiB on x86-64, 64 KiB on some arm64.
   virtual uint64_t basePageSize() = 0;
   /// PMD THP size in bytes (/sys/kernel/mm/transparent_hugepage/hpage_pmd_size).

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace tierd::migrate {
@@ -36,12 +37,21 @@ struct MovePagesMigrator::BatchState {
   std::map<pid_t, Result<std::vector<sys::SmapsVma>>> smaps;
   std::map<pid_t, PidState> pids;
   std::set<std::pair<uint64_t, NodeId>> blocked;  // (page size, node) that returned -ENOMEM
+  // Per pid: Mems_allowed read at planning (nullopt: could not be read, send anyway), and the
+  // targets that failed a move call with -EACCES in this batch.
+  std::map<pid_t, std::optional<std::set<NodeId>>> memsAllowed;
+  std::set<std::pair<pid_t, NodeId>> notAllowed;
   std::vector<PageRef> busy;
   const std::atomic<bool>* stop = nullptr;
   std::vector<bool> halted;  // per range: stop sending its pages (-EFAULT, process gone/denied)
   int64_t deadlineNs = 0;
 
   const MoveRange& range(size_t i) const { return (*batch)[i]; }
+  bool nodeNotAllowed(pid_t pid, NodeId node) const {
+    if (notAllowed.count({pid, node})) return true;
+    auto it = memsAllowed.find(pid);
+    return it != memsAllowed.end() && it->second && !it->second->count(node);
+  }
   void add(size_t i, MoveOutcome o, uint64_t n) { result.ranges[i].outcomes[o] += n; }
   void dropPid(pid_t pid) {
     for (size_t i = 0; i < batch->size(); ++i)
@@ -91,6 +101,10 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     st.add(index, o, ceilDiv(r.length, unit));
     rr.dropped = o != MoveOutcome::OtherError;
     return;
+  }
+  if (!st.memsAllowed.count(r.pid)) {
+    auto allowed = sys_->memsAllowed(r.pid);
+    st.memsAllowed[r.pid] = allowed ? std::optional(allowed.value()) : std::nullopt;
   }
   const auto& vmas = it->second.value();
   const uint64_t thp = sys_->thpSize();
@@ -353,10 +367,17 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
         st.add(p.range, MoveOutcome::NoMemory, 1);
         continue;
       }
+      if (st.nodeNotAllowed(pid, st.range(p.range).target)) {
+        st.add(p.range, MoveOutcome::NodeNotAllowed, 1);
+        continue;
+      }
       sub.push_back(p);
       bytes += p.pageSize;
     }
-    if (!sub.empty()) moveSubBatch(st, pid, sub, busy);
+    if (sub.empty()) continue;
+    // Pages of node groups the kernel never reached (it stopped at a failing group) go again.
+    auto again = moveSubBatch(st, pid, sub, busy);
+    send.insert(send.end(), again.begin(), again.end());
   }
   return busy;
 }
@@ -369,13 +390,13 @@ bool MovePagesMigrator::halted(BatchState& st) {
   return s.stopped || s.deadlineReached;
 }
 
-void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
-                                     std::vector<PageRef>& busy) {
+std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::moveSubBatch(
+    BatchState& st, pid_t pid, const std::vector<PageRef>& send, std::vector<PageRef>& busy) {
   MigrationStats& s = st.result.stats;
   if (!waitForBudget(st, send)) {
     for (const auto& p : send)
       st.add(p.range, MoveOutcome::NotAttempted, 1);
-    return;
+    return {};
   }
   if (processCheck_ && !processCheck_(pid)) {
     // The pid now names another process (or none): nothing of this batch may touch it.
@@ -400,39 +421,13 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
   int64_t dt = sys_->nowNs() - t0;
   s.moveCalls += 1;
   s.maxCallNs = std::max(s.maxCallNs, dt);
-  if (ret == -ENOMEM) {
-    // 6.12 mm/migrate.c: migrate_pages() gives up at the first page it cannot allocate on the
-    // target (a gigantic page is never allocated at migration time; a full node) and move_pages
-    // returns -ENOMEM without writing any status, although the pages before that one have
-    // moved. Ask where each page is now: on the target = moved, elsewhere = no_memory. Only the
-    // size of the first page that stayed (the one the kernel gave up at, it works in order) is
-    // blocked for the rest of the batch.
-    s.failedCalls += 1;
-    s.errnoCalls[ENOMEM] += 1;
-    std::vector<int> now(send.size(), kUntouched);
-    long q = sys_->movePages(pid, send.size(), sendAddrs.data(), nullptr, now.data(), 0);
-    s.queryCalls += 1;
-    if (q < 0) {
-      callFailed(st, pid, send, -q);
-      return;
-    }
-    const std::vector<bool> live = liveVmas(pid, send, now);
-    bool blocked = false;
-    for (size_t i = 0; i < send.size(); ++i) {
-      if (now[i] < 0 || now[i] == nodes[i]) {
-        classify(st, send[i], now[i], true, busy, live[i]);
-        continue;
-      }
-      st.add(send[i].range, MoveOutcome::NoMemory, 1);
-      s.errnoPages[ENOMEM] += 1;
-      if (!blocked) st.blocked.insert({send[i].pageSize, nodes[i]});
-      blocked = true;
-    }
-    return;
-  }
+  // A move call's -EACCES is do_pages_move's cpuset check (the query before it passed
+  // find_mm_struct's permission checks, which fail queries too: those are Denied).
+  if (ret == -ENOMEM || ret == -EACCES)
+    return groupFailed(st, pid, send, nodes, moved, static_cast<int>(-ret), busy);
   if (ret < 0) {
     callFailed(st, pid, send, -ret);
-    return;
+    return {};
   }
   if (bytes > 0 && dt > 0) {
     double sample = static_cast<double>(dt) / static_cast<double>(bytes);
@@ -448,16 +443,104 @@ void MovePagesMigrator::moveSubBatch(BatchState& st, pid_t pid, const std::vecto
     s.queryCalls += 1;
     if (q < 0) {
       callFailed(st, pid, send, -q);
-      return;
+      return {};
     }
+    // Every status the kernel did write is valid (a -EBUSY page stays busy and is retried); the
+    // re-query answers only for the entries it left unwritten.
+    for (size_t i = 0; i < send.size(); ++i)
+      if (moved[i] != kUntouched) now[i] = moved[i];
     const std::vector<bool> live = liveVmas(pid, send, now);
     for (size_t i = 0; i < send.size(); ++i)
       classify(st, send[i], now[i], true, busy, live[i]);
-    return;
+    return {};
   }
   const std::vector<bool> live = liveVmas(pid, send, moved);
   for (size_t i = 0; i < send.size(); ++i)
     classify(st, send[i], moved[i], true, busy, live[i]);
+  return {};
+}
+
+std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
+    BatchState& st, pid_t pid, const std::vector<PageRef>& send, const std::vector<int>& nodes,
+    const std::vector<int>& status, int err, std::vector<PageRef>& busy) {
+  // mm/migrate.c do_pages_move handles the pages array in node groups (runs of entries with the
+  // same target) and returns at the first group that fails.
+  //
+  // -EACCES: the entry's node is not in the task's cpuset.mems_allowed; the pending group was
+  // migrated first (out_flush) with its statuses written, nothing from that entry on was
+  // attempted. Pages to that node are NodeNotAllowed (for the rest of the batch); pages to other
+  // nodes are sent again. Mems_allowed is re-read (the cpuset changed since planning).
+  //
+  // -ENOMEM: migrate_pages() gave up
+  // at the first page it could not allocate on the target (a full node; a gigantic page is never
+  // allocated at migration time), the pages before it stayed moved, and no status was written
+  // for that group (store_status runs only when do_move_pages_to_node succeeds) nor for the
+  // groups after it, which were never attempted. The statuses written for earlier groups are
+  // valid. So: keep the written statuses; re-query the rest; in the failing group (the first
+  // unwritten entry and the unwritten entries after it with the same node), pages on the target
+  // moved and the first page that stayed blocks its size on that node for the rest of the batch
+  // (no_memory, like every later page of that size and node); everything else was not attempted
+  // and is returned to be sent again.
+  MigrationStats& s = st.result.stats;
+  s.failedCalls += 1;
+  s.errnoCalls[err] += 1;
+  std::vector<void*> addrs(send.size());
+  for (size_t i = 0; i < send.size(); ++i)
+    addrs[i] = reinterpret_cast<void*>(send[i].addr);
+  std::vector<int> now(send.size(), kUntouched);
+  long q = sys_->movePages(pid, send.size(), addrs.data(), nullptr, now.data(), 0);
+  s.queryCalls += 1;
+  if (q < 0) {
+    callFailed(st, pid, send, -q);
+    return {};
+  }
+  size_t failing = send.size();  // first entry the kernel left unwritten
+  for (size_t i = 0; i < send.size(); ++i) {
+    if (status[i] != kUntouched) {
+      now[i] = status[i];
+    } else if (failing == send.size()) {
+      failing = i;
+    }
+  }
+  size_t groupEnd = failing;
+  while (groupEnd < send.size() && status[groupEnd] == kUntouched &&
+         nodes[groupEnd] == nodes[failing])
+    ++groupEnd;
+  const std::vector<bool> live = liveVmas(pid, send, now);
+  std::vector<PageRef> again;
+  if (err == EACCES) {
+    auto allowed = sys_->memsAllowed(pid);
+    st.memsAllowed[pid] = allowed ? std::optional(allowed.value()) : std::nullopt;
+    // Without a readable Mems_allowed, the failing entry's node is the one refused. With one
+    // that still allows that node (the pending group's migration failed instead), its group is
+    // counted OtherError so that no page is sent forever.
+    if (failing < send.size() && !allowed) st.notAllowed.insert({pid, nodes[failing]});
+  }
+  for (size_t i = 0; i < send.size(); ++i) {
+    if (status[i] != kUntouched || now[i] < 0 || now[i] == nodes[i]) {
+      classify(st, send[i], now[i], true, busy, live[i]);
+      continue;
+    }
+    if (err == EACCES) {
+      if (st.nodeNotAllowed(pid, nodes[i]))
+        st.add(send[i].range, MoveOutcome::NodeNotAllowed, 1);
+      else if (i >= failing && i < groupEnd)
+        st.add(send[i].range, MoveOutcome::OtherError, 1);
+      else
+        again.push_back(send[i]);  // not attempted by the kernel
+      continue;
+    }
+    const std::pair<uint64_t, NodeId> key{send[i].pageSize, nodes[i]};
+    if (i >= failing && i < groupEnd && st.blocked.insert(key).second) {
+      // The page the kernel gave up at (it works in order): its size is blocked on that node.
+    } else if (!st.blocked.count(key)) {
+      again.push_back(send[i]);  // not attempted by the kernel
+      continue;
+    }
+    st.add(send[i].range, MoveOutcome::NoMemory, 1);
+    s.errnoPages[ENOMEM] += 1;
+  }
+  return again;
 }
 
 BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
@@ -494,11 +577,14 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
       const MoveRange& r = st.range(sg.range);
       if (r.pid != pid) break;
       PidState ps = st.pids[pid];
-      if (ps != PidState::Ok || st.halted[sg.range] || st.blocked.count({sg.pageSize, r.target})) {
+      const bool blocked = st.blocked.count({sg.pageSize, r.target}) > 0;
+      if (ps != PidState::Ok || st.halted[sg.range] || blocked ||
+          st.nodeNotAllowed(pid, r.target)) {
         MoveOutcome o = ps == PidState::Denied ? MoveOutcome::Denied
                         : ps == PidState::Gone ? MoveOutcome::Gone
                         : st.halted[sg.range]  ? MoveOutcome::Gone
-                                               : MoveOutcome::NoMemory;
+                        : blocked              ? MoveOutcome::NoMemory
+                                               : MoveOutcome::NodeNotAllowed;
         st.add(sg.range, o, sg.count - pos);
         ++si;
         pos = 0;

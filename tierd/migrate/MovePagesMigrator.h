@@ -14,15 +14,23 @@
 ///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
 ///      rest in calls sized to a latency target: bytes per call = latency target / measured ns
 ///      per byte (EWMA of earlier move calls), at least one page, at most maxPagesPerCall.
+///   Targets outside the task's Mems_allowed (PageSystem::memsAllowed, read once per pid per
+///   batch at planning) are not sent: NodeNotAllowed without a call.
 ///   3. A per-direction byte-rate budget (token bucket, debt allowed, burst <= 1 s) is waited for
 ///      before each move call; the deadline and the stop flag are checked between calls.
-///   4. Every result is read: a failed call (ESRCH: the process is gone, all its ranges drop;
-///      EPERM/EACCES: denied; others: the call's pages are OtherError), a positive return (the
-///      call's pages are re-queried to learn which moved), and each status[i]. -EFAULT drops the
-///      range when /proc/PID/maps (re-read once per such call) has no VMA there any more; inside
-///      a live VMA it is the shared zero page (or an unmovable special mapping): NotPresent;
-///      -ENOMEM stops sending that page size to that node for the rest of the batch; -EBUSY pages
-///      are retried after a back-off (busyRetries times), then reported.
+///   4. Every result is read, and every status the kernel wrote is kept: a failed call (ESRCH: the
+///      process is gone, all its ranges drop; EPERM, or EACCES on a query: denied; others: the
+///      call's pages are OtherError); a move call that failed at one node group (-ENOMEM, or
+///      -EACCES for a target outside the task's cpuset: NodeNotAllowed, the process and its
+///      ranges stay; see groupFailed; mm/migrate.c
+///      do_pages_move returns at the first failing run of same-target entries, earlier runs stay
+///      moved with their statuses, later runs are not attempted and are sent again); a positive
+///      return (the entries the kernel left unwritten are re-queried to learn which moved); and
+///      each status[i]. -EFAULT drops the range when /proc/PID/maps (re-read once per such call)
+///      has no VMA there any more; inside a live VMA it is the shared zero page (or an unmovable
+///      special mapping): NotPresent; -ENOMEM stops sending that page size to that node for the
+///      rest of the batch; -EBUSY pages are retried after a back-off (busyRetries times), then
+///      reported.
 ///
 /// locate(): reads maps and numa_maps; a VMA whose numa_maps counts cover every page on one node
 /// is answered without a query; hugetlb VMAs are queried one address per huge page; THP VMAs
@@ -80,8 +88,11 @@ class MovePagesMigrator final : public Migrator {
   void planRange(BatchState& st, size_t index);
   bool planSparse(BatchState& st, size_t index, uint64_t a, uint64_t b);
   std::vector<PageRef> processCall(BatchState& st, pid_t pid, const std::vector<PageRef>& call);
-  void moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
-                    std::vector<PageRef>& busy);
+  std::vector<PageRef> moveSubBatch(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
+                                    std::vector<PageRef>& busy);
+  std::vector<PageRef> groupFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& send,
+                                   const std::vector<int>& nodes, const std::vector<int>& status,
+                                   int err, std::vector<PageRef>& busy);
   bool halted(BatchState& st);
   void callFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& pages, long err);
   void classify(BatchState& st, const PageRef& p, int status, bool moveCall,

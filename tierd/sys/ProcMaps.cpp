@@ -300,4 +300,25 @@ Result<std::vector<NumaMapsVma>> readNumaMaps(const SysRoot& root, pid_t pid) {
   return readAndParse(root, pid, "numa_maps", &parseNumaMaps);
 }
 
+Result<std::set<int>> parseMemsAllowed(std::string_view text, const std::string& context) {
+  constexpr std::string_view kKey = "Mems_allowed_list:";
+  size_t lineNo = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++lineNo;
+    if (line.substr(0, kKey.size()) != kKey) continue;
+    std::string_view list = line.substr(kKey.size());
+    while (!list.empty() && (list.front() == ' ' || list.front() == '\t'))
+      list.remove_prefix(1);
+    return parseIdList(list, context + ":" + std::to_string(lineNo));
+  }
+  return Error::input("no Mems_allowed_list line", context);
+}
+
+Result<std::set<int>> readMemsAllowed(const SysRoot& root, pid_t pid) {
+  return readAndParse(root, pid, "status", &parseMemsAllowed);
+}
+
 }  // namespace tierd::sys

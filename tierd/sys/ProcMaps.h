@@ -85,4 +85,15 @@ Result<std::vector<SmapsVma>> readSmaps(const SysRoot& root, pid_t pid);
 /// Reads and parses /proc/PID/numa_maps under `root`.
 Result<std::vector<NumaMapsVma>> readNumaMaps(const SysRoot& root, pid_t pid);
 
+/// The nodes a task may allocate on (its cpuset.mems_allowed), from the `Mems_allowed_list:` line
+/// of /proc/PID/status text ("Mems_allowed_list:\t0-1,4", kernel list format, parseIdList).
+/// move_pages(2) fails the whole call with -EACCES at the first entry whose target node is not in
+/// this set (mm/migrate.c do_pages_move), so callers choose targets inside it. Errors: Input with
+/// `context` when the line is missing or its list is malformed.
+Result<std::set<int>> parseMemsAllowed(std::string_view statusText, const std::string& context);
+/// Reads /proc/PID/status under `root` and returns parseMemsAllowed() of it. A vanished pid gives
+/// an Environment error with code ENOENT or ESRCH. The set can change at any time (cpuset writes),
+/// so it is a hint to re-read per batch, not a guarantee.
+Result<std::set<int>> readMemsAllowed(const SysRoot& root, pid_t pid);
+
 }  // namespace tierd::sys

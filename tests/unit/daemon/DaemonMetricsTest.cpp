@@ -30,7 +30,8 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   m.start(configWith({"redis", "gups"}), {4096, 2ULL << 20}, "damon-vaddr");
   CHECK(s.rejectedUpdates() == 0);
   // direction x page size x result
-  CHECK(s.seriesCount("tierd_migrate_pages_total") == 2 * 2 * 7);
+  CHECK(s.seriesCount("tierd_migrate_pages_total") == 2 * 2 * 8);
+  CHECK(s.has("tierd_migrate_pages_total", {"demote", "4k", "node_not_allowed"}));
   CHECK(s.has("tierd_migrate_bytes_total", {"demote", "4k", "no_memory"}));
   CHECK(s.seriesCount("tierd_daemon_cpu_seconds_total") == 7);
   CHECK(s.has("tierd_sampler_samples_total", {"damon"}));

@@ -263,6 +263,25 @@ TEST_CASE("a positive return: unreached statuses are not trusted, pages are re-q
   CHECK(m.log() == golden);
 }
 
+TEST_CASE("a positive return: statuses the kernel did write are kept, not re-queried away") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.scriptPageError(kPid, kBase, EBUSY, 1);  // busy once (an RDMA pin being released)
+  k.scriptPartialReturn(0, 2);               // the kernel handles 2 pages and returns 2
+  auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
+  const auto& r = res.ranges[0];
+  // status[0] == -EBUSY was written: the page is busy (retried after the back-off, then moved),
+  // not "not migrated" because the re-query finds it on its old node.
+  CHECK(count(r, MoveOutcome::Moved) == 2);
+  CHECK(count(r, MoveOutcome::NotMigrated) == 2);
+  CHECK(count(r, MoveOutcome::Busy) == 0);
+  CHECK(res.stats.errnoPages.at(EBUSY) == 1);
+  CHECK(k.nodeOf(kPid, kBase) == 1);
+  CHECK(countLines(m.log(), "sleep ") == 1);
+}
+
 TEST_CASE("denied, other per-page errnos and failed calls are counted per errno") {
   FakeMigrator m;
   auto& k = m.kernel();

@@ -249,3 +249,25 @@ TEST_CASE("the zipf generator is deterministic and zipfian") {
   SplitMix64 r(0);
   CHECK(r.next() == 0xe220a8397b1dcdafull);  // the published first output for seed 0
 }
+
+TEST_CASE("a range busy again and again backs off exponentially, capped, reset by a move") {
+  HeatModel m = oneWorkload(10 * kSec, 1 * kSec);  // cooldown 1 s
+  m.setLocations(100, {{kBase, 1}});
+  const RangeOutcome busy{100, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Busy};
+  const RangeOutcome moved{100, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Moved};
+  // A pinned page (RDMA/VFIO) answers -EBUSY each time: 1, 2, 4, 8, 16, 16 cooldowns.
+  uint64_t t = 10 * kSec;
+  const uint64_t expect[] = {1, 2, 4, 8, 16, 16};
+  for (uint64_t backoff : expect) {
+    m.recordResults({&busy, 1}, t);
+    auto r = m.regions(0, t);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].lastMoveNs == t);
+    CHECK(r[0].retryAtNs == t + backoff * kSec);
+    t = r[0].retryAtNs;
+  }
+  m.recordResults({&moved, 1}, t);
+  CHECK(m.regions(0, t)[0].retryAtNs == 0);
+  m.recordResults({&busy, 1}, t + kSec);
+  CHECK(m.regions(0, t + kSec)[0].retryAtNs == t + 2 * kSec);
+}

@@ -175,3 +175,20 @@ TEST_CASE("reading a vanished pid is an environment error with ENOENT") {
   CHECK(r.error().code == ENOENT);
   CHECK(r.error().kind == ErrorKind::Environment);
 }
+
+TEST_CASE("parseMemsAllowed reads Mems_allowed_list from /proc/PID/status") {
+  const std::string status =
+      "Name:\tredis-server\nCpus_allowed_list:\t0-3\n"
+      "Mems_allowed:\t00000000,00000013\nMems_allowed_list:\t0-1,4\nvoluntary_ctxt_switches:\t9\n";
+  auto m = parseMemsAllowed(status, "/proc/42/status");
+  REQUIRE(m.ok());
+  CHECK(m.value() == std::set<int>{0, 1, 4});
+  auto missing = parseMemsAllowed("Name:\tx\nMems_allowed:\t1\n", "/proc/42/status");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("Mems_allowed_list") != std::string::npos);
+  CHECK_FALSE(parseMemsAllowed("Mems_allowed_list:\t0-x\n", "/proc/42/status").ok());
+  CHECK_FALSE(parseMemsAllowed("Mems_allowed_list:\t3-1\n", "/proc/42/status").ok());
+  auto gone = readMemsAllowed(SysRoot("/nonexistent-root"), 42);
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.error().code == ENOENT);
+}
