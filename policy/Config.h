@@ -63,6 +63,8 @@ struct SamplingConfig {
   double cpuBudgetPercent = 0.0;  ///< share of one CPU tierd's sampling may use, 0..100
   uint64_t samplePeriod = 0;      ///< events between two samples (perf sample_period)
   std::string trace;              ///< recorded trace file for source = replay, else ""
+  int damonMaxProcesses = 16;     ///< kdamonds tierd creates (one per sampled process), 1..64
+  bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
   bool operator==(const SamplingConfig&) const = default;
 };
 

@@ -576,6 +576,8 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
                                           : SampleSource::Auto;
   cfg.sampling.cpuBudgetPercent = s["cpu_budget_percent"].d;
   cfg.sampling.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
+  cfg.sampling.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);
+  cfg.sampling.disableDamonStat = s["damon_stat"].s == "disable";
   if (s.count("trace")) {
     cfg.sampling.trace = s["trace"].s;
     if (std::filesystem::path(cfg.sampling.trace).is_relative())  // relative to the config file

@@ -44,6 +44,18 @@ const std::vector<KeySpec>& configSchema() {
        "Initial events between two samples of the hardware perf sources (PEBS/IBS; "
        "perf_event_attr.sample_period), then adapted to cpu_budget_percent; a prime avoids "
        "lock-step with loops. Software page-fault sampling takes every fault; DAMON ignores it."},
+      {"sampling", "damon_max_processes", ValueType::Integer, "16", 1, 64, "", false, false,
+       "processes",
+       "DAMON samples each process with a kdamond of its own; tierd creates this many when DAMON "
+       "is free (nr_kdamonds 0) and records them in /run/tierd/damon.owner, so a tierd started "
+       "after a crash reclaims them. Processes beyond it are not sampled (counted). Read at "
+       "start."},
+      {"sampling", "damon_stat", ValueType::Enum, "\"keep\"", 0, 0, "keep|disable", false, false,
+       "",
+       "DAMON_STAT (on by default in Debian's 7.3 kernel) holds DAMON exclusively, so no kdamond "
+       "of tierd's can start. \"keep\": leave it and fall back to the next source, saying why; "
+       "\"disable\": write N to /sys/module/damon_stat/parameters/enabled at start. Read at "
+       "start."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/HeatRegions.h"
 #include "tierd/sys/Parsers.h"
 
@@ -72,7 +73,9 @@ DamonProbe probeDamon(DamonFs& fs) {
     p.vaddrEvidence = std::string("/proc/kallsyms ") + (found ? "has" : "lacks") +
                       " damon_va_check_accesses (mm/damon/vaddr.c, CONFIG_DAMON_VADDR)";
   }
-  if (p.nrKdamonds == 0) {
+  if (std::string holder = exclusiveHolder(fs); !holder.empty()) {
+    p.why = exclusiveHolderWhy(holder);
+  } else if (p.nrKdamonds == 0) {
     p.usable = true;
     p.why = "no kdamond exists: tierd may create its own (nr_kdamonds 0 -> 1)";
   } else {
@@ -112,29 +115,32 @@ double damonAccessEstimate(uint64_t nrAccesses, uint64_t checks) {
 }
 
 DamonSource::DamonSource(DamonConfig config, DamonFs& fs)
-    : config_(std::move(config)), fs_(fs), sampleUs_(config_.sampleUs) {}
+    : config_(std::move(config)), fs_(fs), sampleUs_(config_.sampleUs) {
+  DamonPoolConfig one;
+  one.capacity = 1;
+  ownedPool_ = std::make_unique<DamonPool>(fs_, one);
+  pool_ = ownedPool_.get();
+}
+
+DamonSource::DamonSource(DamonConfig config, DamonFs& fs, DamonPool& pool)
+    : config_(std::move(config)), fs_(fs), pool_(&pool), sampleUs_(config_.sampleUs) {}
 
 DamonSource::~DamonSource() {
   stop();
 }
 
 std::string DamonSource::kd(const std::string& rel) const {
-  return kKdamonds + "/0/" + rel;
+  return DamonPool::kdamondDir(slot_) + "/" + rel;
 }
 
 Status DamonSource::checkOwnership() {
-  auto nr = fs_.readAttr(kKdamonds + "/nr_kdamonds");
-  if (!nr) return nr.error();
-  if (nr.value() != "1")
-    return Error::env(
-        "nr_kdamonds changed to " + nr.value() + " behind our back; not touching DAMON any more",
-        kKdamonds);
+  if (Status s = pool_->checkOwnership(); !s) return s;
   if (!kdamondPid_.empty()) {
     auto state = fs_.readAttr(kd("state"));
     auto pid = fs_.readAttr(kd("pid"));
     if (state && state.value() == "on" && pid && pid.value() != kdamondPid_)
-      return Error::env("kdamond 0 now runs as pid " + pid.value() + ", not our " + kdamondPid_ +
-                            "; not touching it",
+      return Error::env("kdamond " + std::to_string(slot_) + " now runs as pid " + pid.value() +
+                            ", not our " + kdamondPid_ + "; not touching it",
                         kd("pid"));
   }
   return Ok{};
@@ -163,11 +169,9 @@ Status DamonSource::start() {
     return Error::input(
         "adaptive sampling needs 0 < min_sample_us <= max_sample_us and 0 <= low < high <= 1",
         "damon monitoring_attrs");
-  DamonProbe probe = probeDamon(fs_);
-  if (!probe.present) return Error{0, ErrorKind::Unsupported, probe.why, "damon"};
-  if (!probe.usable) return Error::env(probe.why, kKdamonds);
-  // nr_kdamonds reads 0: nobody else's kdamond exists, creating ours removes nothing.
-  if (auto s = fs_.write(kKdamonds + "/nr_kdamonds", "1"); !s) return s;
+  auto slot = pool_->acquire();
+  if (!slot) return slot.error();
+  slot_ = slot.value();
   created_ = true;
   auto fail = [&](Error e) -> Status {
     stop();
@@ -361,13 +365,10 @@ std::string DamonSource::state() const {
 
 void DamonSource::stop() {
   if (!created_) return;
-  if (checkOwnership()) {
-    auto state = fs_.readAttr(kd("state"));
-    if (state && state.value() == "on") (void)fs_.write(kd("state"), "off");
-    // nr_kdamonds is still 1 and the only kdamond is ours: removing it removes nothing else.
-    (void)fs_.write(kKdamonds + "/nr_kdamonds", "0");
-  }
+  // Ours still (count and kdamond pid): the pool turns it off, and the last one removes them all.
+  pool_->release(slot_, checkOwnership().ok());
   created_ = false;
+  slot_ = -1;
   kdamondPid_.clear();
 }
 

@@ -26,12 +26,14 @@
 /// Ownership rule (DAMON sysfs has no owner marker):
 /// - We never write under a kdamond we did not create. Writing `nr_kdamonds` removes and recreates
 ///   every kdamond directory, so it is written only when it reads 0 (nobody else's kdamond
-///   exists): we write 1 and kdamonds/0 is ours. Any existing kdamond means "DAMON busy:
-///   kdamond N is not ours", and the caller falls back to another source.
+///   exists), by a DamonPool (DamonPool.h) that creates all of tierd's kdamonds at once and gives
+///   each source one of them. Any existing kdamond means "DAMON busy: kdamond N is not ours", and
+///   the caller falls back to another source.
 /// - Right after `state` <- on we remember the kdamond's pid; before every later write we re-read
-///   nr_kdamonds (must still be 1) and, while it runs, its pid (must still be ours).
-/// - stop() turns ours off and writes nr_kdamonds 0 (only while it is still 1). When the monitored
-///   process exits, the kernel stops the kdamond by itself; stop() still removes it.
+///   nr_kdamonds (must still be the pool's count) and, while it runs, its pid (must still be ours).
+/// - stop() turns ours off and frees it in the pool; the pool's last one writes nr_kdamonds 0
+///   (only while it still reads the pool's count). When the monitored process exits, the kernel
+///   stops the kdamond by itself; stop() still frees it.
 /// Features are probed by reading what exists (files and avail_operations), never by trial writes.
 /// Every explicit range is validated before writing (a zero-size region crashed kdamond on 6.12).
 
@@ -140,11 +142,17 @@ struct DamonConfig {
 /// ln(2 x checks) x checks. 0 when nrAccesses is 0; nrAccesses above checks counts as checks.
 double damonAccessEstimate(uint64_t nrAccesses, uint64_t checks);
 
+class DamonPool;
+
 /// See the file comment.
 class DamonSource final : public HotnessSource {
  public:
-  /// `fs` must outlive the source.
+  /// A source with a pool of its own of one kdamond and no ownership record (tierctl commands,
+  /// tests). `fs` must outlive the source.
   DamonSource(DamonConfig config, DamonFs& fs);
+  /// A source that takes one kdamond of `pool` (the daemon: one pool, one kdamond per sampled
+  /// process). `fs` and `pool` must outlive the source.
+  DamonSource(DamonConfig config, DamonFs& fs, DamonPool& pool);
   ~DamonSource() override;
 
   std::string name() const override { return "damon-vaddr"; }
@@ -181,7 +189,10 @@ class DamonSource final : public HotnessSource {
 
   DamonConfig config_;
   DamonFs& fs_;
-  bool created_ = false;  ///< we wrote nr_kdamonds 1
+  std::unique_ptr<DamonPool> ownedPool_;  ///< set by the one-kdamond constructor
+  DamonPool* pool_ = nullptr;
+  int slot_ = -1;         ///< our kdamond's index under kdamonds/
+  bool created_ = false;  ///< we hold slot_ of pool_
   std::string kdamondPid_;
   /// Adaptive sampling after a snapshot whose observed access ratio was `ratio`.
   void retune(double ratio);

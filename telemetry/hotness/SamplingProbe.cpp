@@ -101,7 +101,7 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
 Result<std::unique_ptr<HotnessSource>> makeSource(
     const std::string& name, const SamplingProbe& probe, const SamplingTarget& target,
     PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon,
-    const PerfTuning& perf) {
+    const PerfTuning& perf, DamonPool* damonPool) {
   if (target.cgroupPath.empty() == (target.pid == 0))
     return Error::input("give exactly one of a cgroup or a pid", "sampling target");
   if (name == "damon-vaddr") {
@@ -109,6 +109,8 @@ Result<std::unique_ptr<HotnessSource>> makeSource(
       return Error::input("DAMON vaddr monitors a pid, not a cgroup", "sampling target");
     DamonConfig c = damon;
     c.pid = target.pid;
+    if (damonPool)
+      return std::unique_ptr<HotnessSource>(std::make_unique<DamonSource>(c, fs, *damonPool));
     return std::unique_ptr<HotnessSource>(std::make_unique<DamonSource>(c, fs));
   }
   PerfSamplerConfig c;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/HotnessSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
@@ -59,10 +60,11 @@ struct PerfTuning {
 /// `opener` and `fs` must outlive it. DAMON needs a pid; perf-pebs/ibs need a cgroup. DAMON uses
 /// `damon`'s monitoring attributes (its pid is replaced by target.pid). The perf sources use
 /// `perf`: PEBS/IBS start at its sample period, software page faults always sample every fault
-/// (period 1); all of them adapt the period to its CPU budget. DAMON ignores `perf`.
+/// (period 1); all of them adapt the period to its CPU budget. DAMON ignores `perf`. A DAMON
+/// source takes a kdamond of `damonPool` when given (the daemon), else creates one of its own.
 Result<std::unique_ptr<HotnessSource>> makeSource(
     const std::string& name, const SamplingProbe& probe, const SamplingTarget& target,
     PerfEventOpener& opener, DamonFs& fs, const sys::SysRoot& root, const DamonConfig& damon = {},
-    const PerfTuning& perf = {});
+    const PerfTuning& perf = {}, DamonPool* damonPool = nullptr);
 
 }  // namespace tierd::telemetry

@@ -13,6 +13,7 @@
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
+#include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
@@ -27,6 +28,7 @@
 #include "tierd/main/Service.h"
 #include "tierd/main/TopologyMetrics.h"
 #include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/sys/Parsers.h"
 #include "tierd/sys/Vmstat.h"
 
 namespace tierd::daemon {
@@ -250,6 +252,31 @@ int runDaemon(const DaemonOptions& options) {
 
   telemetry::SysRootDamonFs damonFs(root);
   telemetry::LinuxPerfEventOpener opener;
+  // DAMON: kdamonds a killed tierd left running are reclaimed before anything is probed, and
+  // DAMON_STAT is turned off only where the config says so (sampling.damon_stat).
+  telemetry::DamonPoolConfig poolConfig;
+  poolConfig.capacity = initial.sampling.damonMaxProcesses;
+  poolConfig.ownerFile = root.path("/run/tierd/damon.owner");
+  poolConfig.selfPid = ::getpid();
+  if (auto self = root.read("/proc/self/stat"))
+    poolConfig.selfStartTime = sys::parseStatStartTime(self.value(), "/proc/self/stat").valueOr(0);
+  telemetry::DamonPool damonPool(damonFs, poolConfig);
+  if (auto reclaimed = damonPool.reclaimOrphans(); !reclaimed)
+    log.warning("DAMON: " + reclaimed.error().describe());
+  else if (reclaimed.value() > 0)
+    log.notice("DAMON: reclaimed " + std::to_string(reclaimed.value()) +
+               " kdamonds left by a tierd that is gone (" + poolConfig.ownerFile + ")");
+  if (telemetry::exclusiveHolder(damonFs) == "damon_stat") {
+    if (initial.sampling.disableDamonStat) {
+      const std::string param = "/sys/module/damon_stat/parameters/enabled";
+      if (Status st = damonFs.write(param, "N"); st)
+        log.notice("DAMON: turned DAMON_STAT off (sampling.damon_stat = \"disable\")");
+      else
+        log.warning("DAMON: cannot turn DAMON_STAT off: " + st.error().describe());
+    } else {
+      log.warning("DAMON: " + telemetry::exclusiveHolderWhy("damon_stat"));
+    }
+  }
   const telemetry::SamplingProbe probe = telemetry::probeSampling(root, damonFs, ::geteuid() == 0);
   std::string why;
   const std::string sourceName = chooseSource(initial, probe, why);
@@ -261,7 +288,7 @@ int runDaemon(const DaemonOptions& options) {
     telemetry::SamplingTarget target;
     target.pid = pid;
     return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root, damonConfigFor(),
-                                 perfTuning(*store.current()));
+                                 perfTuning(*store.current()), &damonPool);
   };
 
   // Metrics known before the first tick: node capacities, capability flags, counters at 0.

@@ -192,7 +192,7 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
   }
 }
 
-void Engine::startProc(pid_t pid, const Scoped& s, TickReport& report) {
+void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report) {
   auto handle = scope::ProcessHandle::open(root_, pid);
   if (!handle || handle->startTime() != s.startTime) {
     // Exited, or replaced by another process, since the scope matched it: not this tick.
@@ -203,25 +203,33 @@ void Engine::startProc(pid_t pid, const Scoped& s, TickReport& report) {
   proc.workload = s.workload;
   proc.handle = std::move(handle.value());
   heat_.assignPid(pid, s.workload);
-  auto source = sources_ ? sources_(pid, config_->workloads[s.workload].name)
+  startSource(pid, proc, nowNs, report);
+  procs_.emplace(pid, std::move(proc));
+}
+
+void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report) {
+  auto source = sources_ ? sources_(pid, config_->workloads[proc.workload].name)
                          : Result<std::unique_ptr<telemetry::HotnessSource>>(
                                Error::env("no hotness source configured", "sampling"));
-  if (source && source.value()) {
-    if (Status st = source.value()->start(); st) {
-      proc.source = std::move(source.value());
-    } else {
-      ++totals_.sourceErrors;
-      proc.sourceFailed = true;
-      report.problems.push_back("pid " + std::to_string(pid) +
-                                ": sampling: " + st.error().describe());
-    }
-  } else if (!source) {
-    ++totals_.sourceErrors;
-    proc.sourceFailed = true;
-    report.problems.push_back("pid " + std::to_string(pid) +
-                              ": sampling: " + source.error().describe());
+  Status st =
+      source ? (source.value() ? source.value()->start() : Status(Ok{})) : Status(source.error());
+  if (st && source && source.value()) {
+    proc.source = std::move(source.value());
+    proc.sourceFailed = false;
+    proc.sourceBackoffNs = 0;
+    return;
   }
-  procs_.emplace(pid, std::move(proc));
+  if (st) return;  // the factory chose not to sample this process
+  ++totals_.sourceErrors;
+  proc.sourceFailed = true;
+  // Tried again later (DAMON busy, a slot freed, a transient failure), backing off 1 s, 2 s, ...
+  proc.sourceBackoffNs = proc.sourceBackoffNs == 0
+                             ? kSourceRetryMinNs
+                             : std::min(kSourceRetryMaxNs, proc.sourceBackoffNs * 2);
+  proc.sourceRetryAtNs = nowNs + proc.sourceBackoffNs;
+  report.problems.push_back("pid " + std::to_string(pid) + ": sampling: " + st.error().describe() +
+                            " (retried in " + std::to_string(proc.sourceBackoffNs / 1'000'000'000) +
+                            " s)");
 }
 
 void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
@@ -320,7 +328,12 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     }
   }
   for (const auto& [pid, s] : scoped)
-    if (!procs_.count(pid)) startProc(pid, s, report);
+    if (!procs_.count(pid)) startProc(pid, s, nowNs, report);
+  for (auto& [pid, proc] : procs_)
+    if (proc.sourceFailed && !proc.source && nowNs >= proc.sourceRetryAtNs) {
+      ++totals_.sourceRetries;
+      startSource(pid, proc, nowNs, report);
+    }
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   for (auto& [pid, proc] : procs_)

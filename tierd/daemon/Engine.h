@@ -43,7 +43,10 @@
 namespace tierd::daemon {
 
 /// Builds the hotness source for one process of a workload (not started). Returning an error
-/// means "no sampling for this process"; the engine counts it and goes on.
+/// means "no sampling for this process for now"; the engine counts it, goes on, and tries again
+/// after kSourceRetryMinNs, doubling the wait per failure up to kSourceRetryMaxNs.
+inline constexpr uint64_t kSourceRetryMinNs = 1'000'000'000;   ///< first retry after 1 s
+inline constexpr uint64_t kSourceRetryMaxNs = 64'000'000'000;  ///< retries at least every 64 s
 using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
     pid_t pid, const std::string& workload)>;
 
@@ -111,6 +114,7 @@ struct EngineTotals {
   uint64_t demotedBytes = 0;
   uint64_t samples = 0;
   uint64_t sourceErrors = 0;          ///< sources that failed to build, start or drain
+  uint64_t sourceRetries = 0;         ///< attempts to start a source that had failed before
   uint64_t scopeErrors = 0;           ///< workload selectors that failed to resolve
   uint64_t vanishedPids = 0;          ///< processes that left while tracked
   uint64_t locateErrors = 0;          ///< locate() failures (process gone mid-tick, denied)
@@ -156,6 +160,8 @@ class Engine {
     scope::ProcessHandle handle;  ///< identity held since the process entered its scope
     std::unique_ptr<telemetry::HotnessSource> source;
     bool sourceFailed = false;
+    uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
+    uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
     std::vector<policy::Mapping> mappings;
   };
 
@@ -166,7 +172,8 @@ class Engine {
     uint64_t startTime = 0;
   };
   void refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped);
-  void startProc(pid_t pid, const Scoped& s, TickReport& report);
+  void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
+  void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
   void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,

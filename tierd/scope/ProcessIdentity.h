@@ -24,11 +24,6 @@
 
 namespace tierd::scope {
 
-/// Parses the `starttime` field (field 22, clock ticks since boot) out of one /proc/PID/stat
-/// line. The comm field (2) may hold spaces and parentheses: fields are counted after the last
-/// ')'. Errors: Input naming `context` when the line is truncated or the field is not a number.
-Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context);
-
 /// Reads /proc/PID/stat under `root` and returns its start time (clock ticks since boot).
 /// Errors: Environment ENOENT/ESRCH when the process is gone, Input when the file is malformed.
 Result<uint64_t> readStartTime(const sys::SysRoot& root, pid_t pid);

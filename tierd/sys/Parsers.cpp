@@ -235,4 +235,27 @@ Result<uint64_t> parseKbSize(std::string_view text, const std::string& context) 
   return v.value() * 1024;
 }
 
+Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context) {
+  const size_t close = stat.rfind(')');
+  if (close == std::string_view::npos) return Error::input("no ')' after the comm field", context);
+  // After "pid (comm)" come field 3 (state) ... field 22 (starttime): skip 19 fields.
+  size_t pos = close + 1;
+  for (int field = 3; field <= 22; ++field) {
+    while (pos < stat.size() && stat[pos] == ' ')
+      ++pos;
+    const size_t end = stat.find(' ', pos);
+    const size_t stop = end == std::string_view::npos ? stat.size() : end;
+    if (pos >= stat.size() || stop == pos)
+      return Error::input("truncated: no field " + std::to_string(field), context);
+    if (field == 22) {
+      std::string_view value = stat.substr(pos, stop - pos);
+      while (!value.empty() && (value.back() == '\n' || value.back() == ' '))
+        value.remove_suffix(1);
+      return parseU64(value, context + ": starttime");
+    }
+    pos = stop;
+  }
+  return Error::input("truncated", context);
+}
+
 }  // namespace tierd::sys

@@ -75,6 +75,7 @@ struct Rig {
   HookedMigrator* hooked = nullptr;
   std::unique_ptr<Engine> engine;
   std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
+  int failSources = 0;  ///< the next N sources fail to build (DAMON busy, a full pool)
 
   explicit Rig(const std::string& extraToml = "") {
     char tmpl[] = "/tmp/engine-test-XXXXXX";
@@ -116,6 +117,10 @@ cooldown = "5s"
     engine = std::make_unique<Engine>(
         sys::SysRoot(root.string()), std::move(migrator),
         [this](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+          if (failSources > 0) {
+            --failSources;
+            return Error::env("DAMON busy: kdamond 0 is not ours", "test");
+          }
           auto s = std::make_unique<ScriptedSource>(pid, 4, 8);
           sourceStopped.push_back(s->stopped);
           return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
@@ -282,4 +287,21 @@ TEST_CASE("a workload whose selector matches nothing says so, once") {
   CHECK(rig.tick(3).workloads[0].pids == 1);
   fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
   CHECK(said(rig.tick(4)) == 1);
+}
+
+TEST_CASE("a source that failed is tried again, backing off, until it starts") {
+  Rig rig;
+  rig.failSources = 2;
+  TickReport t1 = rig.tick(1);  // fails; next try after 1 s
+  CHECK(rig.engine->totals().sourceErrors == 1);
+  CHECK(t1.samples == 0);
+  rig.tick(2);  // retried: fails again; next try after 2 s
+  CHECK(rig.engine->totals().sourceRetries == 1);
+  CHECK(rig.engine->totals().sourceErrors == 2);
+  rig.tick(3);  // still backing off
+  CHECK(rig.engine->totals().sourceRetries == 1);
+  TickReport t4 = rig.tick(4);  // retried: starts
+  CHECK(rig.engine->totals().sourceRetries == 2);
+  CHECK(rig.sourceStopped.size() == 1);
+  CHECK(t4.samples == 4 * 8);
 }

@@ -9,6 +9,7 @@
 
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
+#include "tierd/sys/Parsers.h"
 
 using namespace tierd;
 using namespace tierd::scope;
@@ -245,12 +246,12 @@ TEST_CASE("a pid-list entry stays pinned to its process: a new holder of the pid
 }
 
 TEST_CASE("parseStatStartTime reads field 22 after a comm holding spaces and parentheses") {
-  auto v = parseStatStartTime(
+  auto v = sys::parseStatStartTime(
       "42 (a) b (c) S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000 100 1\n", "t");
   REQUIRE(v.ok());
   CHECK(v.value() == 123456u);
-  CHECK_FALSE(parseStatStartTime("42 (a) S 1 1", "t").ok());
-  CHECK_FALSE(parseStatStartTime("42 a S 1 1", "t").ok());
+  CHECK_FALSE(sys::parseStatStartTime("42 (a) S 1 1", "t").ok());
+  CHECK_FALSE(sys::parseStatStartTime("42 a S 1 1", "t").ok());
 }
 
 TEST_CASE("ProcessHandle on the live system: a pidfd that tells an exited process apart") {

@@ -1,0 +1,176 @@
+// DamonPool on the fake DAMON sysfs: one kdamond per sampled process, the ownership record that
+// lets a restarted tierd reclaim what a killed one left running, and DAMON_STAT.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "FakeDamonFs.h"
+#include "telemetry/hotness/DamonPool.h"
+#include "telemetry/hotness/DamonSource.h"
+
+using namespace tierd;
+using namespace tierd::telemetry;
+using namespace tierd::telemetry::testing;
+
+namespace {
+
+DamonConfig monitor(pid_t pid) {
+  DamonConfig c;
+  c.pid = pid;
+  c.snapshotNs = 1000;
+  return c;
+}
+
+struct PoolRig {
+  FakeDamonFs fs;
+  std::string owner;
+  PoolRig() {
+    owner = fs.tree().dir() + "/run/tierd/damon.owner";
+    fs.tree().mkdir("/run");
+    fs.tree().file("/proc/sys/kernel/random/boot_id", "b00t\n");
+  }
+  DamonPoolConfig config(int capacity, pid_t self = 100) const {
+    DamonPoolConfig c;
+    c.capacity = capacity;
+    c.ownerFile = owner;
+    c.selfPid = self;
+    c.selfStartTime = 5;
+    return c;
+  }
+  std::string record() const {
+    std::ifstream in(owner);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }
+  bool has(const std::string& write) const {
+    return std::find(fs.log.begin(), fs.log.end(), write) != fs.log.end();
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "every scoped process is sampled: one kdamond each from one pool, removed after the last") {
+  PoolRig r;
+  DamonPool pool(r.fs, r.config(4));
+  DamonSource a(monitor(501), r.fs, pool);
+  DamonSource b(monitor(502), r.fs, pool);
+  REQUIRE(a.start().ok());
+  REQUIRE(b.start().ok());
+  CHECK(r.has("nr_kdamonds <- 4"));
+  CHECK(r.has("0/contexts/0/targets/0/pid_target <- 501"));
+  CHECK(r.has("1/contexts/0/targets/0/pid_target <- 502"));
+  CHECK(r.has("1/state <- on"));
+  CHECK(pool.inUse() == 2);
+  // Ownership is on record before the kdamonds exist.
+  CHECK(r.record() == "tierd_pid=100 tierd_start=5 boot_id=b00t nr_kdamonds=4");
+  r.fs.regions = {{0x7f0000000000, 0x7f0000400000, 3, 1}};
+  CHECK_FALSE(b.drain(5000).value().empty());
+  a.stop();
+  CHECK(pool.inUse() == 1);
+  CHECK_FALSE(r.has("nr_kdamonds <- 0"));  // b still runs
+  b.stop();
+  CHECK(r.fs.log.back() == "nr_kdamonds <- 0");
+  CHECK_FALSE(std::filesystem::exists(r.owner));
+}
+
+TEST_CASE("a process beyond the pool's kdamonds is refused with the key to raise") {
+  PoolRig r;
+  DamonPool pool(r.fs, r.config(1));
+  DamonSource a(monitor(501), r.fs, pool);
+  DamonSource b(monitor(502), r.fs, pool);
+  REQUIRE(a.start().ok());
+  Status s = b.start();
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().describe().find("sampling.damon_max_processes") != std::string::npos);
+  // A freed slot is taken by the next start (the engine retries failed sources).
+  a.stop();
+  CHECK(b.start().ok());
+}
+
+TEST_CASE("kdamonds left running by a killed tierd are reclaimed at the next start") {
+  PoolRig r;
+  {
+    // What SIGKILL leaves: the record and two running kdamonds (simulated by hand: a pool that
+    // is destroyed cleans up).
+    DamonPool dead(r.fs, r.config(2, 4000));
+    DamonSource a(monitor(501), r.fs, dead);
+    REQUIRE(a.start().ok());
+    r.fs.tree().file("/tmp/kept", r.record() + "\n");
+  }
+  REQUIRE(r.fs.write(std::string(FakeDamonFs::kRoot) + "/nr_kdamonds", "2").ok());
+  r.fs.tree().file(std::string(FakeDamonFs::kRoot) + "/0/state", "on\n");
+  std::filesystem::create_directories(std::filesystem::path(r.owner).parent_path());
+  std::filesystem::copy_file(r.fs.tree().dir() + "/tmp/kept", r.owner);
+  r.fs.log.clear();
+  // pid 4000 has no /proc entry: that tierd is gone.
+  DamonPool fresh(r.fs, r.config(2));
+  auto reclaimed = fresh.reclaimOrphans();
+  REQUIRE_MESSAGE(reclaimed.ok(), reclaimed.error().describe());
+  CHECK(reclaimed.value() == 2);
+  CHECK(r.fs.log == std::vector<std::string>{"0/state <- off", "nr_kdamonds <- 0"});
+  CHECK_FALSE(std::filesystem::exists(r.owner));
+  DamonSource again(monitor(501), r.fs, fresh);
+  CHECK(again.start().ok());
+}
+
+TEST_CASE("a record of a live tierd, or of a count that changed, leaves DAMON untouched") {
+  PoolRig r;
+  REQUIRE(r.fs.write(std::string(FakeDamonFs::kRoot) + "/nr_kdamonds", "2").ok());
+  r.fs.tree().file("/proc/4000/stat",
+                   "4000 (tierd) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n");
+  std::filesystem::create_directories(std::filesystem::path(r.owner).parent_path());
+  { std::ofstream(r.owner) << "tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=2\n"; }
+  r.fs.log.clear();
+  DamonPool pool(r.fs, r.config(2));
+  auto live = pool.reclaimOrphans();
+  REQUIRE_FALSE(live.ok());
+  CHECK(live.error().describe().find("another tierd (pid 4000)") != std::string::npos);
+  CHECK(r.fs.log.empty());
+  CHECK(std::filesystem::exists(r.owner));
+
+  // The recorded tierd is gone but nr_kdamonds no longer matches: someone else's now.
+  { std::ofstream(r.owner) << "tierd_pid=4001 tierd_start=77 boot_id=b00t nr_kdamonds=3\n"; }
+  auto changed = pool.reclaimOrphans();
+  REQUIRE_FALSE(changed.ok());
+  CHECK(r.fs.log.empty());
+  CHECK_FALSE(std::filesystem::exists(r.owner));
+  // A record of another boot is dropped without a write.
+  { std::ofstream(r.owner) << "tierd_pid=4001 tierd_start=77 boot_id=old nr_kdamonds=2\n"; }
+  auto other = pool.reclaimOrphans();
+  REQUIRE(other.ok());
+  CHECK(other.value() == 0);
+  CHECK(r.fs.log.empty());
+}
+
+TEST_CASE("DAMON_STAT holding DAMON: unusable, the reason says what to do, nothing written") {
+  PoolRig r;
+  r.fs.tree().file("/sys/module/damon_stat/parameters/enabled", "Y\n");
+  DamonProbe p = probeDamon(r.fs);
+  CHECK_FALSE(p.usable);
+  CHECK(p.why.find("damon_stat.enabled=N") != std::string::npos);
+  CHECK(p.why.find("sampling.damon_stat") != std::string::npos);
+  DamonPool pool(r.fs, r.config(2));
+  DamonSource a(monitor(501), r.fs, pool);
+  Status s = a.start();
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().describe().find("DAMON_STAT") == std::string::npos);  // named by module
+  CHECK(s.error().describe().find("damon_stat") != std::string::npos);
+  CHECK(r.fs.log.empty());
+  r.fs.tree().file("/sys/module/damon_stat/parameters/enabled", "N\n");
+  CHECK(a.start().ok());
+}
+
+TEST_CASE("ownership records are parsed strictly") {
+  auto ok = parseDamonOwnerRecord("tierd_pid=1 tierd_start=2 boot_id=x nr_kdamonds=3", "f");
+  REQUIRE(ok.ok());
+  CHECK(ok->pid == 1);
+  CHECK(ok->nrKdamonds == 3);
+  CHECK_FALSE(parseDamonOwnerRecord("tierd_pid=1 tierd_start=2 boot_id=x", "f").ok());
+  CHECK_FALSE(
+      parseDamonOwnerRecord("tierd_pid=1 tierd_start=2 boot_id=x nr_kdamonds=99", "f").ok());
+  CHECK_FALSE(parseDamonOwnerRecord("tierd_pid=x tierd_start=2 boot_id=x nr_kdamonds=3", "f").ok());
+}
