@@ -57,7 +57,8 @@ struct PerfTuning {
 };
 
 /// Builds the source named `name` (one of SourceProbe::name) for `target`, not yet started.
-/// `opener` and `fs` must outlive it. DAMON needs a pid; perf-pebs/ibs need a cgroup. DAMON uses
+/// `opener` and `fs` must outlive it. DAMON needs a pid; the perf sources take a pid (per-thread
+/// events) or a cgroup (per-CPU events, PERF_FLAG_PID_CGROUP). DAMON uses
 /// `damon`'s monitoring attributes (its pid is replaced by target.pid). The perf sources use
 /// `perf`: PEBS/IBS start at its sample period, software page faults always sample every fault
 /// (period 1); all of them adapt the period to its CPU budget. DAMON ignores `perf`. A DAMON

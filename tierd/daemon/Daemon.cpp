@@ -91,42 +91,6 @@ std::string statusText(uint64_t tickNo, const policy::CompiledConfig& c) {
          " workloads" + (c.daemon.dryRun ? ", dry run" : "");
 }
 
-// The source names that can sample one process, in the probe's order of preference.
-std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
-                         std::string& why) {
-  auto available = [&](const std::string& name) {
-    for (const auto& s : probe.sources)
-      if (s.name == name) return s.available;
-    return false;
-  };
-  switch (c.sampling.source) {
-    case policy::SampleSource::Damon:
-      why = "configured";
-      return "damon-vaddr";
-    case policy::SampleSource::Perf:
-      why = "configured";
-      for (const char* n : {"perf-pebs", "perf-ibs"})
-        if (available(n)) return n;
-      return "perf-pebs";
-    case policy::SampleSource::Replay:
-      why = "configured";
-      return "replay";
-    case policy::SampleSource::Auto:
-      break;
-  }
-  // Per-process sources, best first: PEBS/IBS need a cgroup target, so a pid-selected workload
-  // uses DAMON vaddr, then software page faults.
-  for (const auto& s : probe.sources) {
-    if (!s.available) continue;
-    if (s.name == "damon-vaddr" || s.name == "perf-sw-page-faults") {
-      why = s.why;
-      return s.name;
-    }
-  }
-  why = "no source available (tierctl sampling --probe)";
-  return "";
-}
-
 // DAMON monitoring attributes for one process: 2 ms sampling (at DAMON's default 5 ms every
 // cold 2 MiB THP of a fast GUPS was seen accessed in every check, so all regions looked equally
 // hot; tests/vm/scenarios/hotness needed 2 ms too), 100 ms aggregation, DAMON's default 10..1000
@@ -177,6 +141,43 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
 }
 
 }  // namespace
+
+std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
+                         std::string& why) {
+  auto available = [&](const std::string& name) {
+    for (const auto& s : probe.sources)
+      if (s.name == name) return s.available;
+    return false;
+  };
+  switch (c.sampling.source) {
+    case policy::SampleSource::Damon:
+      why = "configured";
+      return "damon-vaddr";
+    case policy::SampleSource::Perf:
+      why = "configured";
+      for (const char* n : {"perf-pebs", "perf-ibs"})
+        if (available(n)) return n;
+      return "perf-pebs";
+    case policy::SampleSource::Replay:
+      why = "configured";
+      return "replay";
+    case policy::SampleSource::Auto:
+      break;
+  }
+  // Best first, as the probe orders them: PEBS / IBS (per-thread events of each scoped process:
+  // the sampler opens one per thread, cpu -1, and follows new threads), DAMON vaddr, software
+  // page faults.
+  for (const auto& s : probe.sources) {
+    if (!s.available) continue;
+    if (s.name == "perf-pebs" || s.name == "perf-ibs" || s.name == "damon-vaddr" ||
+        s.name == "perf-sw-page-faults") {
+      why = s.why;
+      return s.name;
+    }
+  }
+  why = "no source available (tierctl sampling --probe)";
+  return "";
+}
 
 migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
   migrate::MigratorConfig m;

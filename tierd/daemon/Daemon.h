@@ -41,6 +41,13 @@ telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c);
 /// such file or directory)", "...:3: header lacks ..."). Used by the daemon and --check-config.
 std::string checkReplayTrace(const std::string& path);
 
+/// The hotness source the daemon builds for every scoped process: the configured one
+/// (sampling.source), or with "auto" the first available in the probe's order: "perf-pebs" /
+/// "perf-ibs" (PMU memory sampling, per-thread events), "damon-vaddr", "perf-sw-page-faults".
+/// `why` gets the probe's reason. "" (and why = how to find out) when nothing is available.
+std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
+                         std::string& why);
+
 /// Runs the daemon. Returns the process exit code: 0 after a clean stop, 1 when the config or
 /// the environment prevents starting (every reason printed to stderr).
 int runDaemon(const DaemonOptions& options);

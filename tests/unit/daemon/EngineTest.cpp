@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "../telemetry/FakePerfEventOpener.h"
 #include "policy/ConfigCompiler.h"
+#include "telemetry/hotness/SamplingProbe.h"
 #include "tierd/core/Units.h"
+#include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/migrate/FakeMigrator.h"
 
@@ -77,7 +81,7 @@ struct Rig {
   std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
   int failSources = 0;  ///< the next N sources fail to build (DAMON busy, a full pool)
 
-  explicit Rig(const std::string& extraToml = "") {
+  explicit Rig(const std::string& extraToml = "", SourceFactory factory = {}) {
     char tmpl[] = "/tmp/engine-test-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     root = tmpl;
@@ -114,18 +118,20 @@ cooldown = "5s"
       fake->kernel().populate(p, kBase, kTable, 1);  // everything starts on the slow node
     }
     auto* kernel = &fake->kernel();
-    engine = std::make_unique<Engine>(
-        sys::SysRoot(root.string()), std::move(migrator),
-        [this](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
-          if (failSources > 0) {
-            --failSources;
-            return Error::env("DAMON busy: kdamond 0 is not ours", "test");
-          }
-          auto s = std::make_unique<ScriptedSource>(pid, 4, 8);
-          sourceStopped.push_back(s->stopped);
-          return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
-        },
-        /*selfPid=*/1, config, [kernel](pid_t pid) { return kernel->smaps(pid); });
+    if (!factory)
+      factory = [this](pid_t pid,
+                       const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+        if (failSources > 0) {
+          --failSources;
+          return Error::env("DAMON busy: kdamond 0 is not ours", "test");
+        }
+        auto s = std::make_unique<ScriptedSource>(pid, 4, 8);
+        sourceStopped.push_back(s->stopped);
+        return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
+      };
+    engine = std::make_unique<Engine>(sys::SysRoot(root.string()), std::move(migrator), factory,
+                                      /*selfPid=*/1, config,
+                                      [kernel](pid_t pid) { return kernel->smaps(pid); });
   }
   ~Rig() {
     engine.reset();
@@ -304,4 +310,68 @@ TEST_CASE("a source that failed is tried again, backing off, until it starts") {
   CHECK(rig.engine->totals().sourceRetries == 2);
   CHECK(rig.sourceStopped.size() == 1);
   CHECK(t4.samples == 4 * 8);
+}
+
+TEST_CASE("auto sampling on a PEBS host: byte-exact PEBS records of a tick promote in the model") {
+  // The daemon's own choice and factory: a Sapphire Rapids PMU in the tree, auto sampling.
+  // libpfm4 encodes events of a PMU this machine lacks only when asked to (REFERENCE.md 6).
+  ::setenv("LIBPFM_ENCODE_INACTIVE", "1", 1);
+  telemetry::testing::FakePerfEventOpener opener;
+  std::unique_ptr<telemetry::SysRootDamonFs> damonFs;
+  telemetry::SamplingProbe probe;
+  std::string chosen, why;
+  Rig* self = nullptr;
+  Rig rig("",
+          [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+            telemetry::SamplingTarget target;
+            target.pid = pid;
+            return telemetry::makeSource(chosen, probe, target, opener, *damonFs,
+                                         sys::SysRoot(self->root.string()));
+          });
+  self = &rig;
+  rig.put("/proc/cpuinfo",
+          "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n\n");
+  rig.put("/proc/sys/kernel/perf_event_paranoid", "-1\n");
+  rig.put("/sys/bus/event_source/devices/cpu/type", "4\n");
+  rig.put("/sys/bus/event_source/devices/software/type", "1\n");
+  rig.put("/proc/" + std::to_string(kPid) + "/task/" + std::to_string(kPid) + "/stat", "");
+  {
+    std::ostringstream maps;
+    maps << std::hex << kBase << "-" << kBase + kTable << " rw-p 00000000 00:00 0 \n";
+    rig.put("/proc/" + std::to_string(kPid) + "/maps", maps.str());
+  }
+  const sys::SysRoot root(rig.root.string());
+  damonFs = std::make_unique<telemetry::SysRootDamonFs>(root);
+  probe = telemetry::probeSampling(root, *damonFs, true);
+  chosen = daemon::chooseSource(rig.engine->config(), probe, why);
+  INFO(std::string(probe.sources.at(0).name + ": " + probe.sources.at(0).why));
+  REQUIRE(chosen == "perf-pebs");  // before: damon-vaddr, auto never picked the PMU
+
+  rig.tick(1);  // opens the PEBS events (one per event and thread) of the scoped process
+  REQUIRE(opener.opens.size() == probe.sources.at(0).events.size());
+  for (const auto& o : opener.opens) {
+    CHECK(o.pid == kPid);
+    CHECK(o.cpu == -1);
+    CHECK(unsigned(o.attr.precise_ip) > 0u);
+  }
+  REQUIRE(opener.rings.at(0));
+  // What the kernel writes for a load-latency PEBS sample: 8 loads in each of 4 regions.
+  const uint64_t st = opener.opens[0].attr.sample_type;
+  telemetry::testing::SampleFields f;
+  f.pid = f.tid = static_cast<uint32_t>(kPid);
+  f.time = 1 * kSecond + 1;
+  f.weight = 300;
+  for (int r = 0; r < 4; ++r)
+    for (int i = 0; i < 8; ++i) {
+      f.addr = kBase + r * 2 * kMiB + i * 4096;
+      opener.rings[0]->write(telemetry::testing::sampleRecord(st, f));
+    }
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.samples == 32);
+  for (uint64_t s = 3; s <= 5; ++s)
+    rig.tick(s);
+  for (int r = 0; r < 4; ++r)
+    CHECK(rig.fake->kernel().nodeOf(kPid, kBase + r * 2 * kMiB) == 0);
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+  CHECK(rig.regionsOn(kStranger, 1) == 32);
 }
