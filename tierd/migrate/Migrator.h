@@ -56,6 +56,7 @@ class Migrator {
   /// Installs the check used by execute() (empty: no check). The default implementation ignores
   /// it, for migrators that never call move_pages.
   virtual void setProcessCheck(ProcessCheck check) { (void)check; }
+
 };
 
 /// The kernel surface under the migration engine. One implementation per environment.
@@ -86,11 +87,18 @@ class PageSystem {
   virtual uint64_t thpSize() = 0;
   /// CLOCK_MONOTONIC in nanoseconds.
   virtual int64_t nowNs() = 0;
-  /// Sleeps until `ns` on nowNs()'s clock (returns at once when it has passed).
-  virtual void sleepUntilNs(int64_t ns) = 0;
+  /// Sleeps until `ns` on nowNs()'s clock (returns at once when it has passed), or until `*stop`
+  /// becomes true, whichever comes first: the flag is checked at least every kStopPollNs
+  /// (nullptr: never checked). Returns true when `ns` was reached, false when the stop flag
+  /// ended the sleep early. Called on the migrating thread; blocks it.
+  virtual bool sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) = 0;
   /// CPU time the calling thread has spent in the kernel, nanoseconds (RUSAGE_THREAD ru_stime).
   virtual int64_t threadKernelCpuNs() = 0;
 };
+
+/// Longest a PageSystem::sleepUntilNs with a stop flag sleeps without looking at the flag: a
+/// SIGTERM during a rate-budget wait is acted on within this time (10 ms).
+inline constexpr int64_t kStopPollNs = 10'000'000;
 
 /// The live kernel: libnuma numa_move_pages, /proc under `root`, real clocks.
 std::unique_ptr<PageSystem> makeLinuxPageSystem(sys::SysRoot root = sys::SysRoot::live());

@@ -313,7 +313,10 @@ bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>
       st.result.stats.deadlineReached = true;
       return false;
     }
-    sys_->sleepUntilNs(now + waitNs);
+    if (!sys_->sleepUntilNs(now + waitNs, st.stop)) {  // SIGTERM: give up the wait
+      st.result.stats.stopped = true;
+      return false;
+    }
     refill(sys_->nowNs());
   }
   for (size_t d = 0; d < 2; ++d)
@@ -606,7 +609,10 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
     if (halted(st)) break;
     int64_t at = sys_->nowNs() + config_.busyBackoffNs;
     if (at >= deadlineNs) break;
-    sys_->sleepUntilNs(at);
+    if (!sys_->sleepUntilNs(at, st.stop)) {  // stopped during the back-off: pages stay Busy
+      s.stopped = true;
+      break;
+    }
     std::vector<PageRef> pending = std::move(st.busy);
     st.busy.clear();
     for (const auto& p : pending)
