@@ -176,11 +176,20 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
 
 }  // namespace
 
+migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c) {
+  migrate::MigrationLimits l;
+  l.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
+  l.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
+  l.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  return l;
+}
+
 migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
   migrate::MigratorConfig m;
-  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
-  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
-  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  const migrate::MigrationLimits l = migrationLimits(c);
+  m.callLatencyTargetNs = l.callLatencyTargetNs;
+  m.promoteBytesPerSecond = l.promoteBytesPerSecond;
+  m.demoteBytesPerSecond = l.demoteBytesPerSecond;
   return m;
 }
 

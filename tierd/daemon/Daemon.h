@@ -31,6 +31,9 @@ struct DaemonOptions {
 /// `tierctl simulate`, so both move pages under the same limits.
 migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c);
 
+/// The part of migratorConfig() a reload changes (Engine::setConfig hands it to the migrator).
+migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c);
+
 /// The perf sampling tuning of a compiled config: [sampling] sample_period (the initial period
 /// of PEBS/IBS) and cpu_budget_percent (per cent of one core, here as a fraction). The daemon
 /// builds every perf source with the tuning of the config running at the time.

@@ -171,6 +171,7 @@ class FakeMigrator final : public Migrator {
   }
   int64_t nowNs() override { return engine_.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
+  void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 

@@ -27,6 +27,16 @@
 
 namespace tierd::migrate {
 
+/// The migrator limits a running daemon takes from its config, so a reload (SIGHUP) changes them:
+/// [migration] call_latency_target, max_promote_mib_per_s and max_demote_mib_per_s, in the units
+/// of MigratorConfig's fields of the same names.
+struct MigrationLimits {
+  int64_t callLatencyTargetNs = 20'000'000;  ///< MigratorConfig::callLatencyTargetNs
+  uint64_t promoteBytesPerSecond = 0;        ///< MigratorConfig::promoteBytesPerSecond; 0 = none
+  uint64_t demoteBytesPerSecond = 0;         ///< MigratorConfig::demoteBytesPerSecond; 0 = none
+  bool operator==(const MigrationLimits&) const = default;
+};
+
 /// Moves pages between nodes and locates them. Called from one thread (the tick thread or a
 /// tierctl command); implementations are not thread-safe. Never throws; a vanished process, a
 /// full node or a busy page is counted in the result, never an error.
@@ -57,6 +67,11 @@ class Migrator {
   /// it, for migrators that never call move_pages.
   virtual void setProcessCheck(ProcessCheck check) { (void)check; }
 
+  /// Replaces the limits a config reload may change (MigrationLimits). Called on the executing
+  /// thread between execute() calls (the engine does it at a tick boundary, Engine::setConfig);
+  /// the next execute() uses them. The default implementation ignores them, for migrators
+  /// without limits.
+  virtual void setLimits(const MigrationLimits& limits) { (void)limits; }
 };
 
 /// The kernel surface under the migration engine. One implementation per environment.

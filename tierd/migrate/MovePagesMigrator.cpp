@@ -285,6 +285,12 @@ void MovePagesMigrator::callFailed(BatchState& st, pid_t pid, const std::vector<
     st.add(p.range, o, 1);
 }
 
+void MovePagesMigrator::setLimits(const MigrationLimits& limits) {
+  config_.callLatencyTargetNs = limits.callLatencyTargetNs;
+  config_.promoteBytesPerSecond = limits.promoteBytesPerSecond;
+  config_.demoteBytesPerSecond = limits.demoteBytesPerSecond;
+}
+
 bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>& pages) {
   const uint64_t rates[2] = {config_.promoteBytesPerSecond, config_.demoteBytesPerSecond};
   if (rates[0] == 0 && rates[1] == 0) return true;

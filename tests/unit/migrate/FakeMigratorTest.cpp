@@ -359,6 +359,39 @@ TEST_CASE("the per-direction byte budget paces calls and respects the deadline")
         256);
 }
 
+TEST_CASE("limits set between batches (a config reload) pace the next batch") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // 1 MiB of demotion: 3 waits of 0.25 s
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  auto demote = [&](NodeId to) {
+    k.clearLog();
+    const int64_t t0 = m.nowNs();
+    auto r = m.execute({range(kBase, 1 * kMiB, to, kPid, Direction::Demote)}, kNoDeadline);
+    CHECK(count(r.ranges[0], MoveOutcome::Moved) == 256);
+    return m.nowNs() - t0;
+  };
+  CHECK(demote(1) >= 750'000'000);
+  CHECK(countLines(m.log(), "sleep") == 3);
+
+  m.setLimits({20'000'000, 0, 0});  // no budget: no waits
+  CHECK(m.engine().config().demoteBytesPerSecond == 0);
+  demote(0);
+  CHECK(countLines(m.log(), "sleep") == 0);
+
+  m.setLimits({20'000'000, 0, 16 * kMiB});  // 16 MiB/s: the bucket (one second) covers 1 MiB
+  CHECK(m.engine().config().demoteBytesPerSecond == 16 * kMiB);
+  m.kernel().sleepUntilNs(m.nowNs() + 1'000'000'000, nullptr);  // a tick later: bucket full
+  CHECK(demote(1) < 250'000'000);
+  CHECK(countLines(m.log(), "sleep") == 0);
+
+  m.setLimits({5'000'000, 0, 0});
+  CHECK(m.engine().config().callLatencyTargetNs == 5'000'000);
+}
+
 TEST_CASE("a stop during a rate-budget wait ends the wait, and the rest is not attempted") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 64;             // 256 KiB per call
