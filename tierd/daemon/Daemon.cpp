@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
-#include <thread>
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
@@ -303,19 +302,15 @@ int runDaemon(const DaemonOptions& options) {
   // SIGHUP sets `reload`; both wake the main loop.
   std::atomic<bool> stop{false};
   std::atomic<bool> reload{false};
-  std::atomic<bool> quit{false};
   std::mutex mu;
   std::condition_variable cv;
-  std::thread signals([&] {
-    while (!quit.load()) {
-      Wake w = waiter.value()->wait(100);
-      if (w == Wake::Tick) continue;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        (w == Wake::Stop ? stop : reload).store(true);
-      }
-      cv.notify_all();
+  // Joined by its destructor, before `engine` is destroyed, also when an exception unwinds.
+  SignalThread signals(*waiter.value(), [&](Wake w) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      (w == Wake::Stop ? stop : reload).store(true);
     }
+    cv.notify_all();
   });
 
   log.notice("running with " + options.configPath + " (" +
@@ -413,8 +408,6 @@ int runDaemon(const DaemonOptions& options) {
     }
   }
   (void)notifier.stopping();
-  quit.store(true);
-  signals.join();
   engine.shutdown();
   const EngineTotals& t = engine.totals();
   char cpu[32];
