@@ -8,9 +8,12 @@
 #include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
 #include "tierd/daemon/Daemon.h"
+#include "tierd/main/MainGuard.h"
 #include "tierd/sys/Parsers.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int tierdMain(int argc, char** argv) {
   using namespace tierd;
   std::vector<std::string> args(argv, argv + argc);
   const std::vector<cli::OptionSpec> specs = {
@@ -67,4 +70,11 @@ int main(int argc, char** argv) {
     options.ticks = v.value();
   }
   return daemon::runDaemon(options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tierd::service::runGuarded(
+      "tierd", [&] { return tierdMain(argc, argv); }, std::cerr);
 }
