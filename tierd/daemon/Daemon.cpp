@@ -192,6 +192,13 @@ migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
   return m;
 }
 
+telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c) {
+  telemetry::ExporterOptions o;
+  o.listenAddress = c.daemon.metricsListen;
+  o.basicAuthFile = c.daemon.metricsBasicAuthFile;
+  return o;
+}
+
 std::string checkReplayTrace(const std::string& path) {
   Status s = telemetry::checkTraceFile(path);
   return s ? "" : s.error().describe();
@@ -238,17 +245,18 @@ int runDaemon(const DaemonOptions& options) {
     return 1;
   }
 
-  // The exporter. The listen address is read at start only (a reload does not move it).
+  // The exporter. Its address and credentials are read at start only (a reload keeps them).
   std::unique_ptr<telemetry::MetricsSink> sink;
   if (!initial.daemon.metricsListen.empty()) {
-    telemetry::ExporterOptions exporter;
-    exporter.listenAddress = initial.daemon.metricsListen;
-    auto started = telemetry::PrometheusSink::start(exporter);
+    auto started = telemetry::PrometheusSink::start(exporterOptions(initial));
     if (!started) {
       log.error("cannot serve metrics: " + started.error().describe());
       return 1;
     }
-    log.notice("metrics on http://" + initial.daemon.metricsListen + "/metrics");
+    log.notice("metrics on http://" + initial.daemon.metricsListen + "/metrics" +
+               (initial.daemon.metricsBasicAuthFile.empty()
+                    ? std::string()
+                    : " (basic auth from " + initial.daemon.metricsBasicAuthFile + ")"));
     sink = std::move(started.value());
   } else {
     log.notice("metrics exporter off (daemon.metrics_listen = \"\")");
@@ -347,6 +355,8 @@ int runDaemon(const DaemonOptions& options) {
       metrics.configReload(true);
       if (next->daemon.metricsListen != initial.daemon.metricsListen)
         log.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+      if (next->daemon.metricsBasicAuthFile != initial.daemon.metricsBasicAuthFile)
+        log.warning("daemon.metrics_basic_auth_file changed: takes effect when tierd restarts");
       if (next->sampling.source != initial.sampling.source)
         log.warning("sampling.source changed: takes effect when tierd restarts");
       log.notice("config reloaded");

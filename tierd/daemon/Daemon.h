@@ -13,6 +13,7 @@
 
 #include "policy/Config.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/metrics/PrometheusSink.h"
 #include "tierd/migrate/Migrator.h"
 
 namespace tierd::daemon {
@@ -38,6 +39,11 @@ migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c);
 /// of PEBS/IBS) and cpu_budget_percent (per cent of one core, here as a fraction). The daemon
 /// builds every perf source with the tuning of the config running at the time.
 telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c);
+
+/// The metrics exporter's options of a compiled config: daemon.metrics_listen and
+/// daemon.metrics_basic_auth_file (HTTP basic auth with the credentials in that file). The
+/// daemon starts its exporter with them (when metrics_listen is not "").
+telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c);
 
 /// The config compiler's check of `[sampling] trace` (CompileOptions::checkTrace): "" when
 /// telemetry::checkTraceFile accepts the file, else the reason ("...: cannot read the trace (No
