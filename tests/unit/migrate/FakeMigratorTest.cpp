@@ -421,7 +421,7 @@ TEST_CASE("a stop during a rate-budget wait ends the wait, and the rest is not a
   CHECK(m.nowNs() - t0 < 250'000'000);
 }
 
-TEST_CASE("a stop during the busy back-off ends the back-off; the busy pages stay Busy") {
+TEST_CASE("a stop during the busy back-off ends the back-off, and the busy pages stay Busy") {
   MigratorConfig cfg;
   cfg.busyBackoffNs = 1'000'000'000;  // a long back-off, to be cut short
   FakeMigrator m(cfg);
