@@ -26,6 +26,7 @@
 #include "tierd/main/Service.h"
 #include "tierd/main/TopologyMetrics.h"
 #include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/sys/Capabilities.h"
 #include "tierd/sys/Vmstat.h"
 
 namespace tierd::daemon {
@@ -173,6 +174,27 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   return line;
 }
 
+// Reduces a root tierd to the capabilities it needs (tierd/sys/Capabilities.h). Returns false
+// when that fails (tierd must not run with more rights than it was meant to have).
+bool dropCapabilities(DaemonLog& log) {
+  auto current = sys::readCapabilities();
+  if (!current) {
+    log.error(current.error().describe());
+    return false;
+  }
+  const sys::CapabilityPlan plan = sys::planCapabilityDrop(*current, sys::daemonCapabilities());
+  if (plan.missing)
+    log.warning("capabilities not permitted (what needs them will fail): " +
+                sys::capabilityNames(plan.missing));
+  if (!plan.changes()) return true;
+  if (Status s = sys::applyCapabilityPlan(plan); !s) {
+    log.error(s.error().describe());
+    return false;
+  }
+  log.info("capabilities reduced to " + sys::capabilityNames(plan.permitted));
+  return true;
+}
+
 }  // namespace
 
 migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c) {
@@ -213,6 +235,8 @@ telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
 
 int runDaemon(const DaemonOptions& options) {
   DaemonLog log;
+  // First, while this is the only thread: capabilities are per thread and inherited.
+  if (options.dropCapabilities && ::geteuid() == 0 && !dropCapabilities(log)) return 1;
   // The config and its profiles decide which memory tierd moves with root's rights: each is
   // refused when another user could change it, checked on the opened file (no check-then-open).
   policy::CompileOptions compileOptions;

@@ -4,8 +4,11 @@
 /// (MovePagesMigrator, hotness sources chosen by the sampling probe), and runs Engine ticks at
 /// the configured interval until SIGTERM/SIGINT. SIGHUP compiles the config file again aside and
 /// swaps it in at the next tick boundary; on any error the running config stays and the errors
-/// are logged and counted. A signal thread turns SIGTERM into the stop flag the migrator checks
-/// between move_pages calls, so a stop takes at most one call's latency.
+/// are logged and counted; the new config's migrator limits reach the migrator then too
+/// (migrationLimits). A signal thread turns SIGTERM into the stop flag the migrator checks
+/// between move_pages calls and during its rate-budget and back-off waits, so a stop takes at
+/// most one call's latency (or 10 ms of a wait). Run as root, tierd first drops to the
+/// capabilities it needs (sys::daemonCapabilities).
 
 #include <cstdint>
 #include <optional>
@@ -25,6 +28,9 @@ struct DaemonOptions {
   bool dryRun = false;            ///< --dry-run: overrides daemon.dry_run to true
   bool once = false;              ///< --once: one tick, then exit
   std::optional<uint64_t> ticks;  ///< --ticks N: exit after N ticks (tests, demos)
+  /// Run as root, drop to sys::daemonCapabilities() at start (before any thread exists);
+  /// false with the hidden --keep-capabilities (tests that need to keep theirs).
+  bool dropCapabilities = true;
 };
 
 /// The migrator tuning of a compiled config: call latency target and per-direction byte rates
@@ -50,8 +56,9 @@ telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c);
 /// such file or directory)", "...:3: header lacks ..."). Used by the daemon and --check-config.
 std::string checkReplayTrace(const std::string& path);
 
-/// Runs the daemon. Returns the process exit code: 0 after a clean stop, 1 when the config or
-/// the environment prevents starting (every reason printed to stderr).
+/// Runs the daemon (first dropping capabilities, see DaemonOptions::dropCapabilities). Returns the
+/// process exit code: 0 after a clean stop, 1 when the config or the environment prevents starting
+/// (every reason printed to stderr).
 int runDaemon(const DaemonOptions& options);
 
 }  // namespace tierd::daemon

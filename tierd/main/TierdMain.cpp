@@ -25,6 +25,7 @@ int tierdMain(int argc, char** argv) {
       {"json", false, "with --check-config: print the compiled result as JSON"},
       {"print-config-schema", false, "print docs/configuration.md (every key) and exit"},
       {"sys-root", true, "", "DIR"},
+      {"keep-capabilities", false, ""},  // hidden: tests; see DaemonOptions::dropCapabilities
       {"help", false, "show this help"},
   };
   auto parsed = cli::parseArgs(args, 1, specs);
@@ -61,6 +62,7 @@ int tierdMain(int argc, char** argv) {
   options.sysRoot = parsed->get("sys-root").value_or("/");
   options.dryRun = parsed->has("dry-run");
   options.once = parsed->has("once");
+  options.dropCapabilities = !parsed->has("keep-capabilities");
   if (auto n = parsed->get("ticks")) {
     auto v = sys::parseU64(*n, "--ticks");
     if (!v || v.value() == 0) {
