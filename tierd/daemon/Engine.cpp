@@ -6,6 +6,7 @@
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
+#include "tierd/daemon/Daemon.h"
 #include "tierd/sys/ProcMaps.h"
 
 namespace tierd::daemon {
@@ -126,6 +127,7 @@ void Engine::applyWorkloadParams() {
 void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
   const auto old = config_;
   config_ = std::move(config);
+  migrator_->setLimits(migrationLimits(*config_));
   // Workloads are identified by their index; one whose name or selector changed starts afresh.
   for (size_t i = 0; i < old->workloads.size(); ++i) {
     const bool same = i < config_->workloads.size() &&

@@ -134,7 +134,8 @@ class Engine {
   ~Engine();
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
-  /// re-applied; workloads whose selector changed start afresh.
+  /// re-applied; workloads whose selector changed start afresh; the migrator gets the new
+  /// config's limits (Migrator::setLimits with migrationLimits(), Daemon.h).
   void setConfig(std::shared_ptr<const policy::CompiledConfig> config);
   const policy::CompiledConfig& config() const { return *config_; }
 

@@ -366,7 +366,7 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
         return s.error();
     }
     const uint64_t now = t0 + k * interval;
-    kernel.sleepUntilNs(static_cast<int64_t>(k * interval));
+    kernel.sleepUntilNs(static_cast<int64_t>(k * interval), nullptr);
     kernel.clearLog();
     counters = {};
     auto report = engine.tick(now, static_cast<int64_t>((k + 1) * interval), nullptr);

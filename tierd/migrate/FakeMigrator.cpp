@@ -1,5 +1,6 @@
 #include "tierd/migrate/FakeMigrator.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -136,10 +137,21 @@ std::optional<NodeId> FakePageSystem::nodeOf(pid_t pid, uint64_t addr) const {
   return it->second;
 }
 
-void FakePageSystem::sleepUntilNs(int64_t ns) {
-  if (ns <= now_) return;
-  log_.push_back("sleep " + std::to_string(ns - now_) + "ns");
+bool FakePageSystem::sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) {
+  if (ns <= now_) return true;
+  const int64_t from = now_;
+  while (stop && now_ < ns) {
+    if (stop->load(std::memory_order_relaxed)) {
+      log_.push_back("sleep " + std::to_string(now_ - from) + "ns of " + std::to_string(ns - from) +
+                     "ns: stopped");
+      return false;
+    }
+    now_ = std::min(ns, now_ + kStopPollNs);
+    if (duringSleep) duringSleep(now_);
+  }
+  log_.push_back("sleep " + std::to_string(ns - from) + "ns");
   now_ = ns;
+  return true;
 }
 
 long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const int* nodes,

@@ -105,7 +105,13 @@ class FakePageSystem final : public PageSystem {
   uint64_t basePageSize() override { return base_; }
   uint64_t thpSize() override { return thp_; }
   int64_t nowNs() override { return now_; }
-  void sleepUntilNs(int64_t ns) override;
+  /// Jumps the clock to `ns`. With a stop flag the sleep is modelled like LinuxPageSystem's: in
+  /// slices of kStopPollNs, each followed by duringSleep() and a look at the flag; a stop ends
+  /// it early (logged "sleep Nns of Mns: stopped", returns false).
+  bool sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) override;
+  /// Called with the clock after each slice of a sleep with a stop flag (tests raise the flag
+  /// at a chosen simulated time, as the signal thread would).
+  std::function<void(int64_t nowNs)> duringSleep;
   int64_t threadKernelCpuNs() override { return cpu_; }
 
  private:
@@ -165,6 +171,7 @@ class FakeMigrator final : public Migrator {
   }
   int64_t nowNs() override { return engine_.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
+  void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 

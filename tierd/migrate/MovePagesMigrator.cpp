@@ -285,6 +285,12 @@ void MovePagesMigrator::callFailed(BatchState& st, pid_t pid, const std::vector<
     st.add(p.range, o, 1);
 }
 
+void MovePagesMigrator::setLimits(const MigrationLimits& limits) {
+  config_.callLatencyTargetNs = limits.callLatencyTargetNs;
+  config_.promoteBytesPerSecond = limits.promoteBytesPerSecond;
+  config_.demoteBytesPerSecond = limits.demoteBytesPerSecond;
+}
+
 bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>& pages) {
   const uint64_t rates[2] = {config_.promoteBytesPerSecond, config_.demoteBytesPerSecond};
   if (rates[0] == 0 && rates[1] == 0) return true;
@@ -313,7 +319,10 @@ bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>
       st.result.stats.deadlineReached = true;
       return false;
     }
-    sys_->sleepUntilNs(now + waitNs);
+    if (!sys_->sleepUntilNs(now + waitNs, st.stop)) {  // SIGTERM: give up the wait
+      st.result.stats.stopped = true;
+      return false;
+    }
     refill(sys_->nowNs());
   }
   for (size_t d = 0; d < 2; ++d)
@@ -606,7 +615,10 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
     if (halted(st)) break;
     int64_t at = sys_->nowNs() + config_.busyBackoffNs;
     if (at >= deadlineNs) break;
-    sys_->sleepUntilNs(at);
+    if (!sys_->sleepUntilNs(at, st.stop)) {  // stopped during the back-off: pages stay Busy
+      s.stopped = true;
+      break;
+    }
     std::vector<PageRef> pending = std::move(st.busy);
     st.busy.clear();
     for (const auto& p : pending)

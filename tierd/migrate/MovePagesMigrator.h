@@ -63,6 +63,9 @@ class MovePagesMigrator final : public Migrator {
   /// Checked before every moving move_pages call (not before status queries, which change
   /// nothing); a false answer counts the call's pages Gone and drops the pid's other ranges.
   void setProcessCheck(ProcessCheck check) override { processCheck_ = std::move(check); }
+  /// Takes the new call latency target and byte rates into config(). The token buckets keep
+  /// their balance (debt included); a bucket holds at most one second of its new rate.
+  void setLimits(const MigrationLimits& limits) override;
 
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }

@@ -67,6 +67,7 @@ class HookedMigrator final : public migrate::Migrator {
   }
   int64_t nowNs() override { return fake.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
+  void setLimits(const migrate::MigrationLimits& limits) override { fake.setLimits(limits); }
 };
 
 struct Rig {
@@ -196,6 +197,22 @@ TEST_CASE("dry-run decides but moves nothing") {
   CHECK(r1.plannedPromoteBytes + r2.plannedPromoteBytes > 0);
   CHECK(dry.regionsOn(kPid, 1) == 32);
   CHECK(dry.engine->totals().promotedBytes == 0);
+}
+
+TEST_CASE("a reloaded config's rate limits and latency target reach the migrator") {
+  // (The migrator paces execute() by its config(): FakeMigratorTest, "limits set between
+  // batches".)
+  Rig rig;
+  rig.tick(1);
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->migration.maxPromoteMiBPerS = 2;
+  cfg->migration.maxDemoteMiBPerS = 3;
+  cfg->migration.callLatencyTargetNs = 5'000'000;
+  rig.engine->setConfig(cfg);
+  const migrate::MigratorConfig& m = rig.fake->engine().config();
+  CHECK(m.promoteBytesPerSecond == 2 * kMiB);
+  CHECK(m.demoteBytesPerSecond == 3 * kMiB);
+  CHECK(m.callLatencyTargetNs == 5'000'000);
 }
 
 TEST_CASE("a process that exits mid-run is dropped and counted, never a crash") {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "tierd/core/Units.h"
@@ -356,6 +357,86 @@ TEST_CASE("the per-direction byte budget paces calls and respects the deadline")
   CHECK(count(late.ranges[0], MoveOutcome::Moved) +
             count(late.ranges[0], MoveOutcome::NotAttempted) ==
         256);
+}
+
+TEST_CASE("limits set between batches (a config reload) pace the next batch") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // 1 MiB of demotion: 3 waits of 0.25 s
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  auto demote = [&](NodeId to) {
+    k.clearLog();
+    const int64_t t0 = m.nowNs();
+    auto r = m.execute({range(kBase, 1 * kMiB, to, kPid, Direction::Demote)}, kNoDeadline);
+    CHECK(count(r.ranges[0], MoveOutcome::Moved) == 256);
+    return m.nowNs() - t0;
+  };
+  CHECK(demote(1) >= 750'000'000);
+  CHECK(countLines(m.log(), "sleep") == 3);
+
+  m.setLimits({20'000'000, 0, 0});  // no budget: no waits
+  CHECK(m.engine().config().demoteBytesPerSecond == 0);
+  demote(0);
+  CHECK(countLines(m.log(), "sleep") == 0);
+
+  m.setLimits({20'000'000, 0, 16 * kMiB});  // 16 MiB/s: the bucket (one second) covers 1 MiB
+  CHECK(m.engine().config().demoteBytesPerSecond == 16 * kMiB);
+  m.kernel().sleepUntilNs(m.nowNs() + 1'000'000'000, nullptr);  // a tick later: bucket full
+  CHECK(demote(1) < 250'000'000);
+  CHECK(countLines(m.log(), "sleep") == 0);
+
+  m.setLimits({5'000'000, 0, 0});
+  CHECK(m.engine().config().callLatencyTargetNs == 5'000'000);
+}
+
+TEST_CASE("a stop during a rate-budget wait ends the wait, and the rest is not attempted") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // each call after the first waits 0.25 s
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  // The signal thread's stop arrives 50 ms into the first budget wait.
+  std::atomic<bool> stop{false};
+  int64_t stopAt = -1;
+  k.duringSleep = [&](int64_t now) {
+    if (stopAt < 0) stopAt = now + 50'000'000;
+    if (now >= stopAt) stop.store(true);
+  };
+  const int64_t t0 = m.nowNs();
+  auto res = m.execute({range(kBase, 1 * kMiB, 1, kPid, Direction::Demote)}, kNoDeadline, &stop);
+  CHECK(res.stats.stopped);
+  CHECK_FALSE(res.stats.deadlineReached);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 64);  // the first call only
+  CHECK(count(res.ranges[0], MoveOutcome::NotAttempted) == 192);
+  CHECK(countLines(m.log(), "move pid=100") == 1);
+  // The wait ended at the first look at the flag after it was raised, not after 0.25 s.
+  CHECK(countLines(m.log(), "sleep") == 1);
+  CHECK(m.log().back().find(": stopped") != std::string::npos);
+  CHECK(m.nowNs() <= stopAt + kStopPollNs);
+  CHECK(m.nowNs() - t0 < 250'000'000);
+}
+
+TEST_CASE("a stop during the busy back-off ends the back-off, and the busy pages stay Busy") {
+  MigratorConfig cfg;
+  cfg.busyBackoffNs = 1'000'000'000;  // a long back-off, to be cut short
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 64 * 4096, FakeBacking::Base);
+  k.populate(kPid, kBase, 64 * 4096, 0);
+  k.scriptPageError(kPid, kBase, EBUSY);
+  std::atomic<bool> stop{false};
+  k.duringSleep = [&](int64_t) { stop.store(true); };
+  auto res = m.execute({range(kBase, 64 * 4096, 1)}, kNoDeadline, &stop);
+  CHECK(res.stats.stopped);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 63);
+  CHECK(count(res.ranges[0], MoveOutcome::Busy) == 1);
+  CHECK(countLines(m.log(), "move pid=100") == 1);  // no retry call after the stop
+  CHECK(m.nowNs() < 1'000'000'000);
 }
 
 TEST_CASE("call size adapts to the latency target from measured time per byte") {
