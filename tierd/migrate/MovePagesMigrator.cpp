@@ -404,7 +404,7 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::moveSubBatch(
     st.dropPid(pid);
     for (const auto& p : send)
       st.add(p.range, MoveOutcome::Gone, 1);
-    return;
+    return {};
   }
   std::vector<void*> sendAddrs(send.size());
   std::vector<int> nodes(send.size());
