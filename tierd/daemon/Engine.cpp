@@ -6,6 +6,7 @@
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
+#include "tierd/sys/Parsers.h"
 #include "tierd/sys/ProcMaps.h"
 
 namespace tierd::daemon {
@@ -47,6 +48,8 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
 std::optional<policy::MoveResult> reduce(const RangeResult& r) {
   const OutcomeCounts& c = r.outcomes;
   if (r.dropped || c[MoveOutcome::Gone] > 0) return policy::MoveResult::Gone;
+  // Outside the cpuset: back off (the arbiter plans inside Mems_allowed from the next tick on).
+  if (c[MoveOutcome::NodeNotAllowed] > 0) return policy::MoveResult::NotAllowed;
   if (c[MoveOutcome::Denied] > 0) return policy::MoveResult::Denied;
   if (c[MoveOutcome::NoMemory] > 0) return policy::MoveResult::NoMemory;
   if (c[MoveOutcome::Busy] > 0 || !r.busy.empty() || c[MoveOutcome::NotMigrated] > 0)
@@ -151,6 +154,7 @@ void Engine::dropProc(pid_t pid) {
   if (it == procs_.end()) return;
   if (it->second.source) it->second.source->stop();
   heat_.removePid(pid);
+  cpusetReported_.erase(pid);
   procs_.erase(it);
 }
 
@@ -279,6 +283,42 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   heat_.setLocations(pid, std::move(regionNodes));
 }
 
+std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::Topology& topo,
+                                                   TickReport& report) {
+  auto lists = sys::readAllowedLists(root_, pid);
+  if (!lists) {
+    ++totals_.statusErrors;
+    report.problems.push_back("pid " + std::to_string(pid) +
+                              ": placement unknown: " + lists.error().describe());
+    return std::nullopt;
+  }
+  policy::TaskNodes t;
+  for (const topology::Node& n : topo.nodes)
+    for (int cpu : n.cpus)
+      if (lists->cpus.count(cpu)) {
+        t.home.insert(n.id);
+        break;
+      }
+  t.allowed.insert(lists->mems.begin(), lists->mems.end());
+  // A cpuset that excludes every node of a tier: said once per stretch, counted each tick by
+  // the arbiter (skippedNotAllowed).
+  std::string excluded;
+  for (topology::Tier tier : {topology::Tier::Fast, topology::Tier::Slow}) {
+    const std::vector<int> ids = topo.nodesIn(tier);
+    const bool none = !ids.empty() && std::none_of(ids.begin(), ids.end(), [&](int id) {
+      return t.allowed.count(id) != 0;
+    });
+    if (none) excluded += std::string(excluded.empty() ? "" : ", ") + topology::tierName(tier);
+  }
+  auto& said = cpusetReported_[pid];
+  if (!excluded.empty() && said != excluded)
+    report.problems.push_back("pid " + std::to_string(pid) + ": cpuset.mems " +
+                              sys::formatIdList(lists->mems) + " excludes every " + excluded +
+                              " node: not moved there");
+  said = excluded;
+  return t;
+}
+
 Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
   TickReport report;
   report.nowNs = nowNs;
@@ -364,8 +404,13 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     f.freeBytes = n.memFree;
     for (const topology::HugePagePool& p : n.hugePages)
       f.freeHugePages[p.pageSize] = p.free;
+    f.freePmdBlockBytes = n.freePmdBlockBytes;
     ctx.nodes.push_back(f);
   }
+  for (const topology::Node& n : topo->nodes)
+    ctx.distance[n.id] = n.distance;
+  for (const auto& [pid, proc] : procs_)
+    if (auto t = taskNodes(pid, topo.value(), report)) ctx.tasks[pid] = *t;
   const std::set<NodeId> fast(report.fastNodes.begin(), report.fastNodes.end());
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
     policy::WorkloadView view;

@@ -117,6 +117,8 @@ struct EngineTotals {
   uint64_t outOfScopeMoves = 0;       ///< planned moves dropped because the pid left its scope
   uint64_t pidReuses = 0;             ///< tracked pids found naming another process (start time)
   uint64_t identityChecksFailed = 0;  ///< move calls refused: the pid no longer named its process
+  /// /proc/PID/status reads that failed (placement unknown that tick: targets ranked by room)
+  uint64_t statusErrors = 0;
 };
 
 /// See the file comment.
@@ -171,6 +173,10 @@ class Engine {
   void dropProc(pid_t pid);
   void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
                                    TickReport& report);
+  /// Home nodes (nodes of the Cpus_allowed_list CPUs) and allowed nodes (Mems_allowed_list) of
+  /// `pid` from /proc/PID/status; nullopt (counted, reported) when it cannot be read.
+  std::optional<policy::TaskNodes> taskNodes(pid_t pid, const topology::Topology& topo,
+                                             TickReport& report);
 
   sys::SysRoot root_;
   std::unique_ptr<migrate::Migrator> migrator_;
@@ -183,6 +189,8 @@ class Engine {
   std::map<pid_t, Proc> procs_;
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
   std::set<std::string> emptyReported_;  ///< workloads whose "matches no process" was reported
+  /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
+  std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;
 };
 
