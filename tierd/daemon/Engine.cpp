@@ -240,6 +240,9 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
   proc.mappings = managedMappings(vmas.value(), base, pmd);
   heat_.setMappings(pid, proc.mappings);
+  proc.anonHuge.clear();
+  for (const sys::SmapsVma& v : vmas.value())
+    proc.anonHuge[v.start] = v.anonHugePages;
 
   std::vector<AddressRange> ranges;
   for (const policy::Mapping& m : proc.mappings)
@@ -281,6 +284,31 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
     regionNodes.emplace_back(region, best->first);
   }
   heat_.setLocations(pid, std::move(regionNodes));
+  countSplitThps(proc, located->runs, pmd, report);
+}
+
+void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
+                            TickReport& report) {
+  // Per VMA: chunks located on their target as base pages, and how far AnonHugePages fell.
+  std::map<uint64_t, uint64_t> seen, fell;
+  for (const auto& [chunk, moved] : proc.movedThp) {
+    bool onTarget = false, base = false;
+    for (const LocatedRun& run : runs) {
+      if (run.start + run.length <= chunk || run.start >= chunk + pmd || run.status < 0) continue;
+      onTarget = run.status == moved.target;
+      base = base || run.pageSize < pmd;
+      if (!onTarget) break;
+    }
+    if (!onTarget || !base) continue;
+    ++seen[moved.vmaStart];
+    auto now = proc.anonHuge.find(moved.vmaStart);
+    const uint64_t after = now == proc.anonHuge.end() ? 0 : now->second;
+    fell[moved.vmaStart] = moved.anonHugeBefore > after ? (moved.anonHugeBefore - after) / pmd : 0;
+  }
+  for (const auto& [vma, n] : seen)
+    report.thpSplitAfterMove += std::min(n, fell[vma]);
+  totals_.thpSplitAfterMove += report.thpSplitAfterMove;
+  proc.movedThp.clear();
 }
 
 std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::Topology& topo,
@@ -317,6 +345,20 @@ std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::To
                               " node: not moved there");
   said = excluded;
   return t;
+}
+
+void Engine::rememberMovedThp(const MoveRange& m, const topology::Topology& topo) {
+  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
+  auto it = procs_.find(m.pid);
+  if (it == procs_.end() || m.pageSize != pmd) return;
+  Proc& proc = it->second;
+  for (const policy::Mapping& map : proc.mappings) {
+    if (map.hugetlb || map.pageSize != pmd || m.start < map.start || m.start >= map.end) continue;
+    auto anon = proc.anonHuge.find(map.start);
+    for (uint64_t c = (m.start + pmd - 1) & ~(pmd - 1);
+         c + pmd <= std::min(map.end, m.start + m.length); c += pmd)
+      proc.movedThp[c] = {m.target, map.start, anon == proc.anonHuge.end() ? 0 : anon->second};
+  }
 }
 
 Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
@@ -454,6 +496,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
           r.bytesMoved;
       auto result = reduce(r);
       if (!result) continue;
+      if (*result == policy::MoveResult::Moved) rememberMovedThp(r.range, topo.value());
       outcomes.push_back(
           {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
     }

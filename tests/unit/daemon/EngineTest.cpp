@@ -350,3 +350,16 @@ TEST_CASE("THP promotions are bounded by the target's free 2 MiB blocks in /proc
   CHECK(rig.regionsOn(kPid, 0) == 0);
   CHECK(first.arbiter.skippedNoRoom == 2);
 }
+
+TEST_CASE("a THP that comes back split after its move is counted") {
+  Rig rig;
+  TickReport first = rig.tick(1);
+  REQUIRE(first.promotedBytes == 4 * 2 * kMiB);
+  // The kernel split one of the moved THPs (e.g. no free 2 MiB block on the target).
+  rig.fake->kernel().splitThp(kPid, kBase + 2 * kMiB);
+  CHECK(rig.fake->kernel().nodeOf(kPid, kBase + 2 * kMiB + 4096) == 0);
+  TickReport second = rig.tick(2);
+  CHECK(second.thpSplitAfterMove == 1);
+  CHECK(rig.engine->totals().thpSplitAfterMove == 1);
+  CHECK(rig.tick(3).thpSplitAfterMove == 0);  // counted once
+}
