@@ -528,3 +528,21 @@ TEST_CASE("a split THP is base pages to the model kernel: smaps and move_pages s
   CHECK(nm->at(0).pagesPerNode.at(1) == 512 + 1);
   CHECK(nm->at(0).pagesPerNode.at(0) == 511);
 }
+
+TEST_CASE("a partly huge VMA is moved per 2 MiB chunk: THP heads whole, base pages one by one") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 8 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 8 * kMiB, 0);
+  k.splitThp(kPid, kBase + 2 * kMiB);  // chunks 1 and 3 are base pages, 0 and 2 are THPs
+  k.splitThp(kPid, kBase + 6 * kMiB);
+  auto res = m.execute({range(kBase, 8 * kMiB, 1)}, kNoDeadline);
+  REQUIRE(res.ranges.size() == 1);
+  for (uint64_t a = kBase; a < kBase + 8 * kMiB; a += 4 * kKiB)
+    REQUIRE(k.nodeOf(kPid, a) == 1);
+  CHECK(res.ranges[0].bytesMoved == 8 * kMiB);  // not 2 x 4 KiB for the THPs
+  CHECK(res.stats.bytesMoved == 8 * kMiB);
+  CHECK(count(res.ranges[0], MoveOutcome::Busy) == 0);  // no 511 -EBUSY tails per THP
+  CHECK(res.ranges[0].busy.empty());
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2 + 2 * 512);
+}
