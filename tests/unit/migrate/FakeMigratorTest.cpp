@@ -584,3 +584,46 @@ TEST_CASE("a range planned in base pages sends every base page address of its TH
   CHECK(firstMove(2 * kMiB) == "move pid=100 n=1");
   CHECK(firstMove(4 * kKiB) == "move pid=100 n=512");
 }
+
+TEST_CASE("a split THP is base pages to the model kernel: smaps and move_pages see 4 KiB pages") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 4 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 4 * kMiB, 0);
+  k.splitThp(kPid, kBase + 2 * kMiB + 12345);
+  auto sm = k.smaps(kPid);
+  REQUIRE(sm.ok());
+  REQUIRE(sm->size() == 1);
+  CHECK(sm->at(0).rss == 4 * kMiB);
+  CHECK(sm->at(0).anonHugePages == 2 * kMiB);  // one THP left
+  // The split chunk's head address moves one base page, the THP's head moves 2 MiB.
+  void* pages[2] = {reinterpret_cast<void*>(kBase), reinterpret_cast<void*>(kBase + 2 * kMiB)};
+  int nodes[2] = {1, 1};
+  int status[2] = {0, 0};
+  REQUIRE(k.movePages(kPid, 2, pages, nodes, status, 0) == 0);
+  CHECK(k.nodeOf(kPid, kBase + 2 * kMiB - 4096) == 1);
+  CHECK(k.nodeOf(kPid, kBase + 2 * kMiB) == 1);
+  CHECK(k.nodeOf(kPid, kBase + 2 * kMiB + 4096) == 0);
+  auto nm = k.numaMaps(kPid);
+  REQUIRE(nm.ok());
+  CHECK(nm->at(0).pagesPerNode.at(1) == 512 + 1);
+  CHECK(nm->at(0).pagesPerNode.at(0) == 511);
+}
+
+TEST_CASE("a partly huge VMA is moved per 2 MiB chunk: THP heads whole, base pages one by one") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 8 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 8 * kMiB, 0);
+  k.splitThp(kPid, kBase + 2 * kMiB);  // chunks 1 and 3 are base pages, 0 and 2 are THPs
+  k.splitThp(kPid, kBase + 6 * kMiB);
+  auto res = m.execute({range(kBase, 8 * kMiB, 1)}, kNoDeadline);
+  REQUIRE(res.ranges.size() == 1);
+  for (uint64_t a = kBase; a < kBase + 8 * kMiB; a += 4 * kKiB)
+    REQUIRE(k.nodeOf(kPid, a) == 1);
+  CHECK(res.ranges[0].bytesMoved == 8 * kMiB);  // not 2 x 4 KiB for the THPs
+  CHECK(res.stats.bytesMoved == 8 * kMiB);
+  CHECK(count(res.ranges[0], MoveOutcome::Busy) == 0);  // no 511 -EBUSY tails per THP
+  CHECK(res.ranges[0].busy.empty());
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2 + 2 * 512);
+}
