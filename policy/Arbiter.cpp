@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tierd/core/Units.h"
@@ -15,7 +16,19 @@ struct Room {
   int64_t freeBytes = 0;
   int64_t reserve = 0;  // headroom share kept free (fast nodes)
   std::map<uint64_t, int64_t> freeHuge;
+  std::optional<int64_t> freePmdBlocks;  // bytes in free PMD-order blocks, when known
 };
+
+// Why pickTarget found no node.
+enum class NoTarget { None, NoRoom, NotAllowed, NotCloser };
+
+// A target node, or why there is none.
+struct Pick {
+  NodeId node = -1;
+  NoTarget why = NoTarget::None;
+};
+
+constexpr uint64_t kUnknownDistance = UINT64_MAX;
 
 // A token bucket for one direction.
 struct Bucket {
@@ -69,6 +82,7 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
     r.freeBytes = static_cast<int64_t>(n.freeBytes);
     for (auto& [size, count] : n.freeHugePages)
       r.freeHuge[size] = static_cast<int64_t>(count);
+    if (n.freePmdBlockBytes) r.freePmdBlocks = static_cast<int64_t>(*n.freePmdBlockBytes);
     if (n.tier == TierKind::Fast && fastTotal > 0) {
       r.reserve =
           static_cast<int64_t>(static_cast<long double>(headroom) * n.totalBytes / fastTotal);
@@ -79,12 +93,41 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
   int64_t shortfall = static_cast<int64_t>(headroom) - fastFree;
   st.fastShortBytes = shortfall > 0 ? static_cast<uint64_t>(shortfall) : 0;
 
-  // Picks the node of `tier` that can take region `r` with the most room left; -1 if none.
-  auto pickTarget = [&](const RegionView& r, TierKind tier) -> NodeId {
+  // THP regions move whole only into a free block of PMD order (else the kernel splits them).
+  auto isThp = [&](const RegionView& r) {
+    return !r.hugetlb && r.pageSize > ctx.basePageSize &&
+           cfg.migration.pageGranularity != PageGranularity::Base;
+  };
+  // SLIT distance of `node` from the nearest of the task's home nodes; 0 when homes are unknown
+  // (every node ranks the same), kUnknownDistance when no row names the pair.
+  auto homeDistance = [&](const TaskNodes* t, NodeId node) -> uint64_t {
+    if (!t || t->home.empty() || ctx.distance.empty()) return 0;
+    uint64_t best = kUnknownDistance;
+    for (NodeId h : t->home) {
+      auto row = ctx.distance.find(h);
+      if (row == ctx.distance.end()) continue;
+      auto d = row->second.find(node);
+      if (d != row->second.end()) best = std::min(best, d->second);
+    }
+    return best;
+  };
+  // Picks the node of `tier` that can take region `r`: inside the task's allowed nodes, nearest
+  // its home nodes, then with the most room left. A promotion goes only to a node nearer home
+  // than the region's node. No node: why (no allowed node; a node with room, but not nearer home;
+  // else no room).
+  auto pickTarget = [&](const RegionView& r, TierKind tier) -> Pick {
+    auto task = ctx.tasks.find(r.pid);
+    const TaskNodes* t = task == ctx.tasks.end() ? nullptr : &task->second;
+    const uint64_t here = homeDistance(t, r.node);
+    bool anyAllowed = false, roomNotCloser = false;
     NodeId best = -1;
+    uint64_t bestDistance = kUnknownDistance;
     int64_t bestRoom = -1;
     for (auto& [id, room] : rooms) {
       if (room.facts->tier != tier || id == r.node) continue;
+      if (t && !t->allowed.empty() && !t->allowed.count(id)) continue;
+      anyAllowed = true;
+      const uint64_t distance = homeDistance(t, id);
       int64_t left;
       if (r.hugetlb) {
         auto it = room.freeHuge.find(r.pageSize);
@@ -92,10 +135,29 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
         left = it == room.freeHuge.end() ? -1 : it->second - pages;
       } else {
         left = room.freeBytes - static_cast<int64_t>(r.length) - room.reserve;
+        if (isThp(r) && room.freePmdBlocks)
+          left = std::min(left, *room.freePmdBlocks - static_cast<int64_t>(r.length));
       }
-      if (left >= 0 && left > bestRoom) best = id, bestRoom = left;
+      if (left < 0) continue;
+      if (tier == TierKind::Fast && here != 0 && !(distance < here)) {
+        roomNotCloser = true;
+        continue;
+      }
+      if (best < 0 || distance < bestDistance || (distance == bestDistance && left > bestRoom))
+        best = id, bestDistance = distance, bestRoom = left;
     }
-    return best;
+    if (best >= 0) return {best, NoTarget::None};
+    if (!anyAllowed && t && !t->allowed.empty()) return {-1, NoTarget::NotAllowed};
+    if (roomNotCloser) return {-1, NoTarget::NotCloser};
+    return {-1, NoTarget::NoRoom};
+  };
+  auto countSkip = [&](NoTarget why) {
+    if (why == NoTarget::NotAllowed)
+      ++st.skippedNotAllowed;
+    else if (why == NoTarget::NotCloser)
+      ++st.skippedNotCloser;
+    else
+      ++st.skippedNoRoom;
   };
   auto applyMove = [&](const RegionView& r, NodeId target) {
     Room& to = rooms[target];
@@ -107,6 +169,11 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
     } else {
       to.freeBytes -= static_cast<int64_t>(r.length);
       if (from != rooms.end()) from->second.freeBytes += static_cast<int64_t>(r.length);
+      if (isThp(r)) {
+        if (to.freePmdBlocks) *to.freePmdBlocks -= static_cast<int64_t>(r.length);
+        if (from != rooms.end() && from->second.freePmdBlocks)
+          *from->second.freePmdBlocks += static_cast<int64_t>(r.length);
+      }
     }
   };
 
@@ -139,9 +206,10 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
   // Plans one demotion if a slow node can take it and the budget allows.
   auto tryDemote = [&](const Candidate& c, MoveReason why) {
     if (planned.count({c.region.pid, c.region.start})) return false;
-    NodeId target = pickTarget(c.region, TierKind::Slow);
+    const Pick pick = pickTarget(c.region, TierKind::Slow);
+    const NodeId target = pick.node;
     if (target < 0) {
-      ++st.skippedNoRoom;
+      countSkip(pick.why);
       return false;
     }
     if (!demote.take(c.region.length)) {
@@ -202,8 +270,10 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
       continue;
     }
     bool overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
-    NodeId target = overQuota ? -1 : pickTarget(r, TierKind::Fast);
-    if (target < 0 && !r.hugetlb && promote.allows(r.length)) {
+    Pick pick = overQuota ? Pick{-1, NoTarget::NoRoom} : pickTarget(r, TierKind::Fast);
+    NodeId target = pick.node;
+    // Exchanges make room or quota; they cannot make a node allowed or nearer.
+    if (target < 0 && !r.hugetlb && pick.why == NoTarget::NoRoom && promote.allows(r.length)) {
       // Exchange: demote colder fast-tier regions of this workload, coldest first, until the
       // promotion fits. Tentative: undone unless the promotion then fits.
       const WorkloadProposal& p = *byId[c->workload];
@@ -223,7 +293,8 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
         if (!tryDemote(d, MoveReason::Exchange)) break;
         added.push_back({d.region.pid, d.region.start});
         overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
-        target = overQuota ? -1 : pickTarget(r, TierKind::Fast);
+        pick = overQuota ? Pick{-1, NoTarget::NoRoom} : pickTarget(r, TierKind::Fast);
+        target = pick.node;
       }
       if (target >= 0) {
         i = j;
@@ -245,7 +316,7 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
       if (overQuota)
         ++st.skippedQuota;
       else
-        ++st.skippedNoRoom;
+        countSkip(pick.why);
       continue;
     }
     if (!promote.take(r.length)) {

@@ -12,8 +12,14 @@
 ///     is missing, a promotion may be paired with demotions of the same workload's fast-tier
 ///     regions whose heat is below 1/kExchangeRatio of its heat (ranking against capacity,
 ///     REFERENCE.md section 5);
-///  3. never more into a node than it can take: free bytes for THP and base pages, free hugetlb
-///     pages of the region's size for hugetlb regions;
+///  3. never more into a node than it can take: free bytes for base pages, free bytes and free
+///     blocks of PMD order (/proc/buddyinfo, when known) for THP, free hugetlb pages of the
+///     region's size for hugetlb regions. Never a node outside the task's cpuset.mems
+///     (TaskNodes::allowed; counted as skippedNotAllowed). Among the nodes that can take it, the
+///     nearest (SLIT distance) to the task's home nodes (the nodes of its allowed CPUs) wins, then
+///     the one with most room left, then the lowest id; a promotion goes only to a node nearer
+///     home than the region's node (socket-1 DRAM is not faster for a socket-0 task than the
+///     CXL behind socket 0);
 ///  4. per-direction byte budgets: a token bucket per direction refilled at
 ///     max_{promote,demote}_mib_per_s and holding at most one tick's worth (rate * interval).
 ///     A single region bigger than a whole tick's budget (a 1 GiB page) may go only when the
@@ -33,14 +39,21 @@ namespace tierd::policy {
 
 /// Counters of one plan() call.
 struct ArbiterStats {
-  uint64_t promoteBytes = 0;      ///< bytes planned slow -> fast
-  uint64_t demoteBytes = 0;       ///< bytes planned fast -> slow
-  uint64_t promotions = 0;        ///< ranges planned up
-  uint64_t demotions = 0;         ///< ranges planned down
-  uint64_t exchanges = 0;         ///< demotions planned to make room for a hotter region
-  uint64_t skippedBudget = 0;     ///< candidates left for lack of byte budget
-  uint64_t skippedNoRoom = 0;     ///< candidates left because no target node could take them
-  uint64_t skippedQuota = 0;      ///< promotions left because the workload is at its quota
+  uint64_t promoteBytes = 0;   ///< bytes planned slow -> fast
+  uint64_t demoteBytes = 0;    ///< bytes planned fast -> slow
+  uint64_t promotions = 0;     ///< ranges planned up
+  uint64_t demotions = 0;      ///< ranges planned down
+  uint64_t exchanges = 0;      ///< demotions planned to make room for a hotter region
+  uint64_t skippedBudget = 0;  ///< candidates left for lack of byte budget
+  uint64_t skippedNoRoom = 0;  ///< candidates left because no target node could take them
+  uint64_t skippedQuota = 0;   ///< promotions left because the workload is at its quota
+  /// Candidates left because every node of the target tier is outside the task's cpuset.mems
+  /// (TaskNodes::allowed, /proc/PID/status Mems_allowed_list): not an error, never retried into
+  /// a failing move_pages call.
+  uint64_t skippedNotAllowed = 0;
+  /// Promotions left because no fast node with room is nearer the task's CPUs (TaskNodes::home,
+  /// SLIT distance) than the node the region is on: remote DRAM can be slower than near CXL.
+  uint64_t skippedNotCloser = 0;
   uint64_t coolingDown = 0;       ///< regions within their cooldown (all workloads)
   uint64_t held = 0;              ///< regions held by the ping-pong guard or a refusal
   uint64_t fastShortBytes = 0;    ///< headroom minus fast-tier free bytes, when positive

@@ -46,7 +46,10 @@ struct ByteAmount {
 struct DaemonConfig {
   uint64_t intervalNs = 0;    ///< tick interval
   std::string metricsListen;  ///< "host:port" of the Prometheus endpoint ("" = disabled)
-  bool dryRun = false;        ///< decide and report, move nothing
+  /// File with one line "user:password" that /metrics requires as HTTP basic auth ("" = none);
+  /// absolute (a relative value is resolved against the config file's directory).
+  std::string metricsBasicAuthFile;
+  bool dryRun = false;  ///< decide and report, move nothing
   bool operator==(const DaemonConfig&) const = default;
 };
 

@@ -557,6 +557,14 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
   cfg.daemon.intervalNs = d["interval"].ns;
   cfg.daemon.metricsListen = d["metrics_listen"].s;
   cfg.daemon.dryRun = d["dry_run"].b;
+  if (d.count("metrics_basic_auth_file")) {
+    std::filesystem::path auth = d["metrics_basic_auth_file"].s;
+    if (auth.is_relative()) auth = std::filesystem::path(path).parent_path() / auth;
+    cfg.daemon.metricsBasicAuthFile = auth.lexically_normal();
+    if (cfg.daemon.metricsListen.empty())
+      c.error(path, d["metrics_basic_auth_file"].pos, "daemon.metrics_basic_auth_file",
+              "the metrics exporter is off (metrics_listen = \"\"): nothing to protect");
+  }
 
   Values& t = sections["tiers"];
   for (int64_t n : t["fast_nodes"].list)

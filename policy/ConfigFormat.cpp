@@ -42,6 +42,8 @@ toml::table toTable(const CompiledConfig& cfg) {
   root.insert("daemon", toml::table{{"interval", formatDuration(cfg.daemon.intervalNs)},
                                     {"metrics_listen", cfg.daemon.metricsListen},
                                     {"dry_run", cfg.daemon.dryRun}});
+  if (!cfg.daemon.metricsBasicAuthFile.empty())
+    root["daemon"].as_table()->insert("metrics_basic_auth_file", cfg.daemon.metricsBasicAuthFile);
   toml::table tiers;
   if (!cfg.tiers.fastNodes.empty()) {
     toml::array a;

@@ -20,6 +20,12 @@ const std::vector<KeySpec>& configSchema() {
        "", "Tick interval: how often tierd drains samples, decides and migrates."},
       {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9464\"", 0, 0, "", false, false,
        "", "Address of the Prometheus /metrics endpoint; \"\" disables it."},
+      {"daemon", "metrics_basic_auth_file", ValueType::Path, "", 0, 0, "", false, false, "",
+       "File holding one line `user:password` that /metrics then requires as HTTP basic auth "
+       "(401 without it); relative to the config file's directory. It must be a regular file "
+       "(no symlink) owned by root or tierd's user with no group or other permission bits "
+       "(chmod 0600); the password is never written in the config. Read at start; a reload does "
+       "not change it. Absent: no auth. Needs metrics_listen."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
       // [tiers]

@@ -267,6 +267,9 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
       case MoveResult::Denied:
         ++recordStats_.denied;
         break;
+      case MoveResult::NotAllowed:
+        ++recordStats_.notAllowed;
+        break;
     }
     if (o.result == MoveResult::Gone) {
       std::erase_if(p.regions, [&](const Region& r) {
@@ -306,7 +309,8 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
           }
           break;
         }
-        case MoveResult::Busy: {
+        case MoveResult::Busy:
+        case MoveResult::NotAllowed: {
           r->lastMoveNs = nowNs;
           const int n = std::min(busyStreak(*r) + 1, kMaxBusyDoublings + 1);
           r->flags =

@@ -52,6 +52,7 @@ struct RecordStats {
   uint64_t busy = 0;          ///< ranges that backed off after -EBUSY
   uint64_t gone = 0;          ///< ranges whose memory vanished (regions dropped)
   uint64_t noMemory = 0;      ///< ranges refused for lack of memory on the target
+  uint64_t notAllowed = 0;    ///< ranges whose target was outside the task's cpuset.mems
   uint64_t denied = 0;        ///< ranges held after a permanent refusal
   uint64_t pingPongHeld = 0;  ///< regions held by the ping-pong guard
 };
@@ -103,7 +104,8 @@ class HeatModel {
   /// Feeds back executed moves: Moved/AlreadyThere set the node (Moved also the move time and
   /// ping-pong state) and end a busy back-off; Busy starts a back-off that doubles with each
   /// Busy result in a row (1, 2, 4 ... cooldowns, capped at 2^kMaxBusyDoublings; RegionView::
-  /// retryAtNs); Gone drops the regions, Denied holds them, NoMemory only counts.
+  /// retryAtNs), and so does NotAllowed (counted apart: the cpuset may change); Gone drops the
+  /// regions, Denied holds them, NoMemory only counts.
   void recordResults(std::span<const RangeOutcome> outcomes, uint64_t nowNs);
 
   /// The workload's regions at `nowNs`, sorted by (pid, start).

@@ -20,6 +20,9 @@ enum class MoveResult {
   Gone,          ///< -ENOENT / -EFAULT / ESRCH: the memory or process no longer exists
   NoMemory,      ///< -ENOMEM: the target had no free page of that size
   Denied,        ///< -EACCES / -EPERM: will not succeed (shared page, no permission)
+  /// The target is outside the task's cpuset.mems (call-level -EACCES, or the migrator read
+  /// Mems_allowed first): backs off like Busy, since the cpuset may change; never held.
+  NotAllowed,
 };
 
 /// One executed range and its outcome. Fields as in the MoveRange that was planned.

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "policy/Config.h"
@@ -30,6 +32,22 @@ struct NodeFacts {
   uint64_t freeBytes = 0;   ///< nodeN/meminfo MemFree (THP and base pages land here)
   /// Free hugetlb pages per page size in bytes (nodeN/hugepages/hugepages-<kB>kB/free_hugepages).
   std::map<uint64_t, uint64_t> freeHugePages;
+  /// Bytes in free blocks of at least PMD order (2 MiB with 4 KiB pages), all zones of the node
+  /// (/proc/buddyinfo): what a THP can land in without being split. nullopt = unknown (THP
+  /// moves are then bounded by freeBytes alone).
+  std::optional<uint64_t> freePmdBlockBytes;
+};
+
+/// Where one process runs and may allocate, from /proc/PID/status, filled by the engine.
+struct TaskNodes {
+  /// Nodes whose CPUs (nodeN/cpulist) are in the task's Cpus_allowed_list: where its accesses
+  /// come from. Targets are ranked by SLIT distance from the nearest of them. Empty = unknown:
+  /// targets are ranked by room alone.
+  std::set<NodeId> home;
+  /// The task's cpuset.mems (Mems_allowed_list): move_pages(2) to any other node fails with
+  /// -EACCES, so no target outside it is planned. Empty = unknown: no constraint.
+  std::set<NodeId> allowed;
+  bool operator==(const TaskNodes&) const = default;
 };
 
 /// Identifies a workload in the model and the snapshot: its index in CompiledConfig::workloads.
@@ -62,9 +80,14 @@ struct WorkloadView {
 
 /// The snapshot. Plain data: the same TickContext always yields the same plan.
 struct TickContext {
-  uint64_t nowNs = 0;                            ///< CLOCK_MONOTONIC ns of this tick
-  std::vector<NodeFacts> nodes;                  ///< memory nodes of both tiers, ascending id
-  std::vector<WorkloadView> workloads;           ///< ascending id
+  uint64_t nowNs = 0;                   ///< CLOCK_MONOTONIC ns of this tick
+  std::vector<NodeFacts> nodes;         ///< memory nodes of both tiers, ascending id
+  std::vector<WorkloadView> workloads;  ///< ascending id
+  /// Per pid: home and allowed nodes. A pid absent here is unknown (room alone, no constraint).
+  std::map<pid_t, TaskNodes> tasks;
+  /// SLIT distance from node to node (nodeN/distance; 10 = local), every online node including
+  /// CPU-only ones. Empty or a pair missing = unknown (that pair does not rank).
+  std::map<NodeId, std::map<NodeId, uint64_t>> distance;
   std::shared_ptr<const CompiledConfig> config;  ///< never null
   uint64_t basePageSize = 4096;  ///< bytes (sysconf(_SC_PAGESIZE)); 64 KiB on some arm64/POWER
   bool dryRun = false;           ///< --dry-run or daemon.dry_run: plan but execute nothing

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/unit/support/Skip.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -90,6 +92,52 @@ TEST_CASE("tierd ticks, keeps its config on a broken reload, takes a fixed one, 
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(slurp(log).find("tierd: stopped after") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A "CapXxx:" mask of /proc/PID/status.
+uint64_t capMask(const std::string& status, const std::string& field) {
+  const size_t at = status.find(field + ":\t");
+  REQUIRE(at != std::string::npos);
+  return std::stoull(status.substr(at + field.size() + 2, 16), nullptr, 16);
+}
+
+TEST_CASE("tierd run as root keeps only CAP_SYS_NICE, CAP_SYS_PTRACE and CAP_PERFMON") {
+  const uint64_t kKeep = (1ull << 23) | (1ull << 19) | (1ull << 38);
+  const uint64_t mine = capMask(slurp("/proc/self/status"), "CapEff");
+  if (::geteuid() != 0 || (mine & ~kKeep) == 0) TIERD_SKIP("needs root with capabilities to drop");
+  char tmpl[] = "/tmp/tierd-daemon-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir = tmpl;
+  const fs::path config = dir / "tierd.toml";
+  const fs::path log = dir / "tierd.log";
+  std::ofstream(config) << kGood;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  CHECK(waitFor(log, "tick 1:"));
+  // Every thread (the exporter's and the signal thread too) has the reduced sets.
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    const std::string status = slurp(task.path() / "status");
+    CHECK(capMask(status, "CapEff") == (mine & kKeep));
+    CHECK(capMask(status, "CapPrm") == (mine & kKeep));
+    CHECK((capMask(status, "CapBnd") & ~kKeep) == 0);
+    CHECK(capMask(status, "CapInh") == 0);
+    CHECK(capMask(status, "CapAmb") == 0);
+  }
+  REQUIRE(kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(slurp(log).find("capabilities reduced to CAP_SYS_PTRACE CAP_SYS_NICE") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
 

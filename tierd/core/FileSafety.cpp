@@ -45,21 +45,23 @@ Status checkConfigFileStat(const struct stat& st, const std::string& path, const
   return Ok{};
 }
 
-// Every directory above `real`: whoever can write there can replace the file.
-Status checkDirectoriesAbove(const std::string& real, const std::string& path, uid_t trustedUid) {
+// Every directory above `real`: whoever can write there can replace the file. `what` names the
+// file in the messages ("the config file", "the secret file").
+Status checkDirectoriesAbove(const std::string& real, const std::string& path, uid_t trustedUid,
+                             const std::string& what = "the config file") {
   std::string dir = real;
   while (true) {
     auto slash = dir.rfind('/');
     dir = slash == 0 ? "/" : dir.substr(0, slash);
     struct stat ds {};
     if (::stat(dir.c_str(), &ds) != 0)
-      return Error::fromErrno("cannot stat a directory above the config file", dir);
+      return Error::fromErrno("cannot stat a directory above " + what, dir);
     if (!trustedOwner(ds.st_uid, trustedUid))
-      return Error::env("refusing the config file: directory " + dir + " is owned by uid " +
+      return Error::env("refusing " + what + ": directory " + dir + " is owned by uid " +
                             std::to_string(ds.st_uid) + " (not root), who could replace it",
                         path);
     if ((ds.st_mode & (S_IWGRP | S_IWOTH)) && !(ds.st_mode & S_ISVTX))
-      return Error::env("refusing the config file: directory " + dir +
+      return Error::env("refusing " + what + ": directory " + dir +
                             " is writable by group or others (mode " + octalMode(ds.st_mode) +
                             "), who could replace it; run: chmod go-w " + dir,
                         path);
@@ -109,41 +111,38 @@ Result<std::string> readConfigFileSafely(const std::string& path, uid_t trustedU
 }
 
 Result<std::string> readPrivateFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (fd < 0) {
+  // O_NONBLOCK: a FIFO put there must not hang tierd (it is refused below).
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)};
+  if (f.fd < 0) {
     if (errno == ELOOP) return Error::env("refusing a symlink; point to the file itself", path);
     return Error::fromErrno("cannot open", path);
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    Error e = Error::fromErrno("cannot stat", path);
-    ::close(fd);
-    return e;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error::env("not a regular file", path);
-  }
-  if (!trustedOwner(st.st_uid, ::geteuid())) {
-    ::close(fd);
+  if (::fstat(f.fd, &st) != 0) return Error::fromErrno("cannot stat", path);
+  if (!S_ISREG(st.st_mode)) return Error::env("not a regular file", path);
+  if (!trustedOwner(st.st_uid, ::geteuid()))
     return Error::env("refusing a secret file owned by uid " + std::to_string(st.st_uid) +
                           " (must be root or the user running tierd)",
                       path);
-  }
-  if (st.st_mode & 077) {
-    ::close(fd);
+  if (st.st_mode & 077)
     return Error::env("refusing a secret file readable or writable by group or others (mode " +
                           octalMode(st.st_mode) + "); run: chmod 600 " + path,
                       path);
-  }
+  // The config's rules for the directories above, and the checked path must be the opened file.
+  char resolved[PATH_MAX];
+  if (!::realpath(path.c_str(), resolved)) return Error::fromErrno("cannot resolve", path);
+  const std::string real = resolved;
+  if (Status s = checkDirectoriesAbove(real, path, ::geteuid(), "the secret file"); !s)
+    return s.error();
+  struct stat now {};
+  if (::stat(real.c_str(), &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+    return Error::env("refusing the secret file: it was replaced while being checked", path);
   std::string data;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+  while ((n = ::read(f.fd, buf, sizeof buf)) > 0)
     data.append(buf, static_cast<size_t>(n));
-  Error readErr = Error::fromErrno("cannot read", path);
-  ::close(fd);
-  if (n < 0) return readErr;
+  if (n < 0) return Error::fromErrno("cannot read", path);
   return data;
 }
 

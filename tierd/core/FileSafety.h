@@ -31,9 +31,12 @@ Status checkConfigFileSafe(const std::string& path, uid_t trustedUid = 0);
 /// gives its errno.
 Result<std::string> readConfigFileSafely(const std::string& path, uid_t trustedUid = 0);
 
-/// Reads a secret file (basic auth credentials). Refuses a symlink, a non-regular file, a file
-/// with any group/other permission bit, or one owned by neither root nor the effective user.
-/// The checks use fstat on the opened descriptor (no race with a swapped file).
+/// Reads a secret file (basic auth credentials). Refuses a symlink, a non-regular file (a FIFO
+/// is opened without blocking, then refused), a file with any group/other permission bit, or one
+/// owned by neither root nor the effective user; and, as for a config file, a file under a
+/// directory that another user owns or may write (sticky directories excepted). The checks use
+/// fstat on the opened descriptor and make sure the checked path still names it (no race with a
+/// swapped file).
 /// Errors: Environment naming the path and the problem.
 Result<std::string> readPrivateFile(const std::string& path);
 

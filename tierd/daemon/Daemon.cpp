@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
-#include <thread>
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
@@ -28,6 +27,7 @@
 #include "tierd/main/Service.h"
 #include "tierd/main/TopologyMetrics.h"
 #include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/sys/Capabilities.h"
 #include "tierd/sys/Parsers.h"
 #include "tierd/sys/Vmstat.h"
 
@@ -140,6 +140,27 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   return line;
 }
 
+// Reduces a root tierd to the capabilities it needs (tierd/sys/Capabilities.h). Returns false
+// when that fails (tierd must not run with more rights than it was meant to have).
+bool dropCapabilities(DaemonLog& log) {
+  auto current = sys::readCapabilities();
+  if (!current) {
+    log.error(current.error().describe());
+    return false;
+  }
+  const sys::CapabilityPlan plan = sys::planCapabilityDrop(*current, sys::daemonCapabilities());
+  if (plan.missing)
+    log.warning("capabilities not permitted (what needs them will fail): " +
+                sys::capabilityNames(plan.missing));
+  if (!plan.changes()) return true;
+  if (Status s = sys::applyCapabilityPlan(plan); !s) {
+    log.error(s.error().describe());
+    return false;
+  }
+  log.info("capabilities reduced to " + sys::capabilityNames(plan.permitted));
+  return true;
+}
+
 }  // namespace
 
 std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
@@ -179,12 +200,28 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
+migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c) {
+  migrate::MigrationLimits l;
+  l.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
+  l.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
+  l.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  return l;
+}
+
 migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
   migrate::MigratorConfig m;
-  m.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
-  m.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
-  m.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
+  const migrate::MigrationLimits l = migrationLimits(c);
+  m.callLatencyTargetNs = l.callLatencyTargetNs;
+  m.promoteBytesPerSecond = l.promoteBytesPerSecond;
+  m.demoteBytesPerSecond = l.demoteBytesPerSecond;
   return m;
+}
+
+telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c) {
+  telemetry::ExporterOptions o;
+  o.listenAddress = c.daemon.metricsListen;
+  o.basicAuthFile = c.daemon.metricsBasicAuthFile;
+  return o;
 }
 
 std::string checkReplayTrace(const std::string& path) {
@@ -201,6 +238,8 @@ telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
 
 int runDaemon(const DaemonOptions& options) {
   DaemonLog log;
+  // First, while this is the only thread: capabilities are per thread and inherited.
+  if (options.dropCapabilities && ::geteuid() == 0 && !dropCapabilities(log)) return 1;
   // The config and its profiles decide which memory tierd moves with root's rights: each is
   // refused when another user could change it, checked on the opened file (no check-then-open).
   policy::CompileOptions compileOptions;
@@ -233,17 +272,18 @@ int runDaemon(const DaemonOptions& options) {
     return 1;
   }
 
-  // The exporter. The listen address is read at start only (a reload does not move it).
+  // The exporter. Its address and credentials are read at start only (a reload keeps them).
   std::unique_ptr<telemetry::MetricsSink> sink;
   if (!initial.daemon.metricsListen.empty()) {
-    telemetry::ExporterOptions exporter;
-    exporter.listenAddress = initial.daemon.metricsListen;
-    auto started = telemetry::PrometheusSink::start(exporter);
+    auto started = telemetry::PrometheusSink::start(exporterOptions(initial));
     if (!started) {
       log.error("cannot serve metrics: " + started.error().describe());
       return 1;
     }
-    log.notice("metrics on http://" + initial.daemon.metricsListen + "/metrics");
+    log.notice("metrics on http://" + initial.daemon.metricsListen + "/metrics" +
+               (initial.daemon.metricsBasicAuthFile.empty()
+                    ? std::string()
+                    : " (basic auth from " + initial.daemon.metricsBasicAuthFile + ")"));
     sink = std::move(started.value());
   } else {
     log.notice("metrics exporter off (daemon.metrics_listen = \"\")");
@@ -322,19 +362,15 @@ int runDaemon(const DaemonOptions& options) {
   // SIGHUP sets `reload`; both wake the main loop.
   std::atomic<bool> stop{false};
   std::atomic<bool> reload{false};
-  std::atomic<bool> quit{false};
   std::mutex mu;
   std::condition_variable cv;
-  std::thread signals([&] {
-    while (!quit.load()) {
-      Wake w = waiter.value()->wait(100);
-      if (w == Wake::Tick) continue;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        (w == Wake::Stop ? stop : reload).store(true);
-      }
-      cv.notify_all();
+  // Joined by its destructor, before `engine` is destroyed, also when an exception unwinds.
+  SignalThread signals(*waiter.value(), [&](Wake w) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      (w == Wake::Stop ? stop : reload).store(true);
     }
+    cv.notify_all();
   });
 
   log.notice("running with " + options.configPath + " (" +
@@ -371,6 +407,8 @@ int runDaemon(const DaemonOptions& options) {
       metrics.configReload(true);
       if (next->daemon.metricsListen != initial.daemon.metricsListen)
         log.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+      if (next->daemon.metricsBasicAuthFile != initial.daemon.metricsBasicAuthFile)
+        log.warning("daemon.metrics_basic_auth_file changed: takes effect when tierd restarts");
       if (next->sampling.source != initial.sampling.source)
         log.warning("sampling.source changed: takes effect when tierd restarts");
       log.notice("config reloaded");
@@ -432,8 +470,6 @@ int runDaemon(const DaemonOptions& options) {
     }
   }
   (void)notifier.stopping();
-  quit.store(true);
-  signals.join();
   engine.shutdown();
   const EngineTotals& t = engine.totals();
   char cpu[32];

@@ -6,6 +6,8 @@
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
+#include "tierd/daemon/Daemon.h"
+#include "tierd/sys/Parsers.h"
 #include "tierd/sys/ProcMaps.h"
 
 namespace tierd::daemon {
@@ -47,6 +49,8 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
 std::optional<policy::MoveResult> reduce(const RangeResult& r) {
   const OutcomeCounts& c = r.outcomes;
   if (r.dropped || c[MoveOutcome::Gone] > 0) return policy::MoveResult::Gone;
+  // Outside the cpuset: back off (the arbiter plans inside Mems_allowed from the next tick on).
+  if (c[MoveOutcome::NodeNotAllowed] > 0) return policy::MoveResult::NotAllowed;
   if (c[MoveOutcome::Denied] > 0) return policy::MoveResult::Denied;
   if (c[MoveOutcome::NoMemory] > 0) return policy::MoveResult::NoMemory;
   if (c[MoveOutcome::Busy] > 0 || !r.busy.empty() || c[MoveOutcome::NotMigrated] > 0)
@@ -126,6 +130,7 @@ void Engine::applyWorkloadParams() {
 void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
   const auto old = config_;
   config_ = std::move(config);
+  migrator_->setLimits(migrationLimits(*config_));
   // Workloads are identified by their index; one whose name or selector changed starts afresh.
   for (size_t i = 0; i < old->workloads.size(); ++i) {
     const bool same = i < config_->workloads.size() &&
@@ -151,6 +156,7 @@ void Engine::dropProc(pid_t pid) {
   if (it == procs_.end()) return;
   if (it->second.source) it->second.source->stop();
   heat_.removePid(pid);
+  cpusetReported_.erase(pid);
   procs_.erase(it);
 }
 
@@ -244,6 +250,9 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
   proc.mappings = managedMappings(vmas.value(), base, pmd);
   heat_.setMappings(pid, proc.mappings);
+  proc.anonHuge.clear();
+  for (const sys::SmapsVma& v : vmas.value())
+    proc.anonHuge[v.start] = v.anonHugePages;
 
   std::vector<AddressRange> ranges;
   for (const policy::Mapping& m : proc.mappings)
@@ -285,6 +294,81 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
     regionNodes.emplace_back(region, best->first);
   }
   heat_.setLocations(pid, std::move(regionNodes));
+  countSplitThps(proc, located->runs, pmd, report);
+}
+
+void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
+                            TickReport& report) {
+  // Per VMA: chunks located on their target as base pages, and how far AnonHugePages fell.
+  std::map<uint64_t, uint64_t> seen, fell;
+  for (const auto& [chunk, moved] : proc.movedThp) {
+    bool onTarget = false, base = false;
+    for (const LocatedRun& run : runs) {
+      if (run.start + run.length <= chunk || run.start >= chunk + pmd || run.status < 0) continue;
+      onTarget = run.status == moved.target;
+      base = base || run.pageSize < pmd;
+      if (!onTarget) break;
+    }
+    if (!onTarget || !base) continue;
+    ++seen[moved.vmaStart];
+    auto now = proc.anonHuge.find(moved.vmaStart);
+    const uint64_t after = now == proc.anonHuge.end() ? 0 : now->second;
+    fell[moved.vmaStart] = moved.anonHugeBefore > after ? (moved.anonHugeBefore - after) / pmd : 0;
+  }
+  for (const auto& [vma, n] : seen)
+    report.thpSplitAfterMove += std::min(n, fell[vma]);
+  totals_.thpSplitAfterMove += report.thpSplitAfterMove;
+  proc.movedThp.clear();
+}
+
+std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::Topology& topo,
+                                                   TickReport& report) {
+  auto lists = sys::readAllowedLists(root_, pid);
+  if (!lists) {
+    ++totals_.statusErrors;
+    report.problems.push_back("pid " + std::to_string(pid) +
+                              ": placement unknown: " + lists.error().describe());
+    return std::nullopt;
+  }
+  policy::TaskNodes t;
+  for (const topology::Node& n : topo.nodes)
+    for (int cpu : n.cpus)
+      if (lists->cpus.count(cpu)) {
+        t.home.insert(n.id);
+        break;
+      }
+  t.allowed.insert(lists->mems.begin(), lists->mems.end());
+  // A cpuset that excludes every node of a tier: said once per stretch, counted each tick by
+  // the arbiter (skippedNotAllowed).
+  std::string excluded;
+  for (topology::Tier tier : {topology::Tier::Fast, topology::Tier::Slow}) {
+    const std::vector<int> ids = topo.nodesIn(tier);
+    const bool none = !ids.empty() && std::none_of(ids.begin(), ids.end(), [&](int id) {
+      return t.allowed.count(id) != 0;
+    });
+    if (none) excluded += std::string(excluded.empty() ? "" : ", ") + topology::tierName(tier);
+  }
+  auto& said = cpusetReported_[pid];
+  if (!excluded.empty() && said != excluded)
+    report.problems.push_back("pid " + std::to_string(pid) + ": cpuset.mems " +
+                              sys::formatIdList(lists->mems) + " excludes every " + excluded +
+                              " node: not moved there");
+  said = excluded;
+  return t;
+}
+
+void Engine::rememberMovedThp(const MoveRange& m, const topology::Topology& topo) {
+  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
+  auto it = procs_.find(m.pid);
+  if (it == procs_.end() || m.pageSize != pmd) return;
+  Proc& proc = it->second;
+  for (const policy::Mapping& map : proc.mappings) {
+    if (map.hugetlb || map.pageSize != pmd || m.start < map.start || m.start >= map.end) continue;
+    auto anon = proc.anonHuge.find(map.start);
+    for (uint64_t c = (m.start + pmd - 1) & ~(pmd - 1);
+         c + pmd <= std::min(map.end, m.start + m.length); c += pmd)
+      proc.movedThp[c] = {m.target, map.start, anon == proc.anonHuge.end() ? 0 : anon->second};
+  }
 }
 
 Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
@@ -377,8 +461,13 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     f.freeBytes = n.memFree;
     for (const topology::HugePagePool& p : n.hugePages)
       f.freeHugePages[p.pageSize] = p.free;
+    f.freePmdBlockBytes = n.freePmdBlockBytes;
     ctx.nodes.push_back(f);
   }
+  for (const topology::Node& n : topo->nodes)
+    ctx.distance[n.id] = n.distance;
+  for (const auto& [pid, proc] : procs_)
+    if (auto t = taskNodes(pid, topo.value(), report)) ctx.tasks[pid] = *t;
   const std::set<NodeId> fast(report.fastNodes.begin(), report.fastNodes.end());
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
     policy::WorkloadView view;
@@ -422,6 +511,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
           r.bytesMoved;
       auto result = reduce(r);
       if (!result) continue;
+      if (*result == policy::MoveResult::Moved) rememberMovedThp(r.range, topo.value());
       outcomes.push_back(
           {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
     }

@@ -96,6 +96,10 @@ struct TickReport {
   uint64_t plannedDemoteBytes = 0;
   uint64_t promotedBytes = 0;  ///< bytes actually moved up this tick
   uint64_t demotedBytes = 0;   ///< bytes actually moved down this tick
+  /// THP chunks moved last tick that are on their target but no longer PMD-mapped: located as
+  /// base pages, bounded by how much their VMA's smaps AnonHugePages fell (the kernel split
+  /// them, typically for want of a free PMD-order block on the target).
+  uint64_t thpSplitAfterMove = 0;
   bool dryRun = false;
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
@@ -121,6 +125,9 @@ struct EngineTotals {
   uint64_t outOfScopeMoves = 0;       ///< planned moves dropped because the pid left its scope
   uint64_t pidReuses = 0;             ///< tracked pids found naming another process (start time)
   uint64_t identityChecksFailed = 0;  ///< move calls refused: the pid no longer named its process
+  /// /proc/PID/status reads that failed (placement unknown that tick: targets ranked by room)
+  uint64_t statusErrors = 0;
+  uint64_t thpSplitAfterMove = 0;  ///< sum of TickReport::thpSplitAfterMove
 };
 
 /// See the file comment.
@@ -134,7 +141,8 @@ class Engine {
   ~Engine();
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
-  /// re-applied; workloads whose selector changed start afresh.
+  /// re-applied; workloads whose selector changed start afresh; the migrator gets the new
+  /// config's limits (Migrator::setLimits with migrationLimits(), Daemon.h).
   void setConfig(std::shared_ptr<const policy::CompiledConfig> config);
   const policy::CompiledConfig& config() const { return *config_; }
 
@@ -163,6 +171,14 @@ class Engine {
     uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
     uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
     std::vector<policy::Mapping> mappings;
+    std::map<uint64_t, uint64_t> anonHuge;  ///< VMA start -> smaps AnonHugePages, bytes, this tick
+    /// THP chunks moved last tick: chunk start -> (target, AnonHugePages of its VMA before).
+    struct MovedThp {
+      NodeId target = -1;
+      uint64_t vmaStart = 0;
+      uint64_t anonHugeBefore = 0;
+    };
+    std::map<uint64_t, MovedThp> movedThp;
   };
 
   void applyWorkloadParams();
@@ -178,6 +194,15 @@ class Engine {
   void dropProc(pid_t pid);
   void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
                                    TickReport& report);
+  /// Remembers the THP chunks of an executed move that reported Moved, to verify next tick.
+  void rememberMovedThp(const MoveRange& m, const topology::Topology& topo);
+  /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
+  void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
+                      TickReport& report);
+  /// Home nodes (nodes of the Cpus_allowed_list CPUs) and allowed nodes (Mems_allowed_list) of
+  /// `pid` from /proc/PID/status; nullopt (counted, reported) when it cannot be read.
+  std::optional<policy::TaskNodes> taskNodes(pid_t pid, const topology::Topology& topo,
+                                             TickReport& report);
 
   sys::SysRoot root_;
   std::unique_ptr<migrate::Migrator> migrator_;
@@ -190,6 +215,8 @@ class Engine {
   std::map<pid_t, Proc> procs_;
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
   std::set<std::string> emptyReported_;  ///< workloads whose "matches no process" was reported
+  /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
+  std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;
 };
 

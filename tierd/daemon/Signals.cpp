@@ -78,4 +78,27 @@ bool SignalWaiter::pollStop() {
   return stop_;
 }
 
+uint64_t runSignalLoop(SignalWaiter& waiter, const std::atomic<bool>& quit,
+                       const std::function<void(Wake)>& onWake, int64_t pollMs) {
+  uint64_t waits = 0;
+  while (!quit.load()) {
+    Wake w = waiter.wait(pollMs);
+    ++waits;
+    if (w == Wake::Tick) continue;
+    onWake(w);
+    if (w == Wake::Stop) break;  // sticky: every later wait() would return Stop at once
+  }
+  return waits;
+}
+
+SignalThread::SignalThread(SignalWaiter& waiter, std::function<void(Wake)> onWake)
+    : thread_([this, &waiter, onWake = std::move(onWake)] {
+        (void)runSignalLoop(waiter, quit_, onWake);
+      }) {}
+
+SignalThread::~SignalThread() {
+  quit_.store(true);
+  thread_.join();
+}
+
 }  // namespace tierd::daemon

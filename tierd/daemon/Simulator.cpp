@@ -298,7 +298,7 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
     kernel.setCapacity(n, kRegion, (f - placed[n]) / kRegion);
 
   // Scope and cgroup files the engine reads: /proc/PID/stat (its start time, field 22, names the
-  // process) marks a pid alive.
+  // process) marks a pid alive; /proc/PID/status gives its allowed CPUs and nodes.
   if (Status s = root.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
     return s.error();
   for (const auto& [pid, w] : workloadOf) {
@@ -308,6 +308,12 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
     if (Status s = root.put(dir + "/stat", std::to_string(pid) +
                                                " (traced) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "
                                                "1 0 0\n");
+        !s)
+      return s.error();
+    // The traced process runs unconstrained: every CPU and node allowed (/proc/PID/status).
+    if (Status s =
+            root.put(dir + "/status",
+                     "Name:\ttraced\nCpus_allowed_list:\t0-8191\nMems_allowed_list:\t0-1023\n");
         !s)
       return s.error();
   }
@@ -366,7 +372,7 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
         return s.error();
     }
     const uint64_t now = t0 + k * interval;
-    kernel.sleepUntilNs(static_cast<int64_t>(k * interval));
+    kernel.sleepUntilNs(static_cast<int64_t>(k * interval), nullptr);
     kernel.clearLog();
     counters = {};
     auto report = engine.tick(now, static_cast<int64_t>((k + 1) * interval), nullptr);

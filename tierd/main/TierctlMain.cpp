@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tierd/cli/Command.h"
+#include "tierd/main/MainGuard.h"
 
 namespace {
 
@@ -44,9 +45,7 @@ void usage(std::ostream& out) {
   out << "\n'tierctl <command> --help' for the options of one command.\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int tierctlMain(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   if (args.size() < 2 || args[1] == "--help" || args[1] == "-h" || args[1] == "help") {
     usage(args.size() < 2 ? std::cerr : std::cout);
@@ -57,4 +56,11 @@ int main(int argc, char** argv) {
   std::cerr << "tierctl: unknown command '" << args[1] << "'\n";
   usage(std::cerr);
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tierd::service::runGuarded(
+      "tierctl", [&] { return tierctlMain(argc, argv); }, std::cerr);
 }

@@ -8,9 +8,12 @@
 #include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
 #include "tierd/daemon/Daemon.h"
+#include "tierd/main/MainGuard.h"
 #include "tierd/sys/Parsers.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int tierdMain(int argc, char** argv) {
   using namespace tierd;
   std::vector<std::string> args(argv, argv + argc);
   const std::vector<cli::OptionSpec> specs = {
@@ -22,6 +25,7 @@ int main(int argc, char** argv) {
       {"json", false, "with --check-config: print the compiled result as JSON"},
       {"print-config-schema", false, "print docs/configuration.md (every key) and exit"},
       {"sys-root", true, "", "DIR"},
+      {"keep-capabilities", false, ""},  // hidden: tests; see DaemonOptions::dropCapabilities
       {"help", false, "show this help"},
   };
   auto parsed = cli::parseArgs(args, 1, specs);
@@ -58,6 +62,7 @@ int main(int argc, char** argv) {
   options.sysRoot = parsed->get("sys-root").value_or("/");
   options.dryRun = parsed->has("dry-run");
   options.once = parsed->has("once");
+  options.dropCapabilities = !parsed->has("keep-capabilities");
   if (auto n = parsed->get("ticks")) {
     auto v = sys::parseU64(*n, "--ticks");
     if (!v || v.value() == 0) {
@@ -67,4 +72,11 @@ int main(int argc, char** argv) {
     options.ticks = v.value();
   }
   return daemon::runDaemon(options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tierd::service::runGuarded(
+      "tierd", [&] { return tierdMain(argc, argv); }, std::cerr);
 }

@@ -1,5 +1,6 @@
 #include "tierd/migrate/FakeMigrator.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -47,6 +48,25 @@ const FakePageSystem::Vma* FakePageSystem::findVma(const Proc& p, uint64_t addr)
   return addr < it->second.end ? &it->second : nullptr;
 }
 
+uint64_t FakePageSystem::pageSizeAt(const Proc& p, const Vma& v, uint64_t addr) const {
+  if (v.backing == FakeBacking::Thp && p.split.count(addr / thp_ * thp_)) return base_;
+  return v.pageSize;
+}
+
+void FakePageSystem::splitThp(pid_t pid, uint64_t addr) {
+  Proc& p = procs_[pid];
+  const Vma* v = findVma(p, addr);
+  const uint64_t chunk = addr / thp_ * thp_;
+  if (!v || v->backing != FakeBacking::Thp || p.split.count(chunk)) return;
+  auto it = p.pages.find(chunk);
+  if (it == p.pages.end()) return;
+  const NodeId node = it->second;
+  p.split.insert(chunk);
+  for (uint64_t a = chunk; a < chunk + thp_; a += base_)
+    p.pages[a] = node;
+  log_.push_back("split pid=" + std::to_string(pid) + " " + hex(chunk));
+}
+
 void FakePageSystem::populate(pid_t pid, uint64_t start, uint64_t length, NodeId node) {
   Proc& p = procs_[pid];
   for (uint64_t a = start; a < start + length;) {
@@ -55,9 +75,9 @@ void FakePageSystem::populate(pid_t pid, uint64_t start, uint64_t length, NodeId
       a += base_;
       continue;
     }
-    uint64_t page = a / v->pageSize * v->pageSize;
+    uint64_t page = pageStart(p, *v, a);
     p.pages[page] = node;
-    a = page + v->pageSize;
+    a = page + pageSizeAt(p, *v, a);
   }
 }
 
@@ -72,7 +92,7 @@ void FakePageSystem::setNodes(std::set<NodeId> nodes) {
 void FakePageSystem::scriptPageError(pid_t pid, uint64_t addr, int err, int times) {
   const Proc& p = procs_[pid];
   const Vma* v = findVma(p, addr);
-  uint64_t page = v ? addr / v->pageSize * v->pageSize : addr;
+  uint64_t page = v ? pageStart(p, *v, addr) : addr;
   errors_[{pid, page}] = {err, times};
 }
 
@@ -131,15 +151,26 @@ std::optional<NodeId> FakePageSystem::nodeOf(pid_t pid, uint64_t addr) const {
   if (pit == procs_.end()) return std::nullopt;
   const Vma* v = findVma(pit->second, addr);
   if (!v) return std::nullopt;
-  auto it = pit->second.pages.find(addr / v->pageSize * v->pageSize);
+  auto it = pit->second.pages.find(pageStart(pit->second, *v, addr));
   if (it == pit->second.pages.end()) return std::nullopt;
   return it->second;
 }
 
-void FakePageSystem::sleepUntilNs(int64_t ns) {
-  if (ns <= now_) return;
-  log_.push_back("sleep " + std::to_string(ns - now_) + "ns");
+bool FakePageSystem::sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) {
+  if (ns <= now_) return true;
+  const int64_t from = now_;
+  while (stop && now_ < ns) {
+    if (stop->load(std::memory_order_relaxed)) {
+      log_.push_back("sleep " + std::to_string(now_ - from) + "ns of " + std::to_string(ns - from) +
+                     "ns: stopped");
+      return false;
+    }
+    now_ = std::min(ns, now_ + kStopPollNs);
+    if (duringSleep) duringSleep(now_);
+  }
+  log_.push_back("sleep " + std::to_string(ns - from) + "ns");
   now_ = ns;
+  return true;
 }
 
 long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const int* nodes,
@@ -175,7 +206,7 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
         status[i] = -EFAULT;
         continue;
       }
-      auto pit = p.pages.find(addr / v->pageSize * v->pageSize);
+      auto pit = p.pages.find(pageStart(p, *v, addr));
       if (pit != p.pages.end())
         status[i] = pit->second;
       else
@@ -249,11 +280,11 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
     if (!v) {
       added = -EFAULT;
     } else {
-      page = addr / v->pageSize * v->pageSize;
+      page = pageStart(p, *v, addr);
       pit = p.pages.find(page);
       if (pit == p.pages.end())
         added = p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
-      else if (v->pageSize > base_ && !handled.insert(page).second)
+      else if (pageSizeAt(p, *v, addr) > base_ && !handled.insert(page).second)
         added = -EBUSY;  // a later subpage address of a huge page handled in this call
       else if (auto eit = errors_.find({pid, page});
                eit != errors_.end() && eit->second.times != 0) {
@@ -264,7 +295,7 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
       }
     }
     if (added > 0) {
-      group.push_back({i, pit, v->pageSize});
+      group.push_back({i, pit, pageSizeAt(p, *v, addr)});
       continue;
     }
     status[i] = added < 0 ? added : node;
@@ -319,10 +350,14 @@ Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counte
     if (v.backing == FakeBacking::Hugetlb) m.path = "/anon_hugepage (deleted)";
     if (counters) {
       m.hasCounters = true;
-      uint64_t present = 0;
+      uint64_t present = 0, presentBytes = 0, thpBytes = 0;
       for (auto it = pit->second.pages.lower_bound(v.start);
-           it != pit->second.pages.end() && it->first < v.end; ++it)
+           it != pit->second.pages.end() && it->first < v.end; ++it) {
+        const uint64_t size = pageSizeAt(pit->second, v, it->first);
         ++present;
+        presentBytes += size;
+        if (size == thp_ && v.backing == FakeBacking::Thp) thpBytes += size;
+      }
       m.kernelPageSize = v.backing == FakeBacking::Hugetlb ? v.pageSize : base_;
       m.mmuPageSize = m.kernelPageSize;
       if (v.backing == FakeBacking::Hugetlb) {
@@ -330,8 +365,8 @@ Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counte
         m.fields["Private_Hugetlb"] = present * v.pageSize;
       } else {
         m.vmFlags = {"rd", "wr"};
-        m.rss = present * v.pageSize;
-        if (v.backing == FakeBacking::Thp) m.anonHugePages = m.rss;
+        m.rss = presentBytes;
+        m.anonHugePages = thpBytes;
       }
       m.fields["Rss"] = m.rss;
       m.fields["AnonHugePages"] = m.anonHugePages;
@@ -363,7 +398,7 @@ Result<std::vector<sys::NumaMapsVma>> FakePageSystem::numaMaps(pid_t pid) {
     const uint64_t unit = n.huge ? v.pageSize : base_;
     for (auto it = pit->second.pages.lower_bound(v.start);
          it != pit->second.pages.end() && it->first < v.end; ++it)
-      n.pagesPerNode[it->second] += v.pageSize / unit;
+      n.pagesPerNode[it->second] += pageSizeAt(pit->second, v, it->first) / unit;
     if (!n.pagesPerNode.empty()) n.kernelPageSize = unit;
     out.push_back(std::move(n));
   }

@@ -33,7 +33,7 @@ namespace tierd::migrate {
 /// How a fake VMA is backed.
 enum class FakeBacking {
   Base,     ///< base pages (kernel page size = base page size)
-  Thp,      ///< PMD THPs only: pages are thpSize, smaps AnonHugePages == Rss
+  Thp,      ///< PMD THPs: pages are thpSize, smaps AnonHugePages == Rss, until splitThp()
   Hugetlb,  ///< hugetlb pages of the VMA's page size (VmFlags ht, numa_maps "huge")
 };
 
@@ -74,6 +74,11 @@ class FakePageSystem final : public PageSystem {
   /// The nodes `pid`'s cpuset lets it use (/proc/PID/status Mems_allowed_list; default: every
   /// node). A move call with a target outside them fails with -EACCES (see movePages).
   void setMemsAllowed(pid_t pid, std::set<NodeId> nodes) { procs_[pid].memsAllowed = nodes; }
+  /// The kernel splits the THP containing `addr` of a Thp VMA (split_huge_page: memory pressure,
+  /// a partial munmap, or a migration that found no free PMD-order block on its target): the
+  /// 2 MiB chunk becomes base pages on the same node, moved one address at a time from then on.
+  /// smaps AnonHugePages drops by one THP, Rss stays. No-op without a THP there.
+  void splitThp(pid_t pid, uint64_t addr);
   /// Unmaps [start, start+length) of `pid` (splits VMAs; drops their pages).
   void unmap(pid_t pid, uint64_t start, uint64_t length);
 
@@ -105,7 +110,13 @@ class FakePageSystem final : public PageSystem {
   uint64_t basePageSize() override { return base_; }
   uint64_t thpSize() override { return thp_; }
   int64_t nowNs() override { return now_; }
-  void sleepUntilNs(int64_t ns) override;
+  /// Jumps the clock to `ns`. With a stop flag the sleep is modelled like LinuxPageSystem's: in
+  /// slices of kStopPollNs, each followed by duringSleep() and a look at the flag; a stop ends
+  /// it early (logged "sleep Nns of Mns: stopped", returns false).
+  bool sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) override;
+  /// Called with the clock after each slice of a sleep with a stop flag (tests raise the flag
+  /// at a chosen simulated time, as the signal thread would).
+  std::function<void(int64_t nowNs)> duringSleep;
   int64_t threadKernelCpuNs() override { return cpu_; }
 
  private:
@@ -122,12 +133,20 @@ class FakePageSystem final : public PageSystem {
     std::map<uint64_t, NodeId> pages;             // page start -> node
     std::set<uint64_t> zeroPages;                 // base page addresses mapping the zero page
     std::optional<std::set<NodeId>> memsAllowed;  // cpuset.mems of the task; nullopt = all
+    std::set<uint64_t> split;                     // chunks of Thp VMAs now in base pages
   };
   struct ScriptedError {
     int err = 0;
     int times = -1;
   };
   const Vma* findVma(const Proc& p, uint64_t addr) const;
+  // Size of the page at `addr` in `v`: base pages in split chunks of a Thp VMA.
+  uint64_t pageSizeAt(const Proc& p, const Vma& v, uint64_t addr) const;
+  // Start of the page containing `addr` in `v`.
+  uint64_t pageStart(const Proc& p, const Vma& v, uint64_t addr) const {
+    const uint64_t size = pageSizeAt(p, v, addr);
+    return addr / size * size;
+  }
   Result<std::vector<sys::SmapsVma>> render(pid_t pid, bool counters);
 
   uint64_t base_;
@@ -165,6 +184,7 @@ class FakeMigrator final : public Migrator {
   }
   int64_t nowNs() override { return engine_.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
+  void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "tierd/migrate/Migrator.h"
@@ -75,11 +76,18 @@ class LinuxPageSystem final : public PageSystem {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   }
-  void sleepUntilNs(int64_t ns) override {
-    timespec ts{};
-    ts.tv_sec = ns / 1'000'000'000;
-    ts.tv_nsec = ns % 1'000'000'000;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  bool sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) override {
+    // In slices of at most kStopPollNs when there is a stop flag to watch.
+    for (;;) {
+      if (stop && stop->load(std::memory_order_relaxed)) return nowNs() >= ns;
+      const int64_t now = nowNs();
+      if (now >= ns) return true;
+      const int64_t until = stop ? std::min(ns, now + kStopPollNs) : ns;
+      timespec ts{};
+      ts.tv_sec = until / 1'000'000'000;
+      ts.tv_nsec = until % 1'000'000'000;
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      }
     }
   }
   int64_t threadKernelCpuNs() override {

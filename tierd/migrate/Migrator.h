@@ -27,6 +27,16 @@
 
 namespace tierd::migrate {
 
+/// The migrator limits a running daemon takes from its config, so a reload (SIGHUP) changes them:
+/// [migration] call_latency_target, max_promote_mib_per_s and max_demote_mib_per_s, in the units
+/// of MigratorConfig's fields of the same names.
+struct MigrationLimits {
+  int64_t callLatencyTargetNs = 20'000'000;  ///< MigratorConfig::callLatencyTargetNs
+  uint64_t promoteBytesPerSecond = 0;        ///< MigratorConfig::promoteBytesPerSecond; 0 = none
+  uint64_t demoteBytesPerSecond = 0;         ///< MigratorConfig::demoteBytesPerSecond; 0 = none
+  bool operator==(const MigrationLimits&) const = default;
+};
+
 /// Moves pages between nodes and locates them. Called from one thread (the tick thread or a
 /// tierctl command); implementations are not thread-safe. Never throws; a vanished process, a
 /// full node or a busy page is counted in the result, never an error.
@@ -56,6 +66,12 @@ class Migrator {
   /// Installs the check used by execute() (empty: no check). The default implementation ignores
   /// it, for migrators that never call move_pages.
   virtual void setProcessCheck(ProcessCheck check) { (void)check; }
+
+  /// Replaces the limits a config reload may change (MigrationLimits). Called on the executing
+  /// thread between execute() calls (the engine does it at a tick boundary, Engine::setConfig);
+  /// the next execute() uses them. The default implementation ignores them, for migrators
+  /// without limits.
+  virtual void setLimits(const MigrationLimits& limits) { (void)limits; }
 };
 
 /// The kernel surface under the migration engine. One implementation per environment.
@@ -86,11 +102,18 @@ class PageSystem {
   virtual uint64_t thpSize() = 0;
   /// CLOCK_MONOTONIC in nanoseconds.
   virtual int64_t nowNs() = 0;
-  /// Sleeps until `ns` on nowNs()'s clock (returns at once when it has passed).
-  virtual void sleepUntilNs(int64_t ns) = 0;
+  /// Sleeps until `ns` on nowNs()'s clock (returns at once when it has passed), or until `*stop`
+  /// becomes true, whichever comes first: the flag is checked at least every kStopPollNs
+  /// (nullptr: never checked). Returns true when `ns` was reached, false when the stop flag
+  /// ended the sleep early. Called on the migrating thread; blocks it.
+  virtual bool sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) = 0;
   /// CPU time the calling thread has spent in the kernel, nanoseconds (RUSAGE_THREAD ru_stime).
   virtual int64_t threadKernelCpuNs() = 0;
 };
+
+/// Longest a PageSystem::sleepUntilNs with a stop flag sleeps without looking at the flag: a
+/// SIGTERM during a rate-budget wait is acted on within this time (10 ms).
+inline constexpr int64_t kStopPollNs = 10'000'000;
 
 /// The live kernel: libnuma numa_move_pages, /proc under `root`, real clocks.
 std::unique_ptr<PageSystem> makeLinuxPageSystem(sys::SysRoot root = sys::SysRoot::live());

@@ -42,6 +42,8 @@ struct MovePagesMigrator::BatchState {
   std::map<pid_t, std::optional<std::set<NodeId>>> memsAllowed;
   std::set<std::pair<pid_t, NodeId>> notAllowed;
   std::vector<PageRef> busy;
+  std::set<uint64_t> movedHeads;  // chunk heads of partly huge VMAs that Moved (counted as THP)
+  std::set<uint64_t> baseChunks;  // such chunks found to hold base pages (a tail not on target)
   const std::atomic<bool>* stop = nullptr;
   std::vector<bool> halted;  // per range: stop sending its pages (-EFAULT, process gone/denied)
   int64_t deadlineNs = 0;
@@ -140,6 +142,15 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
       pushBase(a, mid0, psz);
       if (mid1 > mid0) st.segments.push_back({index, mid0, thp, (mid1 - mid0) / thp});
       pushBase(mid1, b, psz);
+    } else if (!basePagesOnly && v.anonHugePages > 0 && thp > psz) {
+      // Partly huge: per aligned 2 MiB chunk, the head address first (a THP moves whole at its
+      // head), then moveChunkTails() re-queries the other base pages and sends those still
+      // elsewhere. Unaligned edges cannot hold a PMD THP: base pages.
+      uint64_t mid0 = std::min(b, alignUp(a, thp));
+      uint64_t mid1 = std::max(mid0, alignDown(b, thp));
+      pushBase(a, mid0, psz);
+      if (mid1 > mid0) st.segments.push_back({index, mid0, thp, (mid1 - mid0) / thp, true});
+      pushBase(mid1, b, psz);
     } else if (v.rss == 0) {
       // Nothing resident (zero pages aside, which have nothing of their own to move).
       st.add(index, MoveOutcome::NotPresent, ceilDiv(b - a, psz));
@@ -208,6 +219,7 @@ void MovePagesMigrator::classify(BatchState& st, const PageRef& p, int status, b
   RangeResult& rr = st.result.ranges[p.range];
   MigrationStats& s = st.result.stats;
   if (status == r.target) {
+    if (moveCall && p.chunkHead) st.movedHeads.insert(p.addr);
     if (moveCall) {
       rr.outcomes[MoveOutcome::Moved] += 1;
       rr.bytesMoved += p.pageSize;
@@ -285,6 +297,12 @@ void MovePagesMigrator::callFailed(BatchState& st, pid_t pid, const std::vector<
     st.add(p.range, o, 1);
 }
 
+void MovePagesMigrator::setLimits(const MigrationLimits& limits) {
+  config_.callLatencyTargetNs = limits.callLatencyTargetNs;
+  config_.promoteBytesPerSecond = limits.promoteBytesPerSecond;
+  config_.demoteBytesPerSecond = limits.demoteBytesPerSecond;
+}
+
 bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>& pages) {
   const uint64_t rates[2] = {config_.promoteBytesPerSecond, config_.demoteBytesPerSecond};
   if (rates[0] == 0 && rates[1] == 0) return true;
@@ -313,7 +331,10 @@ bool MovePagesMigrator::waitForBudget(BatchState& st, const std::vector<PageRef>
       st.result.stats.deadlineReached = true;
       return false;
     }
-    sys_->sleepUntilNs(now + waitNs);
+    if (!sys_->sleepUntilNs(now + waitNs, st.stop)) {  // SIGTERM: give up the wait
+      st.result.stats.stopped = true;
+      return false;
+    }
     refill(sys_->nowNs());
   }
   for (size_t d = 0; d < 2; ++d)
@@ -339,8 +360,12 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
   const std::vector<bool> live = liveVmas(pid, call, status);
   for (size_t i = 0; i < call.size(); ++i) {
     int target = st.range(call[i].range).target;
+    if (call[i].chunkTail && status[i] != target)
+      st.baseChunks.insert(alignDown(call[i].addr, sys_->thpSize()));
     if (status[i] >= 0 && status[i] != target)
       send.push_back(call[i]);
+    else if (call[i].chunkTail && status[i] == target)
+      continue;  // moved with its head's THP (or there already): nothing of its own to count
     else
       classify(st, call[i], status[i], false, busy, live[i]);
   }
@@ -388,6 +413,38 @@ bool MovePagesMigrator::halted(BatchState& st) {
   if (st.stop && st.stop->load(std::memory_order_relaxed)) s.stopped = true;
   if (!s.stopped && sys_->nowNs() >= st.deadlineNs) s.deadlineReached = true;
   return s.stopped || s.deadlineReached;
+}
+
+void MovePagesMigrator::moveChunkTails(BatchState& st) {
+  const uint64_t base = sys_->basePageSize(), thp = sys_->thpSize();
+  const uint64_t maxPages = std::max<uint64_t>(config_.maxPagesPerCall, 1);
+  // A busy head may be a THP still elsewhere: a tail address would move it whole, uncounted.
+  std::set<uint64_t> busyHeads;
+  for (const PageRef& p : st.busy)
+    if (p.chunkHead) busyHeads.insert(p.addr);
+  for (const Segment& sg : st.segments) {
+    if (!sg.mixed) continue;
+    const pid_t pid = st.range(sg.range).pid;
+    for (uint64_t c = 0; c < sg.count; ++c) {
+      if (halted(st) || st.halted[sg.range] || st.pids[pid] != PidState::Ok) return;
+      const uint64_t chunk = sg.start + c * thp;
+      if (busyHeads.count(chunk)) continue;
+      std::vector<PageRef> call;
+      for (uint64_t a = chunk + base; a < chunk + thp; a += base) {
+        call.push_back({sg.range, a, base, false, true});
+        if (call.size() == maxPages || a + base == chunk + thp) {
+          auto busy = processCall(st, pid, call);
+          st.busy.insert(st.busy.end(), busy.begin(), busy.end());
+          call.clear();
+        }
+      }
+      // The head was a base page, not a THP: it moved 4 KiB, not 2 MiB.
+      if (st.baseChunks.count(chunk) && st.movedHeads.count(chunk)) {
+        st.result.ranges[sg.range].bytesMoved -= thp - base;
+        st.result.stats.bytesMoved -= thp - base;
+      }
+    }
+  }
 }
 
 std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::moveSubBatch(
@@ -590,7 +647,7 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
         pos = 0;
         continue;
       }
-      call.push_back({sg.range, sg.start + pos * sg.pageSize, sg.pageSize});
+      call.push_back({sg.range, sg.start + pos * sg.pageSize, sg.pageSize, sg.mixed, false});
       if (++pos == sg.count) {
         ++si;
         pos = 0;
@@ -601,12 +658,17 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
     st.busy.insert(st.busy.end(), busy.begin(), busy.end());
   }
 
+  moveChunkTails(st);
+
   // -EBUSY pages: back off, then try again (they are often under migration or pinned briefly).
   for (int attempt = 0; attempt < config_.busyRetries && !st.busy.empty(); ++attempt) {
     if (halted(st)) break;
     int64_t at = sys_->nowNs() + config_.busyBackoffNs;
     if (at >= deadlineNs) break;
-    sys_->sleepUntilNs(at);
+    if (!sys_->sleepUntilNs(at, st.stop)) {  // stopped during the back-off: pages stay Busy
+      s.stopped = true;
+      break;
+    }
     std::vector<PageRef> pending = std::move(st.busy);
     st.busy.clear();
     for (const auto& p : pending)

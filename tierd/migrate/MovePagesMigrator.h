@@ -5,8 +5,10 @@
 ///
 /// execute():
 ///   1. Plans each range against /proc/PID/smaps: one address per hugetlb page (KernelPageSize),
-///      one per PMD THP where the VMA's AnonHugePages covers all its resident memory (Rss), one
-///      per base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4 KiB).
+///      one per PMD THP where the VMA's AnonHugePages covers all its resident memory (Rss); where
+///      it covers only part, the head address of each aligned 2 MiB chunk, then (after the
+///      heads) the chunk's other base pages re-queried and sent only if still elsewhere; one per
+///      base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4 KiB).
 ///      Parts of a range with no VMA are Gone and drop the range. Base-page VMAs with Rss 0 are
 ///      NotPresent without a call; sparse ones (Rss < half the VMA) send only the pages
 ///      /proc/PID/pagemap shows mapped (parts larger than locateMaxScanBytes: NotAttempted).
@@ -63,6 +65,9 @@ class MovePagesMigrator final : public Migrator {
   /// Checked before every moving move_pages call (not before status queries, which change
   /// nothing); a false answer counts the call's pages Gone and drops the pid's other ranges.
   void setProcessCheck(ProcessCheck check) override { processCheck_ = std::move(check); }
+  /// Takes the new call latency target and byte rates into config(). The token buckets keep
+  /// their balance (debt included); a bucket holds at most one second of its new rate.
+  void setLimits(const MigrationLimits& limits) override;
 
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }
@@ -75,12 +80,15 @@ class MovePagesMigrator final : public Migrator {
     size_t range = 0;
     uint64_t addr = 0;
     uint64_t pageSize = 0;
+    bool chunkHead = false;  // head address of a 2 MiB chunk of a partly huge VMA
+    bool chunkTail = false;  // another base page of such a chunk (sent only if still elsewhere)
   };
   struct Segment {
     size_t range = 0;
     uint64_t start = 0;
     uint64_t pageSize = 0;
     uint64_t count = 0;
+    bool mixed = false;  // THP-sized chunks of a partly huge VMA: tails follow (moveChunkTails)
   };
   enum class PidState { Ok, Gone, Denied };
   struct BatchState;
@@ -94,6 +102,10 @@ class MovePagesMigrator final : public Migrator {
                                    const std::vector<int>& nodes, const std::vector<int>& status,
                                    int err, std::vector<PageRef>& busy);
   bool halted(BatchState& st);
+  /// After the head addresses of partly huge VMAs' chunks: re-queries each chunk's other base
+  /// pages (move_pages nodes=NULL) and sends those still elsewhere; a head that turns out to
+  /// have been a base page is counted as one base page moved, not a THP.
+  void moveChunkTails(BatchState& st);
   void callFailed(BatchState& st, pid_t pid, const std::vector<PageRef>& pages, long err);
   void classify(BatchState& st, const PageRef& p, int status, bool moveCall,
                 std::vector<PageRef>& busy, bool liveVma);

@@ -258,4 +258,49 @@ Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& co
   return Error::input("truncated", context);
 }
 
+Result<std::vector<BuddyZone>> parseBuddyinfo(std::string_view text, const std::string& context) {
+  std::vector<BuddyZone> out;
+  size_t lineNo = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++lineNo;
+    const std::string where = context + ":" + std::to_string(lineNo);
+    if (trim(line).empty()) continue;
+    // "Node 0, zone   Normal   9482 ..." -> "Node", "0,", "zone", "Normal", counts...
+    std::vector<std::string_view> f = splitBlanks(line);
+    if (f.size() < 5 || f[0] != "Node" || f[1].size() < 2 || f[1].back() != ',' || f[2] != "zone")
+      return Error::input("expected 'Node N, zone NAME counts...', got " + quote(line), where);
+    auto node = parseU64(f[1].substr(0, f[1].size() - 1), where);
+    if (!node || node.value() > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+      return Error::input("bad node id in " + quote(line), where);
+    BuddyZone z;
+    z.node = static_cast<int>(node.value());
+    z.zone = std::string(f[3]);
+    for (size_t i = 4; i < f.size(); ++i) {
+      auto n = parseU64(f[i], where);
+      if (!n) return Error::input("expected free block counts, got " + quote(line), where);
+      z.freeBlocks.push_back(n.value());
+    }
+    if (!out.empty() && z.freeBlocks.size() != out.front().freeBlocks.size())
+      return Error::input("expected " + std::to_string(out.front().freeBlocks.size()) +
+                              " orders, got " + std::to_string(z.freeBlocks.size()),
+                          where);
+    out.push_back(std::move(z));
+  }
+  return out;
+}
+
+uint64_t freeBytesAtOrder(const std::vector<BuddyZone>& zones, int node, unsigned minOrder,
+                          uint64_t basePageSize) {
+  uint64_t bytes = 0;
+  for (const BuddyZone& z : zones) {
+    if (z.node != node) continue;
+    for (size_t k = minOrder; k < z.freeBlocks.size() && k < 63; ++k)
+      bytes += z.freeBlocks[k] * (basePageSize << k);
+  }
+  return bytes;
+}
+
 }  // namespace tierd::sys

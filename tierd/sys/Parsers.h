@@ -64,4 +64,22 @@ Result<uint64_t> parseKbSize(std::string_view text, const std::string& context);
 /// number.
 Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context);
 
+/// One line of /proc/buddyinfo: "Node 0, zone   Normal   9482  12821 ... 23": the number of free
+/// blocks of each order (a block of order k is 2^k base pages) in one zone of one node
+/// (mm/vmstat.c frag_show_print; orders 0 .. NR_PAGE_ORDERS-1, 11 with 4 KiB pages).
+struct BuddyZone {
+  int node = -1;
+  std::string zone;                  ///< "DMA", "DMA32", "Normal", "Movable", ...
+  std::vector<uint64_t> freeBlocks;  ///< index = order
+};
+
+/// Parses /proc/buddyinfo text. Strict: every line is "Node N, zone NAME" and at least one count,
+/// and every line has the same number of orders. Errors: Input with "context:line".
+Result<std::vector<BuddyZone>> parseBuddyinfo(std::string_view text, const std::string& context);
+
+/// Bytes in free blocks of order `minOrder` or higher on `node`, all zones summed, with
+/// `basePageSize`-byte pages (order 9 = 2 MiB blocks with 4 KiB pages). 0 for an unknown node.
+uint64_t freeBytesAtOrder(const std::vector<BuddyZone>& zones, int node, unsigned minOrder,
+                          uint64_t basePageSize);
+
 }  // namespace tierd::sys

@@ -300,21 +300,44 @@ Result<std::vector<NumaMapsVma>> readNumaMaps(const SysRoot& root, pid_t pid) {
   return readAndParse(root, pid, "numa_maps", &parseNumaMaps);
 }
 
-Result<std::set<int>> parseMemsAllowed(std::string_view text, const std::string& context) {
-  constexpr std::string_view kKey = "Mems_allowed_list:";
+namespace {
+// The id list on the `key` line of /proc/PID/status text.
+Result<std::set<int>> statusList(std::string_view text, std::string_view key,
+                                 const std::string& context) {
   size_t lineNo = 0;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     ++lineNo;
-    if (line.substr(0, kKey.size()) != kKey) continue;
-    std::string_view list = line.substr(kKey.size());
+    if (line.substr(0, key.size()) != key) continue;
+    std::string_view list = line.substr(key.size());
     while (!list.empty() && (list.front() == ' ' || list.front() == '\t'))
       list.remove_prefix(1);
     return parseIdList(list, context + ":" + std::to_string(lineNo));
   }
-  return Error::input("no Mems_allowed_list line", context);
+  return Error::input("no " + std::string(key.substr(0, key.size() - 1)) + " line", context);
+}
+}  // namespace
+
+Result<std::set<int>> parseMemsAllowed(std::string_view text, const std::string& context) {
+  return statusList(text, "Mems_allowed_list:", context);
+}
+
+Result<std::set<int>> parseCpusAllowed(std::string_view text, const std::string& context) {
+  return statusList(text, "Cpus_allowed_list:", context);
+}
+
+Result<AllowedLists> parseAllowedLists(std::string_view text, const std::string& context) {
+  auto cpus = parseCpusAllowed(text, context);
+  if (!cpus) return cpus.error();
+  auto mems = parseMemsAllowed(text, context);
+  if (!mems) return mems.error();
+  return AllowedLists{std::move(cpus.value()), std::move(mems.value())};
+}
+
+Result<AllowedLists> readAllowedLists(const SysRoot& root, pid_t pid) {
+  return readAndParse(root, pid, "status", &parseAllowedLists);
 }
 
 Result<std::set<int>> readMemsAllowed(const SysRoot& root, pid_t pid) {

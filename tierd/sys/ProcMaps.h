@@ -96,4 +96,19 @@ Result<std::set<int>> parseMemsAllowed(std::string_view statusText, const std::s
 /// so it is a hint to re-read per batch, not a guarantee.
 Result<std::set<int>> readMemsAllowed(const SysRoot& root, pid_t pid);
 
+/// The CPUs a task may run on (its affinity within its cpuset), from the `Cpus_allowed_list:`
+/// line of /proc/PID/status text ("Cpus_allowed_list:\t0-31,64-95"). Errors as parseMemsAllowed.
+Result<std::set<int>> parseCpusAllowed(std::string_view statusText, const std::string& context);
+
+/// Both allowed lists of one /proc/PID/status read.
+struct AllowedLists {
+  std::set<int> cpus;  ///< Cpus_allowed_list: CPU ids
+  std::set<int> mems;  ///< Mems_allowed_list: node ids
+};
+/// parseCpusAllowed and parseMemsAllowed of the same text; an error if either line is bad.
+Result<AllowedLists> parseAllowedLists(std::string_view statusText, const std::string& context);
+/// Reads /proc/PID/status under `root` once and returns parseAllowedLists() of it. A vanished
+/// pid gives an Environment error with code ENOENT or ESRCH.
+Result<AllowedLists> readAllowedLists(const SysRoot& root, pid_t pid);
+
 }  // namespace tierd::sys

@@ -177,6 +177,30 @@ uint64_t basePageSizeOf(const sys::SysRoot& root) {
   return 0;
 }
 
+// Node::freePmdBlockBytes from /proc/buddyinfo. Absent or malformed: unknown (a warning for
+// malformed text), never an error: THP room then falls back to MemFree.
+void readFreePmdBlocks(const sys::SysRoot& root, Topology& topo) {
+  const uint64_t base = topo.caps.basePageSize, pmd = topo.caps.pmdPageSize;
+  if (base == 0 || pmd <= base || pmd % base != 0) return;
+  unsigned order = 0;
+  while ((base << order) < pmd)
+    ++order;
+  if ((base << order) != pmd) return;
+  auto text = root.read("/proc/buddyinfo");
+  if (!text) return;
+  auto zones = sys::parseBuddyinfo(text.value(), root.path("/proc/buddyinfo"));
+  if (!zones) {
+    topo.warnings.push_back(zones.error().describe());
+    return;
+  }
+  for (Node& n : topo.nodes) {
+    bool listed = false;
+    for (const sys::BuddyZone& z : zones.value())
+      listed = listed || z.node == n.id;
+    if (listed) n.freePmdBlockBytes = sys::freeBytesAtOrder(zones.value(), n.id, order, base);
+  }
+}
+
 Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>& warnings) {
   Capabilities c;
   if (auto r = root.readAttr("/proc/sys/kernel/osrelease")) c.kernelRelease = r.value();
@@ -290,6 +314,7 @@ Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& over
         if (n.id == id) n.memoryTier = tier;
 
   topo.caps = readCapabilities(root, topo.warnings);
+  readFreePmdBlocks(root, topo);
   if (Status s = classify(topo, override); !s) return s.error();
   return topo;
 }

@@ -10,7 +10,7 @@
 ///   /sys/devices/system/node/nodeN/hugepages/hugepages-<size>kB/{nr,free}_hugepages
 ///   /sys/devices/system/node/nodeN/access0/initiators/{read,write}_{latency,bandwidth}, nodeX
 ///   /sys/devices/virtual/memory_tiering/memory_tierT/nodelist
-///   /sys/kernel/mm/transparent_hugepage/{enabled,hpage_pmd_size}
+///   /sys/kernel/mm/transparent_hugepage/{enabled,hpage_pmd_size}, /proc/buddyinfo
 ///   /sys/kernel/mm/numa/demotion_enabled, /proc/sys/kernel/{osrelease,numa_balancing,
 ///   perf_event_paranoid}, /sys/bus/event_source/devices/*, /sys/kernel/mm/damon/admin/...
 ///
@@ -72,11 +72,15 @@ struct Node {
   uint64_t memTotal = 0;                ///< bytes, nodeN/meminfo MemTotal
   uint64_t memFree = 0;                 ///< bytes, nodeN/meminfo MemFree
   std::vector<HugePagePool> hugePages;  ///< one per size, ascending page size
-  std::map<int, uint64_t> distance;     ///< node id -> SLIT distance (nodeN/distance)
-  std::optional<int> memoryTier;        ///< kernel memory_tier number (abstract distance chunk)
-  std::optional<HmatAccess> hmat;       ///< absent when the node has no access0 directory
-  Tier tier = Tier::None;               ///< tierd's classification
-  std::string reason;                   ///< why, in words
+  /// Bytes in free blocks of at least PMD order (log2(hpage_pmd_size / base page size), 9 for
+  /// 2 MiB THP with 4 KiB pages), all zones of the node (/proc/buddyinfo): room for THPs that
+  /// move whole. nullopt when buddyinfo, the THP size or the base page size is unknown.
+  std::optional<uint64_t> freePmdBlockBytes;
+  std::map<int, uint64_t> distance;  ///< node id -> SLIT distance (nodeN/distance)
+  std::optional<int> memoryTier;     ///< kernel memory_tier number (abstract distance chunk)
+  std::optional<HmatAccess> hmat;    ///< absent when the node has no access0 directory
+  Tier tier = Tier::None;            ///< tierd's classification
+  std::string reason;                ///< why, in words
 };
 
 /// What the kernel and hardware offer tierd (read-only probes; nothing is written to find out).

@@ -126,3 +126,26 @@ TEST_CASE("readPrivateFile refuses symlinks and shared files") {
   REQUIRE(::chmod(t.file.c_str(), 0604) == 0);
   CHECK_FALSE(readPrivateFile(t.file).ok());
 }
+
+TEST_CASE("readPrivateFile applies the config's directory rules and never hangs on a FIFO") {
+  TempConfig t;
+  REQUIRE(::chmod(t.file.c_str(), 0600) == 0);
+  // Whoever can write the directory can replace the secret: refused like a config file.
+  REQUIRE(::chmod(t.dir.c_str(), 0777) == 0);
+  auto shared = readPrivateFile(t.file);
+  REQUIRE(::chmod(t.dir.c_str(), 0755) == 0);
+  REQUIRE_FALSE(shared.ok());
+  CHECK(shared.error().describe().find("directory " + t.dir) != std::string::npos);
+  CHECK(shared.error().describe().find("secret file") != std::string::npos);
+  // A sticky world-writable directory (like /tmp) is accepted, as for the config.
+  REQUIRE(::chmod(t.dir.c_str(), 01777) == 0);
+  CHECK(readPrivateFile(t.file).ok());
+  REQUIRE(::chmod(t.dir.c_str(), 0755) == 0);
+  // A FIFO with no writer: opening it must not block; it is refused as not a regular file.
+  const std::string fifo = t.dir + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto viaFifo = readPrivateFile(fifo);
+  ::unlink(fifo.c_str());
+  REQUIRE_FALSE(viaFifo.ok());
+  CHECK(viaFifo.error().describe().find("not a regular file") != std::string::npos);
+}

@@ -1,7 +1,15 @@
 // The daemon's translation of the compiled config into its seams (tierd/daemon/Daemon.h).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "policy/ConfigCompiler.h"
+#include "telemetry/metrics/PrometheusSink.h"
+#include "tests/unit/support/HttpGet.h"
 #include "tierd/daemon/Daemon.h"
 
 using namespace tierd;
@@ -28,4 +36,47 @@ TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise"
   CHECK(daemon::checkReplayTrace(std::string(TIERD_FIXTURES) +
                                  "/config/invalid/traces/bad-header.trace")
             .find("header lacks one of") != std::string::npos);
+}
+
+TEST_CASE("daemon.metrics_basic_auth_file makes /metrics answer 401 without the credentials") {
+  char dir[] = "/tmp/tierd-daemon-auth-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string auth = std::string(dir) + "/metrics.auth";
+  {
+    FILE* f = std::fopen(auth.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("prom:s3cret\n", f);
+    std::fclose(f);
+  }
+  REQUIRE(::chmod(auth.c_str(), 0600) == 0);
+  // Relative to the config file's directory, like every path in the config.
+  policy::CompileOutcome out = policy::compileConfigText(
+      "[daemon]\nmetrics_listen = \"127.0.0.1:0\"\nmetrics_basic_auth_file = \"metrics.auth\"\n",
+      std::string(dir) + "/tierd.toml");
+  REQUIRE_MESSAGE(out.ok(), out.errors.front().describe());
+  const telemetry::ExporterOptions o = daemon::exporterOptions(*out.config);
+  CHECK(o.listenAddress == "127.0.0.1:0");
+  CHECK(o.basicAuthFile == auth);
+  auto sink = telemetry::PrometheusSink::start(o);
+  REQUIRE_MESSAGE(sink.ok(), sink.error().describe());
+  const int port = (*sink)->port();
+  CHECK(testing::httpGet(port, "/metrics").find("HTTP/1.1 401") == 0);
+  const std::string ok = testing::httpGet(port, "/metrics", "cHJvbTpzM2NyZXQ=");  // prom:s3cret
+  CHECK(ok.find("200 OK") != std::string::npos);
+  CHECK(ok.find("tierd_build_info") != std::string::npos);
+  sink.value().reset();
+  ::unlink(auth.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("without metrics_basic_auth_file /metrics is open, and the key needs metrics_listen") {
+  policy::CompileOutcome open =
+      policy::compileConfigText("[daemon]\nmetrics_listen = \"127.0.0.1:0\"\n", "/x/tierd.toml");
+  REQUIRE(open.ok());
+  CHECK(daemon::exporterOptions(*open.config).basicAuthFile.empty());
+  policy::CompileOutcome off = policy::compileConfigText(
+      "[daemon]\nmetrics_listen = \"\"\nmetrics_basic_auth_file = \"/etc/tierd/metrics.auth\"\n",
+      "/x/tierd.toml");
+  REQUIRE_FALSE(off.ok());
+  CHECK(off.errors.front().describe().find("daemon.metrics_basic_auth_file") != std::string::npos);
 }

@@ -71,6 +71,7 @@ class HookedMigrator final : public migrate::Migrator {
   }
   int64_t nowNs() override { return fake.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
+  void setLimits(const migrate::MigrationLimits& limits) override { fake.setLimits(limits); }
 };
 
 struct Rig {
@@ -81,11 +82,14 @@ struct Rig {
   std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
   int failSources = 0;  ///< the next N sources fail to build (DAMON busy, a full pool)
 
-  explicit Rig(const std::string& extraToml = "", SourceFactory factory = {}) {
+  /// `fixture`: a captured tree under tests/fixtures/topology; the workload's pages start on
+  /// `startNode` (a slow node of it). `factory` replaces the scripted sources.
+  explicit Rig(const std::string& extraToml = "", const std::string& fixture = "qemu-2node",
+               NodeId startNode = 1, SourceFactory factory = {}) {
     char tmpl[] = "/tmp/engine-test-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     root = tmpl;
-    fs::copy(std::string(TIERD_FIXTURES) + "/topology/qemu-2node", root,
+    fs::copy(std::string(TIERD_FIXTURES) + "/topology/" + fixture, root,
              fs::copy_options::recursive);
     put("/proc/self/mountinfo", "23 1 0:21 / / rw - ext4 /dev/vda rw\n");
     process(kPid, "tierd-gups", "/usr/bin/tierd-gups", 1000);
@@ -115,7 +119,7 @@ cooldown = "5s"
     fake = &migrator->fake;
     for (pid_t p : {kPid, kStranger}) {
       fake->kernel().map(p, kBase, kTable, migrate::FakeBacking::Thp);
-      fake->kernel().populate(p, kBase, kTable, 1);  // everything starts on the slow node
+      fake->kernel().populate(p, kBase, kTable, startNode);  // everything starts slow
     }
     auto* kernel = &fake->kernel();
     if (!factory)
@@ -149,8 +153,14 @@ cooldown = "5s"
     put(d + "/stat", std::to_string(pid) + " (" + comm +
                          ") S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " + std::to_string(start) +
                          " 0 0\n");
+    status(pid, "0-63", "0-3");
     fs::remove(root.string() + d + "/exe");
     fs::create_symlink(exe, root.string() + d + "/exe");
+  }
+  // /proc/PID/status with the task's CPU affinity and cpuset.mems (kernel list format).
+  void status(pid_t pid, const std::string& cpus, const std::string& mems) const {
+    put("/proc/" + std::to_string(pid) + "/status",
+        "Name:\tx\nCpus_allowed_list:\t" + cpus + "\nMems_allowed_list:\t" + mems + "\n");
   }
   TickReport tick(uint64_t second) {
     auto r = engine->tick(second * kSecond, INT64_MAX, nullptr);
@@ -202,6 +212,22 @@ TEST_CASE("dry-run decides but moves nothing") {
   CHECK(r1.plannedPromoteBytes + r2.plannedPromoteBytes > 0);
   CHECK(dry.regionsOn(kPid, 1) == 32);
   CHECK(dry.engine->totals().promotedBytes == 0);
+}
+
+TEST_CASE("a reloaded config's rate limits and latency target reach the migrator") {
+  // (The migrator paces execute() by its config(): FakeMigratorTest, "limits set between
+  // batches".)
+  Rig rig;
+  rig.tick(1);
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->migration.maxPromoteMiBPerS = 2;
+  cfg->migration.maxDemoteMiBPerS = 3;
+  cfg->migration.callLatencyTargetNs = 5'000'000;
+  rig.engine->setConfig(cfg);
+  const migrate::MigratorConfig& m = rig.fake->engine().config();
+  CHECK(m.promoteBytesPerSecond == 2 * kMiB);
+  CHECK(m.demoteBytesPerSecond == 3 * kMiB);
+  CHECK(m.callLatencyTargetNs == 5'000'000);
 }
 
 TEST_CASE("a process that exits mid-run is dropped and counted, never a crash") {
@@ -321,7 +347,7 @@ TEST_CASE("auto sampling on a PEBS host: byte-exact PEBS records of a tick promo
   telemetry::SamplingProbe probe;
   std::string chosen, why;
   Rig* self = nullptr;
-  Rig rig("",
+  Rig rig("", "qemu-2node", 1,
           [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
             telemetry::SamplingTarget target;
             target.pid = pid;
@@ -374,4 +400,75 @@ TEST_CASE("auto sampling on a PEBS host: byte-exact PEBS records of a tick promo
     CHECK(rig.fake->kernel().nodeOf(kPid, kBase + r * 2 * kMiB) == 0);
   CHECK(rig.regionsOn(kPid, 0) == 4);
   CHECK(rig.regionsOn(kStranger, 1) == 32);
+}
+
+TEST_CASE("on a two-socket CXL host, a socket-1 task's hot pages go to socket-1 DRAM") {
+  Rig rig("", "2socket-cxl", /*startNode=*/3);  // CXL behind socket 1
+  rig.status(kPid, "32-63", "0-3");             // runs on socket 1 (node 1's cpulist)
+  for (uint64_t s = 1; s <= 3; ++s)
+    rig.tick(s);
+  // Nodes 0 and 1 have the same free memory: by free space alone node 0 won.
+  CHECK(rig.regionsOn(kPid, 1) == 4);
+  CHECK(rig.regionsOn(kPid, 0) == 0);
+}
+
+TEST_CASE("a task whose cpuset.mems excludes the fast node is not moved, and it is said once") {
+  Rig rig;
+  rig.status(kPid, "0-63", "1");  // a container pinned to the slow node
+  rig.fake->kernel().setMemsAllowed(kPid, {1});
+  TickReport first = rig.tick(1);
+  TickReport second = rig.tick(2);
+  CHECK(rig.hooked->executes == 0);  // never a move_pages call that fails with -EACCES
+  CHECK(first.arbiter.skippedNotAllowed == 4);
+  CHECK(second.arbiter.skippedNotAllowed == 4);
+  auto said = [](const TickReport& r) {
+    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
+      return p.find("cpuset.mems 1 excludes every fast node") != std::string::npos;
+    });
+  };
+  CHECK(said(first) == 1);
+  CHECK(said(second) == 0);
+  CHECK(rig.regionsOn(kPid, 1) == 32);
+}
+
+TEST_CASE("a move refused for the cpuset (node_not_allowed) backs the range off") {
+  Rig rig;
+  // status still says 0-3 (read before a cpuset write), the kernel already refuses node 0.
+  rig.fake->kernel().setMemsAllowed(kPid, {1});
+  TickReport first = rig.tick(1);
+  REQUIRE(rig.hooked->executes == 1);
+  CHECK(first.batch.ranges.size() == 4);
+  CHECK(rig.engine->heat().recordStats().notAllowed == 4);
+  rig.tick(2);
+  CHECK(rig.hooked->executes == 1);  // within the back-off: not planned again
+  CHECK(rig.regionsOn(kPid, 1) == 32);
+}
+
+TEST_CASE("THP promotions are bounded by the target's free 2 MiB blocks in /proc/buddyinfo") {
+  Rig rig("", "2socket-cxl", /*startNode=*/3);
+  rig.status(kPid, "32-63", "0-3");
+  // Node 1 is fragmented: 2 free order-9 blocks, nothing bigger; node 0 has none at all.
+  rig.put("/proc/buddyinfo",
+          "Node 0, zone   Normal  90000  40000  20000  9000  4000  2000  900  300  80  0  0\n"
+          "Node 1, zone   Normal  90000  40000  20000  9000  4000  2000  900  300  80  2  0\n"
+          "Node 2, zone  Movable      0      0      0     0     0     0    0    0   0  0  900\n"
+          "Node 3, zone  Movable      0      0      0     0     0     0    0    0   0  0  900\n");
+  TickReport first = rig.tick(1);
+  CHECK(first.topology.node(1)->freePmdBlockBytes == 2 * 2 * kMiB);
+  CHECK(rig.regionsOn(kPid, 1) == 2);  // the other two would have been split by the kernel
+  CHECK(rig.regionsOn(kPid, 0) == 0);
+  CHECK(first.arbiter.skippedNoRoom == 2);
+}
+
+TEST_CASE("a THP that comes back split after its move is counted") {
+  Rig rig;
+  TickReport first = rig.tick(1);
+  REQUIRE(first.promotedBytes == 4 * 2 * kMiB);
+  // The kernel split one of the moved THPs (e.g. no free 2 MiB block on the target).
+  rig.fake->kernel().splitThp(kPid, kBase + 2 * kMiB);
+  CHECK(rig.fake->kernel().nodeOf(kPid, kBase + 2 * kMiB + 4096) == 0);
+  TickReport second = rig.tick(2);
+  CHECK(second.thpSplitAfterMove == 1);
+  CHECK(rig.engine->totals().thpSplitAfterMove == 1);
+  CHECK(rig.tick(3).thpSplitAfterMove == 0);  // counted once
 }

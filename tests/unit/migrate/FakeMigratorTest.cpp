@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "tierd/core/Units.h"
@@ -358,6 +359,86 @@ TEST_CASE("the per-direction byte budget paces calls and respects the deadline")
         256);
 }
 
+TEST_CASE("limits set between batches (a config reload) pace the next batch") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // 1 MiB of demotion: 3 waits of 0.25 s
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  auto demote = [&](NodeId to) {
+    k.clearLog();
+    const int64_t t0 = m.nowNs();
+    auto r = m.execute({range(kBase, 1 * kMiB, to, kPid, Direction::Demote)}, kNoDeadline);
+    CHECK(count(r.ranges[0], MoveOutcome::Moved) == 256);
+    return m.nowNs() - t0;
+  };
+  CHECK(demote(1) >= 750'000'000);
+  CHECK(countLines(m.log(), "sleep") == 3);
+
+  m.setLimits({20'000'000, 0, 0});  // no budget: no waits
+  CHECK(m.engine().config().demoteBytesPerSecond == 0);
+  demote(0);
+  CHECK(countLines(m.log(), "sleep") == 0);
+
+  m.setLimits({20'000'000, 0, 16 * kMiB});  // 16 MiB/s: the bucket (one second) covers 1 MiB
+  CHECK(m.engine().config().demoteBytesPerSecond == 16 * kMiB);
+  m.kernel().sleepUntilNs(m.nowNs() + 1'000'000'000, nullptr);  // a tick later: bucket full
+  CHECK(demote(1) < 250'000'000);
+  CHECK(countLines(m.log(), "sleep") == 0);
+
+  m.setLimits({5'000'000, 0, 0});
+  CHECK(m.engine().config().callLatencyTargetNs == 5'000'000);
+}
+
+TEST_CASE("a stop during a rate-budget wait ends the wait, and the rest is not attempted") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // each call after the first waits 0.25 s
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  // The signal thread's stop arrives 50 ms into the first budget wait.
+  std::atomic<bool> stop{false};
+  int64_t stopAt = -1;
+  k.duringSleep = [&](int64_t now) {
+    if (stopAt < 0) stopAt = now + 50'000'000;
+    if (now >= stopAt) stop.store(true);
+  };
+  const int64_t t0 = m.nowNs();
+  auto res = m.execute({range(kBase, 1 * kMiB, 1, kPid, Direction::Demote)}, kNoDeadline, &stop);
+  CHECK(res.stats.stopped);
+  CHECK_FALSE(res.stats.deadlineReached);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 64);  // the first call only
+  CHECK(count(res.ranges[0], MoveOutcome::NotAttempted) == 192);
+  CHECK(countLines(m.log(), "move pid=100") == 1);
+  // The wait ended at the first look at the flag after it was raised, not after 0.25 s.
+  CHECK(countLines(m.log(), "sleep") == 1);
+  CHECK(m.log().back().find(": stopped") != std::string::npos);
+  CHECK(m.nowNs() <= stopAt + kStopPollNs);
+  CHECK(m.nowNs() - t0 < 250'000'000);
+}
+
+TEST_CASE("a stop during the busy back-off ends the back-off, and the busy pages stay Busy") {
+  MigratorConfig cfg;
+  cfg.busyBackoffNs = 1'000'000'000;  // a long back-off, to be cut short
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 64 * 4096, FakeBacking::Base);
+  k.populate(kPid, kBase, 64 * 4096, 0);
+  k.scriptPageError(kPid, kBase, EBUSY);
+  std::atomic<bool> stop{false};
+  k.duringSleep = [&](int64_t) { stop.store(true); };
+  auto res = m.execute({range(kBase, 64 * 4096, 1)}, kNoDeadline, &stop);
+  CHECK(res.stats.stopped);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 63);
+  CHECK(count(res.ranges[0], MoveOutcome::Busy) == 1);
+  CHECK(countLines(m.log(), "move pid=100") == 1);  // no retry call after the stop
+  CHECK(m.nowNs() < 1'000'000'000);
+}
+
 TEST_CASE("call size adapts to the latency target from measured time per byte") {
   MigratorConfig cfg;
   cfg.callLatencyTargetNs = 1'000'000;  // 1 ms
@@ -502,4 +583,47 @@ TEST_CASE("a range planned in base pages sends every base page address of its TH
   CHECK(firstMove(0) == "move pid=100 n=1");
   CHECK(firstMove(2 * kMiB) == "move pid=100 n=1");
   CHECK(firstMove(4 * kKiB) == "move pid=100 n=512");
+}
+
+TEST_CASE("a split THP is base pages to the model kernel: smaps and move_pages see 4 KiB pages") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 4 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 4 * kMiB, 0);
+  k.splitThp(kPid, kBase + 2 * kMiB + 12345);
+  auto sm = k.smaps(kPid);
+  REQUIRE(sm.ok());
+  REQUIRE(sm->size() == 1);
+  CHECK(sm->at(0).rss == 4 * kMiB);
+  CHECK(sm->at(0).anonHugePages == 2 * kMiB);  // one THP left
+  // The split chunk's head address moves one base page, the THP's head moves 2 MiB.
+  void* pages[2] = {reinterpret_cast<void*>(kBase), reinterpret_cast<void*>(kBase + 2 * kMiB)};
+  int nodes[2] = {1, 1};
+  int status[2] = {0, 0};
+  REQUIRE(k.movePages(kPid, 2, pages, nodes, status, 0) == 0);
+  CHECK(k.nodeOf(kPid, kBase + 2 * kMiB - 4096) == 1);
+  CHECK(k.nodeOf(kPid, kBase + 2 * kMiB) == 1);
+  CHECK(k.nodeOf(kPid, kBase + 2 * kMiB + 4096) == 0);
+  auto nm = k.numaMaps(kPid);
+  REQUIRE(nm.ok());
+  CHECK(nm->at(0).pagesPerNode.at(1) == 512 + 1);
+  CHECK(nm->at(0).pagesPerNode.at(0) == 511);
+}
+
+TEST_CASE("a partly huge VMA is moved per 2 MiB chunk: THP heads whole, base pages one by one") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 8 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 8 * kMiB, 0);
+  k.splitThp(kPid, kBase + 2 * kMiB);  // chunks 1 and 3 are base pages, 0 and 2 are THPs
+  k.splitThp(kPid, kBase + 6 * kMiB);
+  auto res = m.execute({range(kBase, 8 * kMiB, 1)}, kNoDeadline);
+  REQUIRE(res.ranges.size() == 1);
+  for (uint64_t a = kBase; a < kBase + 8 * kMiB; a += 4 * kKiB)
+    REQUIRE(k.nodeOf(kPid, a) == 1);
+  CHECK(res.ranges[0].bytesMoved == 8 * kMiB);  // not 2 x 4 KiB for the THPs
+  CHECK(res.stats.bytesMoved == 8 * kMiB);
+  CHECK(count(res.ranges[0], MoveOutcome::Busy) == 0);  // no 511 -EBUSY tails per THP
+  CHECK(res.ranges[0].busy.empty());
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2 + 2 * 512);
 }

@@ -534,3 +534,132 @@ TEST_CASE(
   }
   CHECK(totalMoves > 200);
 }
+
+namespace {
+
+// The two-socket CXL host of tests/fixtures/topology/2socket-cxl: DRAM nodes 0 and 1 (CPUs 0-31,
+// 32-63), CXL node 2 behind socket 0 and CXL node 3 behind socket 1 (nodeN/distance rows).
+// Node 1 and node 3 have the most free memory, so a choice by free space alone goes to socket 1.
+TickContext twoSocket(const std::string& toml) {
+  TickContext ctx;
+  ctx.nowNs = kSec;
+  ctx.config = makeConfig(toml);
+  ctx.nodes = {
+      node(0, TierKind::Fast, 64 * kGiB, 8 * kGiB), node(1, TierKind::Fast, 64 * kGiB, 60 * kGiB),
+      node(2, TierKind::Slow, 64 * kGiB, 8 * kGiB), node(3, TierKind::Slow, 64 * kGiB, 60 * kGiB)};
+  ctx.distance = {{0, {{0, 10}, {1, 21}, {2, 14}, {3, 24}}},
+                  {1, {{0, 21}, {1, 10}, {2, 24}, {3, 14}}},
+                  {2, {{0, 14}, {1, 24}, {2, 10}, {3, 26}}},
+                  {3, {{0, 24}, {1, 14}, {2, 26}, {3, 10}}}};
+  return ctx;
+}
+
+const std::string kTwoSocketToml =
+    "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 4096\n"
+    "max_demote_mib_per_s = 4096\n"
+    "[[workload]]\nname = \"db\"\npids = [7, 8]\nhot_threshold = 1.0\ncold_threshold = 0.5\n";
+
+}  // namespace
+
+TEST_CASE("a promotion goes to the DRAM node nearest the task's CPUs, not the emptiest one") {
+  TickContext ctx = twoSocket(kTwoSocketToml);
+  ctx.tasks[7].home = {0};  // runs on socket 0
+  ctx.tasks[8].home = {1};  // runs on socket 1
+  ctx.workloads = {{0, {region(7, 0, 2, 10.0), region(8, 1, 3, 9.0)}}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 2);
+  CHECK(d.plan.moves[0].pid == 7);
+  CHECK(d.plan.moves[0].target == 0);  // node 1 has more free memory but is the other socket
+  CHECK(d.plan.moves[1].pid == 8);
+  CHECK(d.plan.moves[1].target == 1);
+}
+
+TEST_CASE("a promotion that would land farther from the task's CPUs than the region is, waits") {
+  TickContext ctx = twoSocket(kTwoSocketToml);
+  ctx.nodes[0].freeBytes = 0;  // socket 0 DRAM is full
+  ctx.tasks[7].home = {0};
+  // Region A sits on near CXL (distance 14 from node 0): remote DRAM (21) would be slower.
+  // Region B sits on far CXL (24): remote DRAM (21) is still closer, so it goes there.
+  ctx.workloads = {{0, {region(7, 0, 2, 10.0), region(7, 1, 3, 9.0)}}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 1);
+  CHECK(d.plan.moves[0].start == kBase + k2M);
+  CHECK(d.plan.moves[0].target == 1);
+  CHECK(d.stats.skippedNotCloser == 1);
+  CHECK(d.stats.skippedNoRoom == 0);
+}
+
+TEST_CASE("a demotion goes to the CXL node nearest the task's CPUs, then the roomiest") {
+  TickContext ctx = twoSocket(
+      "[migration]\nfast_headroom = \"50%\"\nmax_demote_mib_per_s = 4096\n"
+      "[[workload]]\nname = \"db\"\npids = [7]\ncold_threshold = 0.5\n");
+  ctx.nodes[1].freeBytes = 40 * kGiB;  // fast free 48 GiB < headroom 64 GiB: pressure
+  ctx.tasks[7].home = {0};
+  ctx.workloads = {{0, {region(7, 0, 0, 0.1)}}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 1);
+  CHECK(d.plan.moves[0].direction == Direction::Demote);
+  CHECK(d.plan.moves[0].target == 2);  // node 3 has more room but is behind the other socket
+
+  // Homes on both sockets: both CXL nodes are at distance 14, so free space decides.
+  ctx.tasks[7].home = {0, 1};
+  Arbiter again;
+  ArbiterDecision both = again.plan(ctx);
+  REQUIRE(both.plan.moves.size() == 1);
+  CHECK(both.plan.moves[0].target == 3);
+}
+
+TEST_CASE("no target outside the task's Mems_allowed is planned; a DRAM-only cpuset is counted") {
+  // Under pressure: pid 7's cpuset.mems = 0-1, so its cold regions have nowhere to go.
+  TickContext ctx = twoSocket(
+      "[migration]\nfast_headroom = \"50%\"\nmax_demote_mib_per_s = 4096\n"
+      "[[workload]]\nname = \"db\"\npids = [7]\ncold_threshold = 0.5\n");
+  ctx.nodes[1].freeBytes = 40 * kGiB;  // fast free 48 GiB < headroom 64 GiB: pressure
+  ctx.tasks[7].allowed = {0, 1};
+  ctx.workloads = {{0, {region(7, 0, 0, 0.1), region(7, 1, 1, 0.1)}}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  CHECK(d.plan.moves.empty());
+  CHECK(d.stats.skippedNotAllowed == 2);  // told apart from a lack of room
+  CHECK(d.stats.skippedNoRoom == 0);
+
+  // Promotion: pid 8 may not use node 0, though it has the most room.
+  TickContext up = twoSocket(kTwoSocketToml);
+  up.nodes[0].freeBytes = 60 * kGiB;
+  up.nodes[1].freeBytes = 8 * kGiB;
+  up.tasks[8].allowed = {1, 3};
+  up.workloads = {{0, {region(8, 2, 3, 10.0)}}};
+  Arbiter second;
+  ArbiterDecision p = second.plan(up);
+  REQUIRE(p.plan.moves.size() == 1);
+  CHECK(p.plan.moves[0].target == 1);
+  // Allowed only where it is: nothing planned, counted.
+  up.tasks[8].allowed = {3};
+  Arbiter third;
+  ArbiterDecision none = third.plan(up);
+  CHECK(none.plan.moves.empty());
+  CHECK(none.stats.skippedNotAllowed == 1);
+}
+
+TEST_CASE("a THP promotion needs free blocks of PMD order on the target, not just MemFree") {
+  TickContext ctx = twoSocket(kTwoSocketToml);
+  ctx.nodes[0].freeBytes = 32 * kGiB;
+  ctx.nodes[0].freePmdBlockBytes = 2 * k2M;  // fragmented: only two free 2 MiB blocks
+  ctx.nodes[1].freeBytes = 0;
+  ctx.workloads = {{0, {region(7, 0, 2, 10.0), region(7, 1, 2, 9.0), region(7, 2, 2, 8.0)}}};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  REQUIRE(d.plan.moves.size() == 2);
+  CHECK(d.plan.moves[0].start == kBase);
+  CHECK(d.plan.moves[1].start == kBase + k2M);
+  CHECK(d.stats.skippedNoRoom == 1);
+
+  // Base-page regions are not bounded by the block count.
+  for (RegionView& r : ctx.workloads[0].regions)
+    r.pageSize = 4096;
+  Arbiter base;
+  CHECK(base.plan(ctx).plan.moves.size() == 3);
+}

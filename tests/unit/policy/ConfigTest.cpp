@@ -129,6 +129,7 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   const CompiledConfig& c = *out.config;
   CHECK(c.daemon.intervalNs == 500'000'000);
   CHECK(c.daemon.metricsListen == "[::1]:9100");
+  CHECK(c.daemon.metricsBasicAuthFile == kFixtures + "/config/valid/metrics.auth");
   CHECK(c.daemon.dryRun);
   CHECK(c.tiers.fastNodes == std::set<int>{0, 1});
   CHECK(c.tiers.slowNodes == std::set<int>{2, 3});

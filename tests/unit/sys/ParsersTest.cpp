@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "tierd/sys/Parsers.h"
 
 using namespace tierd;
@@ -94,4 +97,45 @@ TEST_CASE("parseHexDigits: 1..16 hex digits, lower case unless asked, nothing el
   CHECK_FALSE(sys::parseHexDigits("7F"));
   CHECK(sys::parseHexDigits("7F", /*upperOk=*/true).value() == 0x7f);
   CHECK_FALSE(sys::parseHexDigits("7g", true));
+}
+
+TEST_CASE("parseBuddyinfo reads free blocks per node, zone and order from a real capture") {
+  const std::string path = std::string(TIERD_FIXTURES) + "/proc/buddyinfo-1node";
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto zones = parseBuddyinfo(ss.str(), path);
+  REQUIRE_MESSAGE(zones.ok(), zones.error().describe());
+  REQUIRE(zones->size() == 3);
+  CHECK(zones->at(2).node == 0);
+  CHECK(zones->at(2).zone == "Normal");
+  REQUIRE(zones->at(2).freeBlocks.size() == 11);
+  CHECK(zones->at(2).freeBlocks[0] == 17995);
+  CHECK(zones->at(2).freeBlocks[10] == 6);
+
+  // Order 9 and up with 4 KiB pages: 2 MiB blocks (x1) and 4 MiB blocks (x2), every zone.
+  const auto& z = zones.value();
+  uint64_t blocks2M = 0;
+  for (const BuddyZone& b : z)
+    blocks2M += b.freeBlocks[9] + 2 * b.freeBlocks[10];
+  CHECK(freeBytesAtOrder(z, 0, 9, 4096) == blocks2M * 2 * 1024 * 1024);
+  CHECK(freeBytesAtOrder(z, 1, 9, 4096) == 0);  // no such node
+  CHECK(freeBytesAtOrder(z, 0, 0, 4096) > freeBytesAtOrder(z, 0, 9, 4096));
+
+  const std::string two =
+      "Node 0, zone   Normal      1      0      2\n"
+      "Node 16, zone  Movable      0      0      3\n";
+  auto sparse = parseBuddyinfo(two, "/proc/buddyinfo");
+  REQUIRE(sparse.ok());
+  CHECK(sparse->at(1).node == 16);
+  CHECK(freeBytesAtOrder(sparse.value(), 16, 2, 4096) == 3 * 4 * 4096);
+
+  for (const char* bad : {"Node 0 zone Normal 1 2\n", "Node x, zone Normal 1\n",
+                          "Node 0, zone Normal\n", "Node 0, zone Normal 1 -2\n",
+                          "Node 0, zone Normal 1 2\nNode 1, zone Normal 1\n", "garbage\n"}) {
+    INFO("input: " << bad);
+    auto r = parseBuddyinfo(bad, "/proc/buddyinfo");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().context.rfind("/proc/buddyinfo:", 0) == 0);
+  }
 }

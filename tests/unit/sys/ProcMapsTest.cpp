@@ -192,3 +192,23 @@ TEST_CASE("parseMemsAllowed reads Mems_allowed_list from /proc/PID/status") {
   REQUIRE_FALSE(gone.ok());
   CHECK(gone.error().code == ENOENT);
 }
+
+TEST_CASE("parseAllowedLists reads Cpus_allowed_list and Mems_allowed_list from one status") {
+  const std::string status =
+      "Name:\tredis-server\nCpus_allowed:\tffffffff\nCpus_allowed_list:\t0-31,64-95\n"
+      "Mems_allowed:\t00000000,00000005\nMems_allowed_list:\t0,2\n";
+  auto a = parseAllowedLists(status, "/proc/42/status");
+  REQUIRE_MESSAGE(a.ok(), a.error().describe());
+  CHECK(a->cpus.size() == 64);
+  CHECK(a->cpus.count(64) == 1);
+  CHECK(a->cpus.count(32) == 0);
+  CHECK(a->mems == std::set<int>{0, 2});
+  CHECK(parseCpusAllowed(status, "s").value().size() == 64);
+  auto noCpus = parseAllowedLists("Mems_allowed_list:\t0\n", "/proc/42/status");
+  REQUIRE_FALSE(noCpus.ok());
+  CHECK(noCpus.error().message.find("Cpus_allowed_list") != std::string::npos);
+  CHECK_FALSE(parseAllowedLists("Cpus_allowed_list:\t0-\nMems_allowed_list:\t0\n", "s").ok());
+  auto gone = readAllowedLists(SysRoot("/nonexistent-root"), 42);
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.error().code == ENOENT);
+}

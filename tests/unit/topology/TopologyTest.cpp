@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "tierd/core/Units.h"
 #include "tierd/topology/Topology.h"
 #include "tierd/topology/TopologyJson.h"
 
@@ -268,4 +270,33 @@ TEST_CASE("JSON form is stable: schema, tiers and per-node fields") {
   std::string text = topologyToText(t);
   CHECK(contains(text, "classified by: memory-tiers"));
   CHECK(contains(text, "250ns,10240MB/s"));
+}
+
+TEST_CASE("free PMD-order blocks per node come from /proc/buddyinfo; absent or broken = unknown") {
+  FixtureCopy f("2socket-cxl");
+  auto none = f.read();
+  REQUIRE(none.ok());
+  for (const Node& n : none->nodes)
+    CHECK_FALSE(n.freePmdBlockBytes.has_value());  // no buddyinfo in the tree
+
+  // Order 9 = 2 MiB with 4 KiB pages (hpage_pmd_size 2097152 in the fixture); order 10 counts
+  // twice. Node 3 is not listed: unknown.
+  f.put("/proc/buddyinfo",
+        "Node 0, zone   Normal  100  50  20  10  5  3  2  1  1  3  1\n"
+        "Node 0, zone  Movable    0   0   0   0  0  0  0  0  0  1  0\n"
+        "Node 1, zone   Normal  100  50  20  10  5  3  2  1  1  0  0\n"
+        "Node 2, zone  Movable    0   0   0   0  0  0  0  0  0  0  7\n");
+  auto t = f.read();
+  REQUIRE(t.ok());
+  CHECK(t->node(0)->freePmdBlockBytes == (3 + 2 + 1) * 2 * kMiB);
+  CHECK(t->node(1)->freePmdBlockBytes == 0);
+  CHECK(t->node(2)->freePmdBlockBytes == 7 * 4 * kMiB);
+  CHECK_FALSE(t->node(3)->freePmdBlockBytes.has_value());
+
+  f.put("/proc/buddyinfo", "Node 0, zone Normal 1 2 x\n");
+  auto broken = f.read();
+  REQUIRE(broken.ok());  // a warning, never an error
+  CHECK_FALSE(broken->node(0)->freePmdBlockBytes.has_value());
+  CHECK(std::any_of(broken->warnings.begin(), broken->warnings.end(),
+                    [](const std::string& w) { return w.find("buddyinfo") != std::string::npos; }));
 }
