@@ -78,6 +78,7 @@ struct MigrationConfig {
   uint64_t maxDemoteMiBPerS = 0;     ///< MiB/s moved fast -> slow at most (0 = never demote)
   uint64_t callLatencyTargetNs = 0;  ///< each move_pages(2) call is sized to take about this long
   ByteAmount fastHeadroom;           ///< free memory kept on the fast tier (bytes or % of it)
+  bool allowKernelTiering = false;   ///< move even while the kernel's own tiering runs
   bool operator==(const MigrationConfig&) const = default;
 };
 

@@ -607,6 +607,7 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
   cfg.migration.maxDemoteMiBPerS = static_cast<uint64_t>(m["max_demote_mib_per_s"].i);
   cfg.migration.callLatencyTargetNs = m["call_latency_target"].ns;
   cfg.migration.fastHeadroom = m["fast_headroom"].amount;
+  cfg.migration.allowKernelTiering = m["allow_kernel_tiering"].b;
 
   std::map<std::string, size_t> names;
   std::map<std::string, size_t> cgroups, commands;

@@ -83,6 +83,11 @@ const std::vector<KeySpec>& configSchema() {
        "",
        "Free memory kept on the fast tier: promotions stop above it, demotions start below it. "
        "Bytes or % of the fast tier's capacity."},
+      {"migration", "allow_kernel_tiering", ValueType::Bool, "false", 0, 0, "", false, false, "",
+       "The kernel's own tiering on the same pages (kernel.numa_balancing with "
+       "NUMA_BALANCING_MEMORY_TIERING, bit 2; a running kdamond with a DAMOS migrate_hot or "
+       "migrate_cold scheme) fights tierd's placement. false: while it runs tierd plans but moves "
+       "nothing, and says why once; true: move anyway (a warning once)."},
       // [[workload]]
       {"workload", "name", ValueType::Name, "", 0, 0, "", false, true, "",
        "Unique name; the `workload` label of metrics."},

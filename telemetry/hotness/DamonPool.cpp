@@ -159,13 +159,20 @@ Result<int> DamonPool::reclaimOrphans() {
   const std::string stat = "/proc/" + std::to_string(rec->pid) + "/stat";
   if (auto text = fs_.readAttr(stat)) {
     auto start = sys::parseStatStartTime(text.value(), stat);
-    if (start && start.value() == rec->startTime && rec->pid != config_.selfPid)
+    // A zombie (state Z, field 3) has exited: its kdamonds are orphans already.
+    const size_t close = text.value().rfind(')');
+    const bool zombie = close != std::string::npos && text.value().compare(close, 3, ") Z") == 0;
+    if (start && start.value() == rec->startTime && rec->pid != config_.selfPid && !zombie)
       return Error::env("another tierd (pid " + std::to_string(rec->pid) +
                             ") owns DAMON's kdamonds; not touching them",
                         config_.ownerFile);
   }
   auto nr = readU64(fs_, kKdamonds + "/nr_kdamonds");
   if (!nr) return nr.error();
+  if (nr.value() == 0) {  // died before creating them, or after removing them
+    removeRecord();
+    return 0;
+  }
   if (nr.value() != static_cast<uint64_t>(rec->nrKdamonds)) {
     removeRecord();
     return Error::env("the dead tierd (pid " + std::to_string(rec->pid) + ") recorded " +
@@ -206,7 +213,7 @@ Result<int> DamonPool::acquire() {
     return s.error();
   }
   for (size_t i = 0; i < used_.size(); ++i)
-    if (!used_[i]) {
+    if (!used_[i] && !lost_.count(static_cast<int>(i))) {
       used_[i] = true;
       return static_cast<int>(i);
     }
@@ -219,17 +226,20 @@ Result<int> DamonPool::acquire() {
 void DamonPool::release(int slot, bool mayTouch) {
   if (slot < 0 || static_cast<size_t>(slot) >= used_.size() || !used_[slot]) return;
   used_[slot] = false;
+  if (!mayTouch) lost_.insert(slot);  // someone else's kdamond runs there now: never hand it out
   if (!created_) return;
   const bool ours = mayTouch && checkOwnership().ok();
   if (ours) {
     auto state = fs_.readAttr(kdamondDir(slot) + "/state");
     if (state && state.value() == "on") (void)fs_.write(kdamondDir(slot) + "/state", "off");
   }
-  if (inUse() > 0) return;
+  if (inUse() > 0 || !ours) return;
   // The last one: remove ours (only while nr_kdamonds is still our count: all of them ours).
-  if (ours) (void)fs_.write(kKdamonds + "/nr_kdamonds", "0");
+  // The record goes only once that worked, so that a failed removal can still be reclaimed.
+  if (!fs_.write(kKdamonds + "/nr_kdamonds", "0").ok()) return;
   removeRecord();
   created_ = false;
+  lost_.clear();
 }
 
 }  // namespace tierd::telemetry

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,7 @@ class DamonPool {
   DamonPoolConfig config_;
   bool created_ = false;
   std::vector<bool> used_;
+  std::set<int> lost_;  ///< slots released with mayTouch false: taken over by someone else
 };
 
 /// Parses an ownership record line (see the file comment). Errors: Input naming `context`.

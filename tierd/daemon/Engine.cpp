@@ -90,6 +90,28 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
   return out;
 }
 
+std::string kernelTieringActive(const sys::SysRoot& root) {
+  if (auto nb = root.readAttr("/proc/sys/kernel/numa_balancing"))
+    if (auto v = sys::parseU64(nb.value(), "/proc/sys/kernel/numa_balancing"); v && (v.value() & 2))
+      return "kernel.numa_balancing=" + nb.value() + " (NUMA_BALANCING_MEMORY_TIERING)";
+  const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
+  auto nr = root.readAttr(kd + "/nr_kdamonds");
+  auto n = nr ? sys::parseU64(nr.value(), kd) : Result<uint64_t>(nr.error());
+  for (uint64_t k = 0; n && k < std::min<uint64_t>(n.value(), 256); ++k) {
+    const std::string d = kd + "/" + std::to_string(k);
+    if (root.readAttr(d + "/state").valueOr("") != "on") continue;
+    auto ns = root.readAttr(d + "/contexts/0/schemes/nr_schemes");
+    auto schemes = ns ? sys::parseU64(ns.value(), d) : Result<uint64_t>(ns.error());
+    for (uint64_t s = 0; schemes && s < std::min<uint64_t>(schemes.value(), 256); ++s) {
+      const std::string action =
+          root.readAttr(d + "/contexts/0/schemes/" + std::to_string(s) + "/action").valueOr("");
+      if (action == "migrate_hot" || action == "migrate_cold")
+        return "kdamond " + std::to_string(k) + " runs DAMOS " + action;
+    }
+  }
+  return "";
+}
+
 Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings)
@@ -503,7 +525,20 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     else
       ++totals_.outOfScopeMoves;
   }
-  if (!decision.dryRun && !ctx.dryRun && !moves.empty()) {
+  report.kernelTiering = kernelTieringActive(root_);
+  report.kernelTieringHeld =
+      !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
+  if (report.kernelTiering != kernelTieringReported_) {
+    if (!report.kernelTiering.empty())
+      report.problems.push_back(
+          "the kernel's own tiering runs (" + report.kernelTiering + "): " +
+          (report.kernelTieringHeld
+               ? "tierd moves nothing while it does (migration.allow_kernel_tiering = true to "
+                 "move anyway)"
+               : "moving anyway (migration.allow_kernel_tiering = true); both fight over pages"));
+    kernelTieringReported_ = report.kernelTiering;
+  }
+  if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty()) {
     report.batch = migrator_->execute(moves, deadlineNs, stop);
     std::vector<policy::RangeOutcome> outcomes;
     for (const RangeResult& r : report.batch.ranges) {

@@ -61,6 +61,13 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
 /// the engine's SysRoot; tests pass the fake kernel's rendering.
 using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
 
+/// The kernel's own tiering running on this machine, read under `root`: "" when none, else what
+/// runs, e.g. "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)" or "kdamond 3 runs DAMOS
+/// migrate_hot". Files: /proc/sys/kernel/numa_balancing (bit 2, value 2 or 3: memory tiering;
+/// Documentation/admin-guide/sysctl/kernel.rst), /sys/kernel/mm/damon/admin/kdamonds/N/{state,
+/// contexts/0/schemes/M/action} (tierd's own kdamonds only use `stat`).
+std::string kernelTieringActive(const sys::SysRoot& root);
+
 /// Per-workload figures of one tick (for metrics and the progress view).
 struct WorkloadReport {
   std::string name;
@@ -104,6 +111,10 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
+  /// kernelTieringActive() this tick; when not "" and migration.allow_kernel_tiering is false,
+  /// nothing was moved (`kernelTieringHeld`).
+  std::string kernelTiering;
+  bool kernelTieringHeld = false;
   /// Per sampled process with something to say (HotnessSource::state): "pid 42 damon-vaddr
   /// sample_us=500 access=23%".
   std::vector<std::string> sourceStates;
@@ -214,7 +225,9 @@ class Engine {
   policy::Arbiter arbiter_;
   std::map<pid_t, Proc> procs_;
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
-  std::set<std::string> emptyReported_;  ///< workloads whose "matches no process" was reported
+  std::set<std::string> emptyReported_;
+  std::string kernelTieringReported_;  ///< the kernel tiering last said, "" when none ran  ///<
+                                       ///< workloads whose "matches no process" was reported
   /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
   std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;

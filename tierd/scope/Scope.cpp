@@ -159,14 +159,18 @@ Status ScopeProvider::cgroupPids(const std::string& dir, int depth, std::vector<
                         root_.path(dir));
   auto procs = root_.read(dir + "/cgroup.procs");
   if (!procs) {
-    // A descendant removed while we walk is not an error; the selected cgroup itself is.
-    if (depth > 0 && procs.error().code == ENOENT) return Ok{};
+    // A descendant removed while we walk (ENOENT, ENODEV) or a threaded one (EOPNOTSUPP: its
+    // processes are listed at its domain) is not an error; the selected cgroup itself is.
+    if (depth > 0) return Ok{};
     return procs.error();
   }
   ++walked;
   for (const std::string& line : split(procs.value(), '\n')) {
     auto pid = sys::parseU64(line, root_.path(dir + "/cgroup.procs"));
-    if (!pid) return pid.error();
+    if (!pid) {
+      if (depth > 0) return Ok{};
+      return pid.error();
+    }
     pids.push_back(static_cast<pid_t>(pid.value()));
   }
   auto entries = root_.list(dir);
@@ -187,10 +191,26 @@ bool ScopeProvider::exeMatches(const std::string& dir, const std::string& comman
   if (exe.size() > kDeleted.size() &&
       exe.compare(exe.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0)
     exe.resize(exe.size() - kDeleted.size());
-  if (command[0] == '/') return exe == command || exe == resolveLinks(root_, command);
+  // Files are compared by (device, inode) where both can be stat'ed (the live system: stat of
+  // /proc/PID/exe is the executable itself, in whatever mount namespace it runs), so a file at
+  // the same path in another mount namespace is not ours and "../" or merged-/usr links resolve;
+  // by resolved path otherwise (fixture trees, whose exe links name paths inside the tree).
+  struct stat exeSt {};
+  const bool exeStat = root_.isLive() && ::stat(root_.path(dir + "/exe").c_str(), &exeSt) == 0;
+  auto sameFile = [&](const std::string& resolvedPath) {
+    struct stat st {};
+    if (!exeStat || ::stat(resolvedPath.c_str(), &st) != 0) return false;
+    return st.st_dev == exeSt.st_dev && st.st_ino == exeSt.st_ino;
+  };
+  if (command[0] == '/') {
+    if (exeStat) return sameFile(root_.path(command));
+    return exe == command || exe == resolveLinks(root_, command);
+  }
   if (basename(exe) == command) return true;
-  // A symlink of that name next to the executable (Debian: redis-server -> redis-check-rdb).
+  // A symlink of that name next to the executable (Debian: redis-server -> redis-check-rdb),
+  // looked up in the process's own root (a container's /usr/bin, not the host's).
   const std::string sibling = dirname(exe) + "/" + command;
+  if (exeStat && sameFile(root_.path(dir + "/root" + sibling))) return true;
   return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;
 }
 

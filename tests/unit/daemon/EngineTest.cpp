@@ -472,3 +472,46 @@ TEST_CASE("a THP that comes back split after its move is counted") {
   CHECK(rig.engine->totals().thpSplitAfterMove == 1);
   CHECK(rig.tick(3).thpSplitAfterMove == 0);  // counted once
 }
+
+TEST_CASE("the kernel's own tiering running beside tierd: detected, said once, nothing moved") {
+  Rig rig;
+  auto said = [](const TickReport& r) {
+    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
+      return p.find("the kernel's own tiering runs") != std::string::npos;
+    });
+  };
+  rig.put("/proc/sys/kernel/numa_balancing", "2\n");
+  TickReport t1 = rig.tick(1);
+  CHECK(t1.kernelTiering == "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)");
+  CHECK(t1.kernelTieringHeld);
+  CHECK(said(t1) == 1);
+  CHECK(t1.plannedPromoteBytes > 0);  // decided, not moved
+  CHECK(said(rig.tick(2)) == 0);
+  CHECK(rig.hooked->executes == 0);
+  CHECK(rig.regionsOn(kPid, 1) == 32);
+
+  // A DAMOS migrate_hot scheme of someone else's kdamond is the kernel's tiering too.
+  rig.put("/proc/sys/kernel/numa_balancing", "0\n");
+  const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
+  rig.put(kd + "/nr_kdamonds", "1\n");
+  rig.put(kd + "/0/state", "on\n");
+  rig.put(kd + "/0/contexts/0/schemes/nr_schemes", "1\n");
+  rig.put(kd + "/0/contexts/0/schemes/0/action", "migrate_hot\n");
+  TickReport t3 = rig.tick(3);
+  CHECK(t3.kernelTiering == "kdamond 0 runs DAMOS migrate_hot");
+  CHECK(said(t3) == 1);
+  CHECK(rig.hooked->executes == 0);
+
+  // Allowed by the config: tierd moves (and said so once when it started).
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->migration.allowKernelTiering = true;
+  rig.engine->setConfig(cfg);
+  TickReport t4 = rig.tick(4);
+  CHECK_FALSE(t4.kernelTieringHeld);
+  CHECK(rig.hooked->executes == 1);
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+
+  // Gone: said no more, moves go on.
+  rig.put(kd + "/0/state", "off\n");
+  CHECK(rig.tick(5).kernelTiering.empty());
+}

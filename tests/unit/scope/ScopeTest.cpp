@@ -162,6 +162,19 @@ TEST_CASE("ScopeProvider on the live system finds a child by command name and pi
   auto byComm = p.resolve({"sleepers", std::nullopt, {}, std::string("sleep")});
   REQUIRE(byComm.ok());
   CHECK(std::find(byComm->pids.begin(), byComm->pids.end(), child) != byComm->pids.end());
+  // By path, compared as files: the path as exec'ed, and through a symlinked directory.
+  const std::string real = fs::canonical("/proc/" + std::to_string(child) + "/exe").string();
+  auto byPath = p.resolve({"sleepers", std::nullopt, {}, real});
+  REQUIRE(byPath.ok());
+  CHECK(std::find(byPath->pids.begin(), byPath->pids.end(), child) != byPath->pids.end());
+  if (fs::is_symlink("/bin") && fs::exists("/bin/sleep")) {  // merged /usr (Debian 12)
+    auto viaLink = p.resolve({"sleepers", std::nullopt, {}, std::string("/bin/sleep")});
+    REQUIRE(viaLink.ok());
+    CHECK(std::find(viaLink->pids.begin(), viaLink->pids.end(), child) != viaLink->pids.end());
+  }
+  auto other = p.resolve({"sleepers", std::nullopt, {}, std::string("/usr/bin/true")});
+  REQUIRE(other.ok());
+  CHECK(std::find(other->pids.begin(), other->pids.end(), child) == other->pids.end());
   auto byPid = p.resolve({"one", std::nullopt, {child, getpid()}, std::nullopt});
   REQUIRE(byPid.ok());
   CHECK(byPid->pids == std::vector<pid_t>{child});  // own pid excluded
@@ -271,4 +284,20 @@ TEST_CASE("ProcessHandle on the live system: a pidfd that tells an exited proces
   auto self = ProcessHandle::open(sys::SysRoot::live(), getpid());
   REQUIRE(self.ok());
   CHECK(self->stillSame(sys::SysRoot::live()));
+}
+
+TEST_CASE(
+    "a descendant cgroup that cannot be read (removed, threaded) does not drop the workload") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  const std::string slice = "/sys/fs/cgroup/unified/batch.slice";
+  t.put(slice + "/cgroup.procs", "");
+  t.put(slice + "/a/cgroup.procs", "600\n");
+  t.put(slice + "/threaded/cgroup.procs", "not a pid list\n");  // what EOPNOTSUPP stands for here
+  t.process(600, "w", std::string("w\0", 2), "/usr/bin/w");
+  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  auto s = p.resolve({"batch", std::string("/batch.slice"), {}, std::nullopt});
+  REQUIRE_MESSAGE(s.ok(), s.error().describe());
+  CHECK(s->pids == std::vector<pid_t>{600});
 }

@@ -174,3 +174,23 @@ TEST_CASE("ownership records are parsed strictly") {
       parseDamonOwnerRecord("tierd_pid=1 tierd_start=2 boot_id=x nr_kdamonds=99", "f").ok());
   CHECK_FALSE(parseDamonOwnerRecord("tierd_pid=x tierd_start=2 boot_id=x nr_kdamonds=3", "f").ok());
 }
+
+TEST_CASE("a zombie's record is an orphan's; a record without kdamonds is just removed") {
+  PoolRig r;
+  REQUIRE(r.fs.write(std::string(FakeDamonFs::kRoot) + "/nr_kdamonds", "2").ok());
+  r.fs.tree().file("/proc/4000/stat",
+                   "4000 (tierd) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0\n");
+  std::filesystem::create_directories(std::filesystem::path(r.owner).parent_path());
+  { std::ofstream(r.owner) << "tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=2\n"; }
+  DamonPool pool(r.fs, r.config(2));
+  auto reclaimed = pool.reclaimOrphans();
+  REQUIRE_MESSAGE(reclaimed.ok(), reclaimed.error().describe());
+  CHECK(reclaimed.value() == 2);
+  { std::ofstream(r.owner) << "tierd_pid=4001 tierd_start=77 boot_id=b00t nr_kdamonds=2\n"; }
+  r.fs.log.clear();
+  auto none = pool.reclaimOrphans();
+  REQUIRE(none.ok());
+  CHECK(none.value() == 0);
+  CHECK(r.fs.log.empty());
+  CHECK_FALSE(std::filesystem::exists(r.owner));
+}
