@@ -111,7 +111,7 @@ Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bo
         opener_.close(fd.value());
         return base.error();
       }
-      rings_.push_back({fd.value(), base.value(), length});
+      rings_.push_back({fd.value(), base.value(), length, cgroupMode ? -1 : who});
       if (!cgroupMode) openedTids_.insert(who);
       if (started_) {  // a thread found after start: enable at once
         if (auto s = opener_.enable(fd.value(), true); !s) return s;
@@ -128,12 +128,35 @@ void PerfSampler::openNewThreads(uint64_t nowNs) {
   auto tasks = root_.list(dir);
   if (!tasks) return;  // the process has gone: its rings just stay empty
   std::vector<std::pair<pid_t, int>> fresh;
+  std::set<pid_t> live;
   for (const auto& t : tasks.value()) {
     auto tid = sys::parseU64(t, root_.path(dir));
-    if (tid && !openedTids_.count(static_cast<pid_t>(tid.value())))
+    if (!tid) continue;
+    live.insert(static_cast<pid_t>(tid.value()));
+    if (!openedTids_.count(static_cast<pid_t>(tid.value())))
       fresh.push_back({static_cast<pid_t>(tid.value()), -1});
   }
+  for (pid_t tid : openedTids_)
+    if (!live.count(tid)) exitedTids_.insert(tid);
   if (!fresh.empty() && !openOn(fresh, false)) ++threadOpenFailures_;
+}
+
+void PerfSampler::closeExitedThreads() {
+  if (exitedTids_.empty()) return;
+  std::vector<Ring> keep;
+  for (const Ring& r : rings_) {
+    if (r.tid >= 0 && exitedTids_.count(r.tid)) {
+      (void)opener_.enable(r.fd, false);
+      opener_.unmap(r.base, r.length);
+      opener_.close(r.fd);
+    } else {
+      keep.push_back(r);
+    }
+  }
+  rings_ = std::move(keep);
+  for (pid_t tid : exitedTids_)
+    openedTids_.erase(tid);
+  exitedTids_.clear();
 }
 
 Status PerfSampler::start() {
@@ -212,6 +235,7 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
     auto s = ring.drain(raw, counts);
     if (!s && firstError) firstError = s;
   }
+  closeExitedThreads();  // after their last records were read
   stats_.lost += counts.lost;
   lostSinceAdapt_ += counts.lost;
   stats_.throttled += counts.throttled;
@@ -273,6 +297,7 @@ void PerfSampler::stop() {
   }
   rings_.clear();
   openedTids_.clear();
+  exitedTids_.clear();
   started_ = false;
 }
 

@@ -88,17 +88,25 @@ class PerfSampler final : public HotnessSource {
   /// Number of perf fds open.
   size_t fdCount() const { return rings_.size(); }
 
+  /// Perf events open now (rings mapped): one per event and CPU (cgroup mode) or per event and
+  /// live thread (pid mode: a thread's events are closed once it has exited, so fds and locked
+  /// ring memory follow the thread count instead of growing with thread churn).
+  size_t openEvents() const { return rings_.size(); }
+
  private:
   struct Ring {
     int fd = -1;
     void* base = nullptr;
     size_t length = 0;
+    pid_t tid = -1;  ///< pid mode: the thread it samples (-1 in cgroup mode)
   };
   Result<int> openOne(perf_event_attr attr, pid_t pid, int cpu, unsigned long flags);
   /// Opens, maps (and, once started, enables) every event on each (pid or cgroup fd, cpu).
   Status openOn(const std::vector<std::pair<pid_t, int>>& targets, bool cgroupMode);
-  /// pid mode: opens threads that appeared since the last scan (every mapsRefreshNs).
+  /// pid mode: opens threads that appeared since the last scan (every mapsRefreshNs) and marks
+  /// the ones that exited, whose events closeExitedThreads() closes after their rings are read.
   void openNewThreads(uint64_t nowNs);
+  void closeExitedThreads();
 
   PerfSamplerConfig config_;
   PerfEventOpener& opener_;
@@ -112,6 +120,7 @@ class PerfSampler final : public HotnessSource {
   uint64_t cpuNsSinceAdapt_ = 0;
   uint64_t lostSinceAdapt_ = 0;
   std::set<pid_t> openedTids_;
+  std::set<pid_t> exitedTids_;  ///< seen gone at the last scan; closed after this drain's reads
   uint64_t lastTaskScanNs_ = 0;
   uint64_t threadOpenFailures_ = 0;
   bool started_ = false;

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "FakePerfEventOpener.h"
 #include "TempTree.h"
 #include "telemetry/hotness/PerfSampler.h"
@@ -196,4 +199,40 @@ TEST_CASE("pid mode opens every thread (cpu -1, no flags) and picks up new threa
   CHECK(opener.log.back() == "enable 1002");  // enabled at once, since sampling is running
   REQUIRE(s.drain(0).ok());
   CHECK(opener.opens.size() == 3);  // no thread opened twice
+}
+
+TEST_CASE("pid mode closes an exited thread's events after reading its last records") {
+  TempTree t;
+  fillTree(t);
+  t.mkdir("/proc/100/task/100");
+  t.mkdir("/proc/100/task/101");
+  FakePerfEventOpener opener;
+  PerfSamplerConfig c;
+  c.events = {pageFaultEvent()};
+  c.pid = 100;
+  c.mapsRefreshNs = 0;
+  PerfSampler s(c, opener, sys::SysRoot(t.dir()));
+  REQUIRE(s.start().ok());
+  REQUIRE(s.openEvents() == 2);
+  // Thread 101 writes one record, then exits.
+  SampleFields f;
+  f.pid = 100;
+  f.tid = 101;
+  f.time = 5;
+  f.addr = 0x7f0000001000;
+  opener.rings[1]->write(sampleRecord(s.sampleType(), f));
+  std::filesystem::remove_all(t.dir() + "/proc/100/task/101");
+  auto batch = s.drain(10);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->size() == 1);  // its last record still counts
+  CHECK(batch->at(0).tid == 101);
+  CHECK(s.openEvents() == 1);
+  CHECK(std::count(opener.log.begin(), opener.log.end(), "close 1001") == 1);
+  // Thread churn: a new thread is opened, and the count follows the live threads.
+  t.mkdir("/proc/100/task/102");
+  REQUIRE(s.drain(20).ok());
+  CHECK(s.openEvents() == 2);
+  std::filesystem::remove_all(t.dir() + "/proc/100/task/102");
+  REQUIRE(s.drain(30).ok());
+  CHECK(s.openEvents() == 1);
 }
