@@ -210,7 +210,7 @@ bool ScopeProvider::exeMatches(const std::string& dir, const std::string& comman
   // A symlink of that name next to the executable (Debian: redis-server -> redis-check-rdb),
   // looked up in the process's own root (a container's /usr/bin, not the host's).
   const std::string sibling = dirname(exe) + "/" + command;
-  if (exeStat && sameFile(root_.path(dir + "/root" + sibling))) return true;
+  if (exeStat) return sameFile(root_.path(dir + "/root" + sibling));
   return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;
 }
 
