@@ -90,10 +90,10 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
   return out;
 }
 
-std::string kernelTieringActive(const sys::SysRoot& root) {
-  if (auto nb = root.readAttr("/proc/sys/kernel/numa_balancing"))
-    if (auto v = sys::parseU64(nb.value(), "/proc/sys/kernel/numa_balancing"); v && (v.value() & 2))
-      return "kernel.numa_balancing=" + nb.value() + " (NUMA_BALANCING_MEMORY_TIERING)";
+std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing) {
+  if (numaBalancing && (*numaBalancing & 2))
+    return "kernel.numa_balancing=" + std::to_string(*numaBalancing) +
+           " (NUMA_BALANCING_MEMORY_TIERING)";
   const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
   auto nr = root.readAttr(kd + "/nr_kdamonds");
   auto n = nr ? sys::parseU64(nr.value(), kd) : Result<uint64_t>(nr.error());
@@ -525,7 +525,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     else
       ++totals_.outOfScopeMoves;
   }
-  report.kernelTiering = kernelTieringActive(root_);
+  report.kernelTiering = kernelTieringActive(root_, topo->caps.numaBalancing);
   report.kernelTieringHeld =
       !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
   if (report.kernelTiering != kernelTieringReported_) {

@@ -63,10 +63,12 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 
 /// The kernel's own tiering running on this machine, read under `root`: "" when none, else what
 /// runs, e.g. "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)" or "kdamond 3 runs DAMOS
-/// migrate_hot". Files: /proc/sys/kernel/numa_balancing (bit 2, value 2 or 3: memory tiering;
-/// Documentation/admin-guide/sysctl/kernel.rst), /sys/kernel/mm/damon/admin/kdamonds/N/{state,
-/// contexts/0/schemes/M/action} (tierd's own kdamonds only use `stat`).
-std::string kernelTieringActive(const sys::SysRoot& root);
+/// migrate_hot". `numaBalancing` is /proc/sys/kernel/numa_balancing as the topology read it
+/// (topology::KernelCaps; bit 2, value 2 or 3: memory tiering;
+/// Documentation/admin-guide/sysctl/kernel.rst); the kdamonds are read under `root`:
+/// /sys/kernel/mm/damon/admin/kdamonds/N/{state,contexts/0/schemes/M/action} (tierd's own
+/// kdamonds only use `stat`).
+std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing);
 
 /// Per-workload figures of one tick (for metrics and the progress view).
 struct WorkloadReport {
