@@ -258,13 +258,18 @@ Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& co
   return Error::input("truncated", context);
 }
 
+std::string_view takeLine(std::string_view& text) {
+  const size_t nl = text.find('\n');
+  const std::string_view line = text.substr(0, nl);
+  text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+  return line;
+}
+
 Result<std::vector<BuddyZone>> parseBuddyinfo(std::string_view text, const std::string& context) {
   std::vector<BuddyZone> out;
   size_t lineNo = 0;
   while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    const std::string_view line = takeLine(text);
     ++lineNo;
     const std::string where = context + ":" + std::to_string(lineNo);
     if (trim(line).empty()) continue;

@@ -58,6 +58,10 @@ Result<std::vector<uint64_t>> parseU64Row(std::string_view text, const std::stri
 /// ("hugepages-2048kB" -> 2097152). Input is the part after "hugepages-".
 Result<uint64_t> parseKbSize(std::string_view text, const std::string& context);
 
+/// The first line of `text` (without its '\n'), removed from `text`; the rest when there is no
+/// newline. For line-by-line parsers: `while (!text.empty()) { auto line = takeLine(text); ... }`.
+std::string_view takeLine(std::string_view& text);
+
 /// Parses the `starttime` field (field 22, clock ticks since boot) out of one /proc/PID/stat
 /// line (proc(5)). The comm field (2) may hold spaces and parentheses: fields are counted after
 /// the last ')'. Errors: Input naming `context` when the line is truncated or the field is not a

@@ -306,9 +306,7 @@ Result<std::set<int>> statusList(std::string_view text, std::string_view key,
                                  const std::string& context) {
   size_t lineNo = 0;
   while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    const std::string_view line = takeLine(text);
     ++lineNo;
     if (line.substr(0, key.size()) != key) continue;
     std::string_view list = line.substr(key.size());
