@@ -539,7 +539,12 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     kernelTieringReported_ = report.kernelTiering;
   }
   if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty()) {
-    report.batch = migrator_->execute(moves, deadlineNs, stop);
+    // The migration step always gets a quarter of the interval, even when scope, locate and
+    // sampling (many processes, a slow machine) used the whole tick: otherwise the moves never
+    // start (every page NotAttempted, tick after tick). The tick then overruns; the next is late.
+    const int64_t floorNs =
+        migrator_->nowNs() + static_cast<int64_t>(config_->daemon.intervalNs / 4);
+    report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
     std::vector<policy::RangeOutcome> outcomes;
     for (const RangeResult& r : report.batch.ranges) {
       (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=

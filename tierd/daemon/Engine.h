@@ -159,8 +159,10 @@ class Engine {
   void setConfig(std::shared_ptr<const policy::CompiledConfig> config);
   const policy::CompiledConfig& config() const { return *config_; }
 
-  /// Runs one tick at `nowNs`. `deadlineNs` bounds the migration step; `stop` is checked between
-  /// move_pages calls. Errors only when the topology cannot be read at all (nothing is moved).
+  /// Runs one tick at `nowNs`. `deadlineNs` (Migrator::nowNs() clock) bounds the migration step,
+  /// which still gets at least a quarter of `daemon.interval` from its own start when the
+  /// earlier steps ran past `deadlineNs`; `stop` is checked between move_pages calls. Errors only
+  /// when the topology cannot be read at all (nothing is moved).
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.

@@ -201,6 +201,18 @@ TEST_CASE("the engine promotes the sampled hot set of a scoped process, and only
   CHECK(later.promotedBytes == 0);  // settled: no ping-pong
 }
 
+TEST_CASE("the migration step still runs when the earlier steps used up the tick") {
+  // On a loaded machine with many processes, scope + locate + sampling can take longer than the
+  // interval (the fleet-safety rig: 5 s ticks at a 1 s interval). The moves must still start.
+  Rig rig;
+  for (uint64_t s = 1; s <= 5; ++s) {
+    auto r = rig.engine->tick(s * kSecond, /*deadlineNs=*/rig.fake->nowNs() - 1, nullptr);
+    REQUIRE_MESSAGE(r.ok(), r.error().describe());
+  }
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+  CHECK(rig.engine->totals().promotedBytes == 4 * 2 * kMiB);
+}
+
 TEST_CASE("dry-run decides but moves nothing") {
   Rig dry;
   auto cfg = std::make_shared<policy::CompiledConfig>(dry.engine->config());
