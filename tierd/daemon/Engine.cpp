@@ -263,6 +263,11 @@ void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& repo
 void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
                                          TickReport& report) {
   auto vmas = mappings_(pid);
+  if (!vmas && exitedSinceScope(pid)) {
+    proc.mappings.clear();  // nothing to plan; dropped (counted vanished) by the next scope pass
+    heat_.setMappings(pid, proc.mappings);
+    return;
+  }
   if (!vmas) {
     ++totals_.locateErrors;
     report.problems.push_back("pid " + std::to_string(pid) + ": " + vmas.error().describe());
@@ -343,9 +348,15 @@ void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uin
   proc.movedThp.clear();
 }
 
+bool Engine::exitedSinceScope(pid_t pid) const {
+  auto it = procs_.find(pid);
+  return it != procs_.end() && !it->second.handle.stillSame(root_);
+}
+
 std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::Topology& topo,
                                                    TickReport& report) {
   auto lists = sys::readAllowedLists(root_, pid);
+  if (!lists && exitedSinceScope(pid)) return std::nullopt;
   if (!lists) {
     ++totals_.statusErrors;
     report.problems.push_back("pid " + std::to_string(pid) +

@@ -214,6 +214,10 @@ class Engine {
   /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
   void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
                       TickReport& report);
+  /// True when tracked `pid` exited (or its number was reused) since this tick's scope pass
+  /// (ProcessHandle::stillSame): its unreadable /proc files are then no problem to report, only
+  /// a process gone, which the next scope pass counts in vanishedPids.
+  bool exitedSinceScope(pid_t pid) const;
   /// Home nodes (nodes of the Cpus_allowed_list CPUs) and allowed nodes (Mems_allowed_list) of
   /// `pid` from /proc/PID/status; nullopt (counted, reported) when it cannot be read.
   std::optional<policy::TaskNodes> taskNodes(pid_t pid, const topology::Topology& topo,

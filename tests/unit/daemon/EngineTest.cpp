@@ -81,6 +81,7 @@ struct Rig {
   std::unique_ptr<Engine> engine;
   std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
   int failSources = 0;  ///< the next N sources fail to build (DAMON busy, a full pool)
+  std::function<void(pid_t)> beforeSmaps;  ///< run before each smaps read (after the scope pass)
 
   /// `fixture`: a captured tree under tests/fixtures/topology; the workload's pages start on
   /// `startNode` (a slow node of it). `factory` replaces the scripted sources.
@@ -134,8 +135,10 @@ cooldown = "5s"
         return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
       };
     engine = std::make_unique<Engine>(sys::SysRoot(root.string()), std::move(migrator), factory,
-                                      /*selfPid=*/1, config,
-                                      [kernel](pid_t pid) { return kernel->smaps(pid); });
+                                      /*selfPid=*/1, config, [this, kernel](pid_t pid) {
+                                        if (beforeSmaps) beforeSmaps(pid);
+                                        return kernel->smaps(pid);
+                                      });
   }
   ~Rig() {
     engine.reset();
@@ -253,6 +256,27 @@ TEST_CASE("a process that exits mid-run is dropped and counted, never a crash") 
   REQUIRE(rig.sourceStopped.size() == 1);
   CHECK(*rig.sourceStopped.front());
   CHECK(rig.tick(3).promotedBytes == 0);
+}
+
+TEST_CASE("a process exiting between the scope pass and locate is counted gone, not reported") {
+  // A forking server's short-lived workers: the scope saw the worker, its smaps and status are
+  // gone a moment later. That is a process gone (vanishedPids), not a locate or status error.
+  Rig rig;
+  rig.tick(1);
+  rig.beforeSmaps = [&](pid_t pid) {
+    if (pid != kPid) return;
+    rig.fake->kernel().exitPid(kPid);
+    fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
+  };
+  TickReport r = rig.tick(2);
+  for (const std::string& p : r.problems)
+    CHECK_MESSAGE(p.find(std::to_string(kPid)) == std::string::npos, p);
+  CHECK(rig.engine->totals().locateErrors == 0);
+  CHECK(rig.engine->totals().statusErrors == 0);
+  CHECK(r.promotedBytes == 0);
+  rig.beforeSmaps = nullptr;
+  CHECK(rig.tick(3).workloads[0].pids == 0);
+  CHECK(rig.engine->totals().vanishedPids == 1);
 }
 
 TEST_CASE("a process exiting between planning and moving is survived") {
