@@ -8,7 +8,10 @@
 // program polls where the first page of keep is (move_pages(2) with nodes=NULL, every
 // millisecond); as soon as it is on NODE (a move to NODE has started, in address order) it
 // unmaps extra and prints "unmapped extra". It then waits for SIGTERM/SIGINT (or --seconds),
-// compares keep with its first-touch checksum and exits 0 (intact) or 3 (changed). The first line
+// compares keep with its first-touch checksum and exits 0 (intact) or 3 (changed). With
+// --refault-extra-ms N it drops extra's pages (MADV_DONTNEED) and writes them again every N ms,
+// so the process keeps taking page faults for as long as it runs (software page-fault sampling
+// sees it after it started). The first line
 // on stdout, once the tables are ready, is:
 //   tierd-holdmem pid P keep 0xA-0xB extra 0xC-0xD
 #include <numa.h>
@@ -43,14 +46,17 @@ struct Options {
   int node = -1;
   int unmapWhenOn = -1;
   uint64_t seconds = 120;
+  uint64_t refaultMs = 0;  // 0: never
 };
 
 void usage(std::ostream& out) {
   out << "usage: tierd-holdmem [--size BYTES[KMG]] [--extra BYTES[KMG]] [--node N]\n"
          "                     [--unmap-extra-when-on NODE] [--seconds N]\n"
+         "                     [--refault-extra-ms N]\n"
          "Holds keep (--size) and extra (--extra) tables of base pages separated by a guard\n"
          "page; unmaps extra as soon as keep's first page is on NODE; on SIGTERM (or after\n"
-         "--seconds) verifies keep: exit 0 intact, 3 changed.\n";
+         "--seconds) verifies keep: exit 0 intact, 3 changed. --refault-extra-ms N drops and\n"
+         "rewrites extra every N ms (page faults for as long as it runs).\n";
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
@@ -119,6 +125,10 @@ int main(int argc, char** argv) {
       auto n = tierd::sys::parseU64(v, a);
       ok = n.ok() && n.value() < 1024;
       if (ok) (a == "--node" ? o.node : o.unmapWhenOn) = static_cast<int>(n.value());
+    } else if (a == "--refault-extra-ms") {
+      auto n = tierd::sys::parseU64(v, a);
+      ok = n.ok() && n.value() >= 1 && n.value() <= 60000;
+      if (ok) o.refaultMs = n.value();
     } else if (a == "--seconds") {
       auto n = tierd::sys::parseU64(v, a);
       ok = n.ok() && n.value() >= 1;
@@ -197,6 +207,16 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
       sleepMs(1);
+    } else if (o.refaultMs > 0 && !unmapped) {
+      // Every page of extra faults again on its next write (a fresh zeroed page).
+      if (::madvise(extra, extraLen, MADV_DONTNEED) != 0) {
+        std::printf("tierd-holdmem: madvise(MADV_DONTNEED) of extra failed: %s\n",
+                    std::strerror(errno));
+        return 1;
+      }
+      for (uint64_t off = 0; off < extraLen; off += page)
+        ew[off / 8] = splitmix(off);
+      sleepMs(static_cast<long>(o.refaultMs));
     } else {
       sleepMs(20);
     }

@@ -12,6 +12,7 @@
 #include "tierd/cli/Command.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Simulator.h"
+#include "tierd/sys/Parsers.h"
 
 namespace tierd::cli {
 
@@ -43,6 +44,10 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
       {"pingpong-window", true,
        "a region moved up-down-up (or down-up-down) within this is ping-pong (default 60s)",
        "DURATION"},
+      {"reuse-pid", true,
+       "model pid reuse: at simulated TIME (after the scope scan of that tick, before its moves) "
+       "the traced process PID exits and a new process gets its pid; comma-separated list",
+       "PID@TIME"},
       {"help", false, "show this help"},
   };
   auto parsed = parseArgs(args, begin, specs);
@@ -53,6 +58,7 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   if (parsed->has("help")) {
     std::cout << "usage: tierctl simulate [--trace FILE] --config FILE --topology DIR [--json]\n"
                  "                        [--every DURATION] [--tail DURATION] [--workload NAME]\n"
+                 "                        [--reuse-pid PID@TIME[,PID@TIME...]]\n"
                  "\nReplays the trace through the config's policy, tick by tick, on the modelled\n"
                  "machine (sampled 2 MiB regions start on the slow tier; docs/simulate.md) and\n"
                  "prints per tick: samples served by the fast tier, bytes promoted/demoted,\n"
@@ -104,6 +110,23 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   options.defaultWorkload = parsed->get("workload").value_or("");
   options.tailNs = tail.value();
   options.pingPongWindowNs = window.value();
+  if (auto list = parsed->get("reuse-pid")) {
+    std::string item;
+    std::istringstream in(*list);
+    while (std::getline(in, item, ',')) {
+      const size_t at = item.find('@');
+      auto pid = at == std::string::npos ? Result<uint64_t>(Error::input("no '@'", item))
+                                         : sys::parseU64(item.substr(0, at), "pid");
+      auto when = at == std::string::npos ? Result<uint64_t>(Error::input("no '@'", item))
+                                          : policy::parseDuration(item.substr(at + 1));
+      if (!pid || !when || pid.value() == 0 || pid.value() > 4194304) {
+        std::cerr << "tierctl simulate: --reuse-pid: '" << item
+                  << "' is not PID@TIME (e.g. 31337@10s)\n";
+        return 2;
+      }
+      options.pidReuses.push_back({static_cast<pid_t>(pid.value()), when.value()});
+    }
+  }
   options.traceLabel = tracePath;
   options.configLabel = configPath;
   options.topologyLabel = options.topologyDir;

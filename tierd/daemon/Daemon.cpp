@@ -433,6 +433,8 @@ int runDaemon(const DaemonOptions& options) {
     } else {
       for (const std::string& p : report->problems)
         log.warning(p);
+      for (const std::string& c : report->scopeChanges)
+        log.info(c);
       log.info(progressLine(tickNo, report.value(), processCpuSeconds()));
       publishTopology(report->topology, *sink);
       metrics.tick(report.value(), snapshotSources(engine), wall,

@@ -232,6 +232,10 @@ void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& r
   proc.handle = std::move(handle.value());
   heat_.assignPid(pid, s.workload);
   startSource(pid, proc, nowNs, report);
+  report.scopeChanges.push_back(
+      "workload '" + config_->workloads[s.workload].name + "': pid " + std::to_string(pid) +
+      " in scope (start time " + std::to_string(s.startTime) +
+      (proc.source ? ", sampled by " + proc.source->name() + ")" : ", not sampled)"));
   procs_.emplace(pid, std::move(proc));
 }
 
@@ -428,9 +432,22 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   phase(report.cpu.topologyScopeNs);
   for (auto it = procs_.begin(); it != procs_.end();) {
     auto s = scoped.find(it->first);
-    const bool reused = s != scoped.end() && s->second.startTime != it->second.handle.startTime();
+    // A new process holds the pid: in scope with another start time, or out of it (a `pids`
+    // selector stays with the first process it saw) while the pid is alive with another one.
+    bool reused = s != scoped.end() && s->second.startTime != it->second.handle.startTime();
+    if (s == scoped.end()) {
+      auto start = scope::readStartTime(root_, it->first);
+      reused = start && start.value() != it->second.handle.startTime();
+    }
     if (s == scoped.end() || s->second.workload != it->second.workload || reused) {
       ++totals_.vanishedPids;
+      report.scopeChanges.push_back(
+          "workload '" + config_->workloads[it->second.workload].name + "': pid " +
+          std::to_string(it->first) + " gone (" +
+          (reused ? "exited, its pid now names another process" : "exited or no longer selected") +
+          ") after " + std::to_string(it->second.samples) +
+          " samples; its heat and plans dropped (" + std::to_string(totals_.vanishedPids) +
+          " gone so far)");
       if (reused) {
         ++totals_.pidReuses;
         report.problems.push_back("pid " + std::to_string(it->first) +
@@ -470,6 +487,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
                                  [&](const AccessSample& s) { return s.pid != pid; }),
                   samples.end());
     report.samples += samples.size();
+    proc.samples += samples.size();
     heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
     if (std::string st = proc.source->state(); !st.empty())
       report.sourceStates.push_back("pid " + std::to_string(pid) + " " + proc.source->name() + " " +

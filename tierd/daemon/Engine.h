@@ -113,6 +113,11 @@ struct TickReport {
   BatchResult batch;                  ///< the migrator's result (empty in dry-run)
   policy::ArbiterStats arbiter;       ///< the arbiter's counters
   std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
+  /// Processes that entered or left a workload's scope this tick, one line each (the daemon
+  /// logs them): "workload 'W': pid P in scope (start time S, sampled by SOURCE)" or "(start
+  /// time S, not sampled)"; "workload 'W': pid P gone (exited or no longer selected) after N
+  /// samples; its heat and plans dropped (G gone so far)", G = EngineTotals::vanishedPids.
+  std::vector<std::string> scopeChanges;
   /// kernelTieringActive() this tick; when not "" and migration.allow_kernel_tiering is false,
   /// nothing was moved (`kernelTieringHeld`).
   std::string kernelTiering;
@@ -130,13 +135,15 @@ struct EngineTotals {
   uint64_t promotedBytes = 0;
   uint64_t demotedBytes = 0;
   uint64_t samples = 0;
-  uint64_t sourceErrors = 0;          ///< sources that failed to build, start or drain
-  uint64_t sourceRetries = 0;         ///< attempts to start a source that had failed before
-  uint64_t scopeErrors = 0;           ///< workload selectors that failed to resolve
-  uint64_t vanishedPids = 0;          ///< processes that left while tracked
-  uint64_t locateErrors = 0;          ///< locate() failures (process gone mid-tick, denied)
-  uint64_t outOfScopeMoves = 0;       ///< planned moves dropped because the pid left its scope
-  uint64_t pidReuses = 0;             ///< tracked pids found naming another process (start time)
+  uint64_t sourceErrors = 0;     ///< sources that failed to build, start or drain
+  uint64_t sourceRetries = 0;    ///< attempts to start a source that had failed before
+  uint64_t scopeErrors = 0;      ///< workload selectors that failed to resolve
+  uint64_t vanishedPids = 0;     ///< processes that left while tracked
+  uint64_t locateErrors = 0;     ///< locate() failures (process gone mid-tick, denied)
+  uint64_t outOfScopeMoves = 0;  ///< planned moves dropped because the pid left its scope
+  /// tracked pids found naming another process (start time changed), whether the new one is in
+  /// a scope or not (a `pids` selector stays with the first process it saw)
+  uint64_t pidReuses = 0;
   uint64_t identityChecksFailed = 0;  ///< move calls refused: the pid no longer named its process
   /// /proc/PID/status reads that failed (placement unknown that tick: targets ranked by room)
   uint64_t statusErrors = 0;
@@ -183,6 +190,7 @@ class Engine {
     scope::ProcessHandle handle;  ///< identity held since the process entered its scope
     std::unique_ptr<telemetry::HotnessSource> source;
     bool sourceFailed = false;
+    uint64_t samples = 0;          ///< samples of this process ingested since it entered
     uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
     uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
     std::vector<policy::Mapping> mappings;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -71,6 +72,41 @@ class ClassifyingReplay final : public telemetry::HotnessSource {
   const std::set<NodeId>& fast_;
   DrainCounters& counters_;
 };
+
+// The simulated machine's migrator with a hook run once at the start of the next execute(): a
+// pid reuse lands after the tick's scope scan and plan, before its first move call.
+class HookedMigrator final : public migrate::Migrator {
+ public:
+  explicit HookedMigrator(std::unique_ptr<migrate::FakeMigrator> m) : m_(std::move(m)) {}
+  BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
+                      const std::atomic<bool>* stop) override {
+    runHook();
+    return m_->execute(batch, deadlineNs, stop);
+  }
+  Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override {
+    return m_->locate(pid, ranges);
+  }
+  int64_t nowNs() override { return m_->nowNs(); }
+  void setProcessCheck(ProcessCheck check) override { m_->setProcessCheck(std::move(check)); }
+  void setLimits(const migrate::MigrationLimits& limits) override { m_->setLimits(limits); }
+  /// Runs the pending hook now, if any (a tick that made no move call).
+  void runHook() {
+    if (!hook) return;
+    auto f = std::move(hook);
+    hook = nullptr;
+    f();
+  }
+  std::function<void()> hook;
+
+ private:
+  std::unique_ptr<migrate::FakeMigrator> m_;
+};
+
+// /proc/PID/stat of a traced process; `startTime` is field 22.
+std::string statLine(pid_t pid, uint64_t startTime) {
+  return std::to_string(pid) + " (traced) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
+         std::to_string(startTime) + " 0 0\n";
+}
 
 // A private copy of the topology tree, removed on destruction.
 class TempRoot {
@@ -179,6 +215,10 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
   std::map<pid_t, std::vector<AccessSample>> byPid;
   for (const AccessSample& s : trace.samples)
     byPid[s.pid].push_back(s);
+  for (const SimPidReuse& r : options.pidReuses)
+    if (!byPid.count(r.pid))
+      return Error::input("pid reuse: pid " + std::to_string(r.pid) + " is not in the trace",
+                          options.traceLabel);
   std::map<pid_t, size_t> workloadOf;
   for (const auto& [pid, samples] : byPid) {
     size_t w = fallback;
@@ -241,9 +281,11 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
   res.fastHeadroomBytes = config.migration.fastHeadroom.resolve(fastTotal);
 
   // The memory model: sampled 2 MiB regions, THP-backed, on the slow tier.
-  auto migratorOwned = std::make_unique<migrate::FakeMigrator>(migratorConfig(config));
-  migrate::FakeMigrator* migrator = migratorOwned.get();
-  migrate::FakePageSystem& kernel = migrator->kernel();
+  auto fakeOwned = std::make_unique<migrate::FakeMigrator>(migratorConfig(config));
+  migrate::FakePageSystem& kernel = fakeOwned->kernel();
+  auto migratorOwned = std::make_unique<HookedMigrator>(std::move(fakeOwned));
+  HookedMigrator* migrator = migratorOwned.get();
+  std::map<pid_t, std::vector<std::pair<uint64_t, uint64_t>>> mapped;  // pid -> [start, end)
   {
     std::set<NodeId> nodes;
     for (const auto& [id, f] : baseFree)
@@ -266,6 +308,7 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
       for (++it; it != starts.end() && *it == end; ++it)
         end += kRegion;
       kernel.map(pid, first, end - first, migrate::FakeBacking::Thp);
+      mapped[pid].emplace_back(first, end);
       ++proc.mappings;
     }
     for (uint64_t r : starts)
@@ -305,11 +348,7 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
     const std::string dir = "/proc/" + std::to_string(pid);
     if (Status s = root.put(dir + "/comm", "traced\n"); !s) return s.error();
     if (Status s = root.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
-    if (Status s = root.put(dir + "/stat", std::to_string(pid) +
-                                               " (traced) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "
-                                               "1 0 0\n");
-        !s)
-      return s.error();
+    if (Status s = root.put(dir + "/stat", statLine(pid, 1)); !s) return s.error();
     // The traced process runs unconstrained: every CPU and node allowed (/proc/PID/status).
     if (Status s =
             root.put(dir + "/status",
@@ -360,6 +399,28 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
   std::map<std::pair<pid_t, uint64_t>, MoveHistory> history;  // by (pid, region start)
   std::set<std::string> seenProblems;
   uint64_t guardBefore = 0;
+  uint64_t reusesBefore = 0, checksBefore = 0;
+  // Pid reuses: the new holders' regions and the node each had when it got the pid.
+  std::vector<bool> reused(options.pidReuses.size(), false);
+  std::map<std::pair<pid_t, uint64_t>, NodeId> newHolder;
+  Status reuseStatus = Ok{};
+  auto reusePid = [&](pid_t pid, uint64_t k) {
+    std::vector<std::pair<uint64_t, NodeId>> was;
+    for (const auto& [p, start] : regions)
+      if (p == pid)
+        if (auto n = kernel.nodeOf(pid, start)) was.emplace_back(start, *n);
+    kernel.reusePid(pid);
+    for (const auto& [start, end] : mapped[pid])
+      kernel.map(pid, start, end - start, migrate::FakeBacking::Thp);
+    for (const auto& [start, node] : was) {
+      kernel.populate(pid, start, kRegion, node);
+      newHolder[{pid, start}] = node;
+    }
+    if (Status st = root.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, 1 + k)); !st)
+      reuseStatus = st;
+    for (SimProcess& p : res.processes)
+      if (p.pid == pid) p.reusedAtTick = k;
+  };
   for (uint64_t k = 1; k <= ticks; ++k) {
     // The machine's free memory as the engine will read it this tick.
     std::map<NodeId, uint64_t> on;
@@ -375,7 +436,20 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
     kernel.sleepUntilNs(static_cast<int64_t>(k * interval), nullptr);
     kernel.clearLog();
     counters = {};
+    std::vector<pid_t> due;
+    for (size_t i = 0; i < options.pidReuses.size(); ++i)
+      if (!reused[i] && options.pidReuses[i].atNs <= k * interval) {
+        reused[i] = true;
+        due.push_back(options.pidReuses[i].pid);
+      }
+    if (!due.empty())
+      migrator->hook = [&reusePid, due, k] {
+        for (pid_t pid : due)
+          reusePid(pid, k);
+      };
     auto report = engine.tick(now, static_cast<int64_t>((k + 1) * interval), nullptr);
+    migrator->runHook();  // a tick without move calls: the pid changes hands after it
+    if (!reuseStatus) return reuseStatus.error();
     if (!report) {
       Error e = report.error();
       e.context = replaceAll(e.context, root.dir(), options.topologyDir);
@@ -416,6 +490,10 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
       h.lastNs = now;
       ++h.moves;
     }
+    t.pidReuses = engine.totals().pidReuses - reusesBefore;
+    t.identityChecksFailed = engine.totals().identityChecksFailed - checksBefore;
+    reusesBefore = engine.totals().pidReuses;
+    checksBefore = engine.totals().identityChecksFailed;
     const uint64_t guardNow = engine.heat().recordStats().pingPongHeld;
     t.guardHolds = guardNow - guardBefore;
     guardBefore = guardNow;
@@ -435,6 +513,8 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
   engine.shutdown();
 
   SimSummary& sum = res.summary;
+  for (const auto& [at, node] : newHolder)
+    if (kernel.nodeOf(at.first, at.second) != node) sum.newHolderMovedBytes += kRegion;
   sum.ticks = res.ticks.size();
   sum.simulatedNs = ticks * interval;
   sum.minFastFreeBytes = res.fastFreeAtStartBytes;
@@ -453,6 +533,8 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
     sum.guardHolds += t.guardHolds;
     sum.noMemoryPages += t.noMemoryPages;
     sum.unfinishedPages += t.unfinishedPages;
+    sum.pidReuses += t.pidReuses;
+    sum.identityChecksFailed += t.identityChecksFailed;
     sum.peakFastBytes = std::max(sum.peakFastBytes, t.fastBytes);
     sum.minFastFreeBytes = std::min(sum.minFastFreeBytes, t.fastFreeBytes);
     if (i + quarter >= res.ticks.size()) {
@@ -516,6 +598,16 @@ std::string formatSimulationText(const SimulationResult& r, uint64_t rowTicks) {
         << " samples, " << formatBytes(p.bytes) << " in " << p.bytes / r.regionBytes
         << " sampled 2 MiB regions (" << p.mappings << " THP mapping"
         << (p.mappings == 1 ? "" : "s") << "), all starting on the slow tier\n";
+  for (const SimPidReuse& u : o.pidReuses) {
+    uint64_t tick = 0;
+    for (const SimProcess& p : r.processes)
+      if (p.pid == u.pid) tick = p.reusedAtTick;
+    out << "model     pid " << u.pid << " reused at " << seconds(u.atNs) << ": "
+        << (tick ? "in tick " + std::to_string(tick) +
+                       ", after its scope scan, a new process holds the pid (in no workload)"
+                 : std::string("after the last tick, never happened"))
+        << "\n";
+  }
   out << "\n";
   out << pad("time", 9) << pad("samples", 9) << pad("on-fast", 9) << pad("promoted", 11)
       << pad("demoted", 11) << pad("ping-pong", 10) << pad("fast-tier", 11) << pad("fast-free", 11)
@@ -553,6 +645,10 @@ std::string formatSimulationText(const SimulationResult& r, uint64_t rowTicks) {
       << formatBytes(r.fastHeadroomBytes) << ")\n"
       << "  refused         " << s.noMemoryPages << " pages for lack of memory, "
       << s.unfinishedPages << " pages left at the tick deadline\n";
+  if (!o.pidReuses.empty())
+    out << "  pid reuse       " << s.pidReuses << " tracked pids found naming a new process, "
+        << s.identityChecksFailed << " move calls refused by the identity check, "
+        << formatBytes(s.newHolderMovedBytes) << " of new holders moved\n";
   for (const std::string& p : r.problems)
     out << "problem   " << p << "\n";
   return out.str();
@@ -590,8 +686,13 @@ nlohmann::json simulationJson(const SimulationResult& r) {
                      {"fast_bytes", t.fastBytes},
                      {"slow_bytes", t.slowBytes},
                      {"fast_free_bytes", t.fastFreeBytes}});
+  if (!o.pidReuses.empty())
+    for (size_t i = 0; i < r.ticks.size(); ++i) {
+      ticks[i]["pid_reuses"] = r.ticks[i].pidReuses;
+      ticks[i]["identity_checks_failed"] = r.ticks[i].identityChecksFailed;
+    }
   const SimSummary& s = r.summary;
-  return json{
+  json doc = json{
       {"format", "tierd-simulate"},
       {"version", 1},
       {"trace", {{"path", o.traceLabel}, {"source", r.traceSource}, {"samples", s.samples}}},
@@ -636,6 +737,20 @@ nlohmann::json simulationJson(const SimulationResult& r) {
         {"min_fast_free_bytes", s.minFastFreeBytes}}},
       {"problems", r.problems},
   };
+  if (!o.pidReuses.empty()) {
+    json reuses = json::array();
+    for (const SimPidReuse& u : o.pidReuses) {
+      uint64_t tick = 0;
+      for (const SimProcess& p : r.processes)
+        if (p.pid == u.pid) tick = p.reusedAtTick;
+      reuses.push_back({{"pid", u.pid}, {"at_ns", u.atNs}, {"tick", tick}});
+    }
+    doc["model"]["pid_reuses"] = reuses;
+    doc["summary"]["pid_reuses"] = s.pidReuses;
+    doc["summary"]["identity_checks_failed"] = s.identityChecksFailed;
+    doc["summary"]["new_holder_moved_bytes"] = s.newHolderMovedBytes;
+  }
+  return doc;
 }
 
 }  // namespace tierd::daemon

@@ -26,6 +26,15 @@
 ///    before the tick and each tick's migration deadline is one interval later.
 ///  - Migration: the production MovePagesMigrator engine on a FakePageSystem (FakeMigrator.h),
 ///    tuned by the config exactly as the daemon tunes it (Daemon.h migratorConfig()).
+///  - Pid reuse (SimulationOptions::pidReuses, `tierctl simulate --reuse-pid PID@TIME`): in the
+///    first tick at or after TIME, after its scope scan and plan and before its first move call
+///    (after the tick when it makes none), the traced process PID exits and a new process gets
+///    its pid, as the kernel hands out pids again once pid_max wraps: /proc/PID/stat shows a
+///    later start time (field 22), and the model kernel answers for the new process's memory
+///    (FakePageSystem::reusePid): the same mappings, each sampled region on the node the old
+///    process's was on. The new holder is in no workload (a `pids` selector names the first
+///    process it saw), so the trace's later samples of PID are never drained; its pages must
+///    never move (SimSummary::newHolderMovedBytes).
 ///
 /// Figures per tick: samples (and accesses: DAMON samples weigh their nr_accesses) whose page
 /// was on a fast node when the tick drained them, i.e. before the tick's moves; bytes planned and
@@ -49,12 +58,19 @@
 
 namespace tierd::daemon {
 
+/// A modelled pid reuse (see the file comment).
+struct SimPidReuse {
+  pid_t pid = 0;      ///< a pid of the trace
+  uint64_t atNs = 0;  ///< simulated time since t0 (the first sample), nanoseconds
+};
+
 /// Inputs of a simulation besides the trace and the config.
 struct SimulationOptions {
   std::string topologyDir;      ///< topology fixture tree (a SysRoot), copied, never written
   std::string defaultWorkload;  ///< workload of pids no `pids` selector names ("" = first)
   uint64_t tailNs = 0;          ///< simulated time after the last sample, nanoseconds
   uint64_t pingPongWindowNs = 60'000'000'000;  ///< window of a ping-pong (see the file comment)
+  std::vector<SimPidReuse> pidReuses;          ///< pid reuses to model (see the file comment)
   /// Names printed for the inputs (the paths as the operator gave them); never read.
   std::string traceLabel, configLabel, topologyLabel;
 };
@@ -62,10 +78,11 @@ struct SimulationOptions {
 /// One traced process in the model.
 struct SimProcess {
   pid_t pid = 0;
-  std::string workload;   ///< workload name it was assigned to
-  uint64_t samples = 0;   ///< samples of this pid in the trace
-  uint64_t mappings = 0;  ///< modelled THP mappings (runs of sampled 2 MiB regions)
-  uint64_t bytes = 0;     ///< modelled bytes (2 MiB per sampled region)
+  std::string workload;       ///< workload name it was assigned to
+  uint64_t samples = 0;       ///< samples of this pid in the trace
+  uint64_t mappings = 0;      ///< modelled THP mappings (runs of sampled 2 MiB regions)
+  uint64_t bytes = 0;         ///< modelled bytes (2 MiB per sampled region)
+  uint64_t reusedAtTick = 0;  ///< tick in which a new process got its pid (0: never)
 };
 
 /// Figures of one tick (see the file comment). Bytes are bytes.
@@ -89,6 +106,11 @@ struct SimTick {
   uint64_t fastBytes = 0;        ///< modelled bytes on fast-tier nodes after the tick
   uint64_t slowBytes = 0;        ///< modelled bytes on slow-tier nodes after the tick
   uint64_t fastFreeBytes = 0;    ///< MemFree summed over fast nodes after the tick
+  /// Tracked pids the engine found naming a new process this tick (EngineTotals::pidReuses).
+  uint64_t pidReuses = 0;
+  /// Move calls the engine refused this tick: the pid no longer named the process they were
+  /// planned for (EngineTotals::identityChecksFailed).
+  uint64_t identityChecksFailed = 0;
 };
 
 /// Totals over the run.
@@ -103,6 +125,10 @@ struct SimSummary {
   /// Share of accesses served by the fast tier in the last quarter of the ticks (at least one
   /// tick): where the policy converged.
   uint64_t lastQuarterAccesses = 0, lastQuarterFastAccesses = 0;
+  uint64_t pidReuses = 0, identityChecksFailed = 0;  ///< sums of the ticks' counts
+  /// Bytes of the new holders of reused pids not on the node they had when they got the pid
+  /// after the last tick (tierd must never move them: 0).
+  uint64_t newHolderMovedBytes = 0;
 };
 
 /// Everything a simulation reports.
@@ -124,7 +150,8 @@ struct SimulationResult {
   std::vector<std::string> problems;  ///< distinct survived problems, in first-seen order
 };
 
-/// Runs the simulation. Errors: the trace has no samples, the config has no workload, the
+/// Runs the simulation. Errors: a pid reuse names a pid not in the trace, the trace has no
+/// samples, the config has no workload, the
 /// default workload does not exist, the topology cannot be read or has no fast or slow node,
 /// the modelled memory does not fit on the slow tier, the temporary SysRoot cannot be made.
 Result<SimulationResult> simulate(const telemetry::Trace& trace,

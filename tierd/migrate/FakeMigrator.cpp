@@ -112,6 +112,13 @@ void FakePageSystem::exitPid(pid_t pid) {
   log_.push_back("exit pid=" + std::to_string(pid));
 }
 
+void FakePageSystem::reusePid(pid_t pid) {
+  procs_[pid] = Proc{};
+  for (auto it = errors_.begin(); it != errors_.end();)
+    it = it->first.first == pid ? errors_.erase(it) : std::next(it);
+  log_.push_back("reuse pid=" + std::to_string(pid));
+}
+
 void FakePageSystem::zombiePid(pid_t pid) {
   Proc& p = procs_[pid];
   p.zombie = true;

@@ -68,6 +68,13 @@ class FakePageSystem final : public PageSystem {
   void beforeCall(uint64_t call, std::function<void()> action);
   /// The process exits: calls return -ESRCH, /proc reads fail with ENOENT.
   void exitPid(pid_t pid);
+  /// The process holding `pid` exits and is reaped, and the kernel gives the pid to a new
+  /// process (pids are reused once pid_max wraps, kernel/pid.c alloc_pid): from then on every
+  /// call and /proc read for `pid` answers for the new process, which has no mappings until
+  /// map() and populate() give it some (its pages answer move_pages like any other), every node
+  /// allowed, no scripted page errors. Logged "reuse pid=P". The new process's start time
+  /// (/proc/PID/stat field 22) is the SysRoot's to change; this model holds memory only.
+  void reusePid(pid_t pid);
   /// The process exits but is not reaped (a zombie): it has no mm, so calls return -EINVAL
   /// (mm/migrate.c find_mm_struct) and /proc/PID/{maps,smaps,numa_maps} read empty.
   void zombiePid(pid_t pid);

@@ -319,8 +319,23 @@ TEST_CASE("a named anonymous mapping ([anon:NAME], prctl PR_SET_VMA_ANON_NAME) i
 TEST_CASE("a pid that names another process by the time of the move is never touched") {
   Rig rig;
   // After planning: the process exits and its pid goes to a new process (a later start time)
-  // whose memory sits at the same addresses on the slow node.
-  rig.hooked->beforeExecute = [&] { rig.process(kPid, "tierd-gups", "/usr/bin/tierd-gups", 2000); };
+  // whose memory sits at the same addresses on the slow node; the model kernel answers for the
+  // new process from then on (FakePageSystem::reusePid).
+  auto heatAt = [&](uint64_t nowNs) {
+    double h = 0;
+    for (const policy::RegionView& v : rig.engine->heat().regions(0, nowNs))
+      if (v.pid == kPid && v.start == kBase) h = v.heat;
+    return h;
+  };
+  double oldHeat = 0;  // the old process's: one tick of samples
+  rig.hooked->beforeExecute = [&] {
+    oldHeat = heatAt(1 * kSecond);
+    rig.process(kPid, "tierd-gups", "/usr/bin/tierd-gups", 2000);
+    auto& k = rig.fake->kernel();
+    k.reusePid(kPid);
+    k.map(kPid, kBase, kTable, migrate::FakeBacking::Thp);
+    k.populate(kPid, kBase, kTable, 1);
+  };
   auto r = rig.engine->tick(1 * kSecond, INT64_MAX, nullptr);
   REQUIRE(r.ok());
   CHECK(rig.hooked->executes == 1);
@@ -339,6 +354,46 @@ TEST_CASE("a pid that names another process by the time of the move is never tou
   CHECK(*rig.sourceStopped.front());
   CHECK_FALSE(*rig.sourceStopped.back());
   CHECK(next.workloads[0].pids == 1);
+  // The new process (it runs tierd-gups too: in scope by command) starts from its own samples:
+  // one tick's worth, as the old one had after its first tick; the old heat is not added.
+  REQUIRE(oldHeat > 0);
+  CHECK(heatAt(2 * kSecond) == doctest::Approx(oldHeat));
+  CHECK(std::count_if(next.scopeChanges.begin(), next.scopeChanges.end(), [](const std::string& c) {
+          return c.find(
+                     "workload 'gups': pid 4242 gone (exited, its pid now names "
+                     "another process) after 32 samples") == 0;
+        }) == 1);
+  CHECK(std::count(next.scopeChanges.begin(), next.scopeChanges.end(),
+                   "workload 'gups': pid 4242 in scope (start time 2000, sampled by scripted)") ==
+        1);
+}
+
+TEST_CASE("a pid of a pids selector taken by a new process: a pid reuse, dropped, never moved") {
+  Rig rig("[[workload]]\nname = \"pinned\"\npids = [4343]\n");
+  TickReport t1 = rig.tick(1);
+  REQUIRE(t1.workloads.size() == 2);
+  CHECK(t1.workloads[1].pids == 1);
+  CHECK(rig.engine->workloadOf(kStranger) == "pinned");
+  // Between ticks the process exits and a new one gets its pid, memory at the same addresses.
+  rig.process(kStranger, "other", "/usr/bin/other", 3000);
+  auto& k = rig.fake->kernel();
+  k.reusePid(kStranger);
+  k.map(kStranger, kBase, kTable, migrate::FakeBacking::Thp);
+  k.populate(kStranger, kBase, kTable, 1);
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.workloads[1].pids == 0);  // the selector named the process that exited
+  CHECK(rig.engine->totals().pidReuses == 1);
+  CHECK(rig.engine->workloadOf(kStranger) == "");
+  // 64 = 2 x 32: its scripted source samples "itself" and "the stranger", both pid 4343.
+  CHECK(std::count(t2.scopeChanges.begin(), t2.scopeChanges.end(),
+                   "workload 'pinned': pid 4343 gone (exited, its pid now names another process) "
+                   "after 64 samples; its heat and plans dropped (1 gone so far)") == 1);
+  for (const policy::RegionView& v : rig.engine->heat().regions(1, 2 * kSecond))
+    CHECK(v.pid != kStranger);
+  for (uint64_t s = 3; s <= 6; ++s)
+    rig.tick(s);
+  CHECK(rig.regionsOn(kStranger, 1) == 32);  // the new holder's pages never moved
+  CHECK(rig.engine->totals().pidReuses == 1);
 }
 
 TEST_CASE("a workload whose selector matches nothing says so, once") {

@@ -305,3 +305,101 @@ TEST_CASE("tierctl simulate runs on the checked-in recorded trace, text and JSON
   capture(std::string(TIERD_BIN_DIR) + "/tierctl simulate --trace x 2>/dev/null", rc);
   CHECK(WEXITSTATUS(rc) == 2);
 }
+
+TEST_CASE("a pid reused between the scope scan and the move: the new holder is never moved") {
+  const telemetry::Trace trace = loadTrace(kFixtures + "/traces/gups-phases.trace");
+  const policy::CompiledConfig config = compileFile(kFixtures + "/simulate/phases-quota.toml");
+  auto withReuse = [&](uint64_t atNs) {
+    SimulationOptions o;
+    o.topologyDir = kQemu;
+    o.traceLabel = "trace";
+    o.configLabel = "config";
+    o.topologyLabel = "topology";
+    o.pidReuses = {{31337, atNs}};
+    auto r = simulate(trace, config, o);
+    REQUIRE_MESSAGE(r.ok(), r.error().describe());
+    return r.value();
+  };
+  // Tick 1 plans the first 8 MiB of promotions for pid 31337 (the golden above moves them); the
+  // pid changes hands after the plan: every move call is refused, nothing moves, then or later.
+  const SimulationResult first = withReuse(1 * kSecond);
+  REQUIRE(first.processes.size() == 1);
+  CHECK(first.processes[0].reusedAtTick == 1);
+  REQUIRE(first.ticks.size() >= 3);
+  CHECK(first.ticks[0].plannedPromoteBytes == 8 * kMiB);
+  CHECK(first.ticks[0].identityChecksFailed >= 1);
+  CHECK(first.ticks[0].promotedBytes == 0);
+  CHECK(first.ticks[0].pidReuses == 0);  // the next scope scan finds it
+  CHECK(first.ticks[1].pidReuses == 1);
+  for (size_t i = 1; i < first.ticks.size(); ++i) {
+    // The old process's heat and plans are gone and the new holder is in no workload.
+    CHECK(first.ticks[i].samples == 0);
+    CHECK(first.ticks[i].plannedPromoteBytes == 0);
+    CHECK(first.ticks[i].plannedDemoteBytes == 0);
+    CHECK(first.ticks[i].identityChecksFailed == 0);
+  }
+  CHECK(first.summary.promotedBytes == 0);
+  CHECK(first.summary.demotedBytes == 0);
+  CHECK(first.summary.pidReuses == 1);
+  CHECK(first.summary.newHolderMovedBytes == 0);
+  CHECK(first.ticks.back().fastBytes == 0);  // the new holder's memory stayed where it was
+
+  // Reused at 2 s: tick 1 moved 8 MiB of the old process; the new holder finds its pages where
+  // the old one's were (4 regions on the fast node) and nothing moves them afterwards.
+  const SimulationResult second = withReuse(2 * kSecond);
+  CHECK(second.ticks[0].promotedBytes == 8 * kMiB);
+  CHECK(second.ticks[1].promotedBytes == 0);
+  CHECK(second.ticks[1].identityChecksFailed >= 1);
+  CHECK(second.summary.promotedBytes == 8 * kMiB);
+  CHECK(second.summary.demotedBytes == 0);
+  CHECK(second.summary.newHolderMovedBytes == 0);
+  CHECK(second.ticks.back().fastBytes == 8 * kMiB);
+
+  const std::string text = formatSimulationText(second);
+  CHECK(text.find("model     pid 31337 reused at 2s: in tick 2, after its scope scan") !=
+        std::string::npos);
+  CHECK(text.find("pid reuse       1 tracked pids found naming a new process") !=
+        std::string::npos);
+  const nlohmann::json j = simulationJson(second);
+  CHECK(j["model"]["pid_reuses"][0]["tick"] == 2);
+  CHECK(j["summary"]["pid_reuses"] == 1);
+  CHECK(j["summary"]["new_holder_moved_bytes"] == 0);
+  CHECK(j["ticks"][1]["identity_checks_failed"] >= 1);
+  // Without a pid reuse the documents keep their shape (the goldens above).
+  const nlohmann::json plain = simulationJson(run(trace, config));
+  CHECK_FALSE(plain["summary"].contains("pid_reuses"));
+
+  // A pid the trace does not have is an error.
+  SimulationOptions bad;
+  bad.topologyDir = kQemu;
+  bad.pidReuses = {{4242, kSecond}};
+  auto refused = simulate(trace, config, bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("pid 4242 is not in the trace") != std::string::npos);
+}
+
+TEST_CASE("tierctl simulate --reuse-pid models the pid changing hands") {
+  const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl simulate --trace " + kFixtures +
+                          "/traces/gups-phases.trace --config " + kFixtures +
+                          "/simulate/phases-quota.toml --topology " + kQemu + " --json";
+  auto capture = [](const std::string& c, int& rc) {
+    std::string out;
+    FILE* p = ::popen(c.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+      out.append(buf, n);
+    rc = ::pclose(p);
+    return out;
+  };
+  int rc = -1;
+  auto j = nlohmann::json::parse(capture(cmd + " --reuse-pid 31337@2s", rc), nullptr, false);
+  CHECK(rc == 0);
+  REQUIRE_FALSE(j.is_discarded());
+  CHECK(j["summary"]["pid_reuses"] == 1);
+  CHECK(j["summary"]["promoted_bytes"] == 8 * kMiB);
+  CHECK(j["summary"]["new_holder_moved_bytes"] == 0);
+  capture(cmd + " --reuse-pid 31337 2>/dev/null", rc);
+  CHECK(WEXITSTATUS(rc) == 2);
+}

@@ -1,10 +1,12 @@
 // MovePagesMigrator on answers the real 6.12 kernel gives, found in the QEMU rig
 // (tests/vm/scenarios/migrate-faults) and in mm/migrate.c: a whole call failing with -ENOMEM
 // after some of its pages moved (the model kernel now always answers so; the kernel never writes
-// a per-page -ENOMEM), -EACCES for a target outside the task's cpuset, and -EINVAL for a
-// process that exited but is not reaped.
+// a per-page -ENOMEM), -EACCES for a target outside the task's cpuset, -EINVAL for a process
+// that exited but is not reaped, and a pid reused by a new process (move_pages takes a pid: the
+// kernel answers for whoever holds it now).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <string>
@@ -228,4 +230,58 @@ TEST_CASE("model kernel: a target outside the task's Mems_allowed fails the call
   int st = 0;
   CHECK(k.movePages(kPid, 1, &a, nullptr, &st, 0) == 0);
   CHECK(st == 1);
+}
+
+TEST_CASE("model kernel: a reused pid answers for its new process, not the one that exited") {
+  // pid_max wrapped: the process holding kPid exited and a new one got the pid. move_pages(2)
+  // takes a pid, so the kernel answers for whoever holds it now.
+  FakePageSystem k;
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 1);
+  k.scriptPageError(kPid, kBase + 4 * kKiB, EBUSY);
+  k.setMemsAllowed(kPid, {1});
+  k.reusePid(kPid);
+  // The new process has no memory yet: the old addresses are not mapped (-EFAULT), its /proc
+  // files are there (it is alive), no node is refused.
+  std::vector<int> status;
+  CHECK(moveDirect(k, {kBase}, {0}, status) == 0);
+  CHECK(status[0] == -EFAULT);
+  REQUIRE(k.maps(kPid).ok());
+  CHECK(k.maps(kPid)->empty());
+  CHECK(k.memsAllowed(kPid).ok());
+  // Once it maps the same addresses, its pages are the ones that move: the old one's scripted
+  // error is not its.
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 2);
+  CHECK(moveDirect(k, {kBase, kBase + 4 * kKiB}, {0, 0}, status) == 0);
+  CHECK(status[0] == 0);
+  CHECK(status[1] == 0);
+  CHECK(k.nodeOf(kPid, kBase + 8 * kKiB) == 2);
+  CHECK(std::find(k.log().begin(), k.log().end(), "reuse pid=100") != k.log().end());
+}
+
+TEST_CASE("a pid reused after the plan: the identity check refuses every call, nothing moves") {
+  FakeMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 1);
+  // The engine's check (Engine::stillSame: start time and pidfd) sees the new start time.
+  bool same = true;
+  int checks = 0;
+  m.setProcessCheck([&](pid_t pid) {
+    ++checks;
+    return pid == kPid && same;
+  });
+  k.beforeCall(0, [&] {
+    k.reusePid(kPid);
+    k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);  // the new holder, same addresses
+    k.populate(kPid, kBase, 16 * kKiB, 1);
+    same = false;
+  });
+  auto res = m.execute({range(kBase, 16 * kKiB, 0)}, kNoDeadline);
+  CHECK(checks >= 1);
+  CHECK(res.ranges[0].dropped);
+  CHECK(res.ranges[0].bytesMoved == 0);
+  for (uint64_t a = kBase; a < kBase + 16 * kKiB; a += 4 * kKiB)
+    CHECK(k.nodeOf(kPid, a) == 1);  // the new holder's pages stayed
 }
