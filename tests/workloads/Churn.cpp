@@ -6,7 +6,8 @@
 // before first touch. It is split into --threads equal slices, one writer thread each. A writer
 // repeats passes g = 1, 2, ...: it writes word i of its slice as splitmix(i, g), then reads the
 // whole slice back and counts each word that differs (a lost or torn write: a migration that
-// copied a page and lost a store made after the copy shows up here). On SIGTERM/SIGINT (or after
+// copied a page and lost a store made after the copy shows up here), then sleeps
+// --pass-interval-ms (default 0: a light workload for the rig). On SIGTERM/SIGINT (or after
 // --seconds) the writers finish their current pass and the program prints
 //   tierd-churn: passes P words_checked W mismatches M
 // and exits 0 when M is 0, 3 otherwise. --comm NAME sets the thread name (prctl PR_SET_NAME,
@@ -49,11 +50,12 @@ struct Options {
   unsigned threads = 1;
   uint64_t seconds = 600;
   std::string comm;
+  uint64_t passIntervalMs = 0;
 };
 
 void usage(std::ostream& out) {
   out << "usage: tierd-churn [--size BYTES[KMG]] [--backing thp|anon] [--node N] [--threads N]\n"
-         "                   [--seconds N] [--comm NAME]\n"
+         "                   [--seconds N] [--comm NAME] [--pass-interval-ms N]\n"
          "Writer threads rewrite and re-read a table in passes and count the words that do not\n"
          "read back what was written; on SIGTERM (or after --seconds) prints\n"
          "'tierd-churn: passes P words_checked W mismatches M': exit 0 if M is 0, else 3.\n";
@@ -99,7 +101,7 @@ struct WriterResult {
 /// One writer: passes over words [first, first + count) of `table` until a stop is requested or
 /// the deadline passes; the first pass starts from the first-touch values (pass 0).
 void writer(volatile uint64_t* table, uint64_t first, uint64_t count, uint64_t deadlineMs,
-            WriterResult& r) {
+            uint64_t pauseMs, WriterResult& r) {
   for (uint64_t g = 1; !gStopRequested && monotonicMs() < deadlineMs; ++g) {
     for (uint64_t i = first; i < first + count; ++i)
       table[i] = wordValue(i, g);
@@ -108,6 +110,11 @@ void writer(volatile uint64_t* table, uint64_t first, uint64_t count, uint64_t d
     }
     r.checked += count;
     ++r.passes;
+    if (pauseMs > 0) {
+      timespec ts{static_cast<time_t>(pauseMs / 1000),
+                  static_cast<long>(pauseMs % 1000) * 1000000L};
+      ::nanosleep(&ts, nullptr);
+    }
   }
 }
 
@@ -133,6 +140,10 @@ int main(int argc, char** argv) {
     } else if (a == "--backing") {
       o.backing = v;
       ok = v == "thp" || v == "anon";
+    } else if (a == "--pass-interval-ms") {
+      auto n = tierd::sys::parseU64(v, a);
+      ok = n.ok() && n.value() <= 60000;
+      if (ok) o.passIntervalMs = n.value();
     } else if (a == "--node" || a == "--threads" || a == "--seconds") {
       auto n = tierd::sys::parseU64(v, a);
       ok = n.ok() && n.value() >= (a == "--node" ? 0u : 1u) && n.value() < 1000000;
@@ -205,7 +216,8 @@ int main(int argc, char** argv) {
   for (unsigned t = 0; t < o.threads; ++t) {
     const uint64_t first = t * slice;
     const uint64_t count = t + 1 == o.threads ? words - first : slice;
-    writers.emplace_back(writer, table, first, count, deadline, std::ref(results[t]));
+    writers.emplace_back(writer, table, first, count, deadline, o.passIntervalMs,
+                         std::ref(results[t]));
   }
   for (auto& w : writers)
     w.join();
