@@ -54,7 +54,8 @@ struct SimulationOptions {
   std::string topologyDir;      ///< topology fixture tree (a SysRoot), copied, never written
   std::string defaultWorkload;  ///< workload of pids no `pids` selector names ("" = first)
   uint64_t tailNs = 0;          ///< simulated time after the last sample, nanoseconds
-  uint64_t pingPongWindowNs = 60'000'000'000;  ///< window of a ping-pong (see the file comment)
+  /// Window of a ping-pong (see the file comment; policy::kPingPongWindowNs, policy/PingPong.h).
+  uint64_t pingPongWindowNs = 60'000'000'000;
   /// Names printed for the inputs (the paths as the operator gave them); never read.
   std::string traceLabel, configLabel, topologyLabel;
 };
