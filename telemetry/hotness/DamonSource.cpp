@@ -1,5 +1,7 @@
 #include "telemetry/hotness/DamonSource.h"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -370,6 +372,14 @@ void DamonSource::stop() {
   created_ = false;
   slot_ = -1;
   kdamondPid_.clear();
+}
+
+std::optional<pid_t> DamonSource::kdamondPid() const {
+  if (kdamondPid_.empty() || targetGone_) return std::nullopt;
+  char* end = nullptr;
+  const long v = std::strtol(kdamondPid_.c_str(), &end, 10);
+  if (end == kdamondPid_.c_str() || v <= 0) return std::nullopt;
+  return static_cast<pid_t>(v);
 }
 
 }  // namespace tierd::telemetry

@@ -41,6 +41,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -178,6 +179,10 @@ class DamonSource final : public HotnessSource {
   double accessRatio() const { return accessRatio_; }
   /// Times adaptive sampling committed a new sample_us.
   uint64_t retunes() const { return retunes_; }
+  /// Pid of our kdamond thread (kdamonds/N/pid, read when we turned it on), nullopt when none
+  /// runs for us. Its CPU (/proc/PID/stat utime + stime) is sampling cost that is not tierd's
+  /// own thread time.
+  std::optional<pid_t> kdamondPid() const;
   /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2" (plus why adaptive sampling
   /// stopped).
   std::string state() const override;

@@ -106,24 +106,27 @@ std::vector<MetricDef> buildCatalog() {
               "per-page result read from status[].",
               {direction(), pageSize(), migrateResult()}),
       histogram(kMigrateCallDuration, "tierd_migrate_call_duration_seconds", "seconds",
-                "Wall time of one move_pages(2) call (CLOCK_MONOTONIC around the call); calls "
-                "are sized to a latency target of about 20 ms.",
+                "Wall time of each move_pages(2) call that moves pages (CLOCK_MONOTONIC around "
+                "the call alone; status queries with nodes=NULL are not observed); calls are "
+                "sized to a latency target of about 20 ms and carry one direction each.",
                 {direction()},
                 {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5,
                  1.0, 2.5}),
       gauge(kMigrateCopyThroughput, "tierd_migrate_copy_throughput_bytes_per_second",
             "bytes per second",
-            "Bytes moved per second of move_pages(2) call time during the last tick that moved "
-            "pages in this direction.",
+            "Bytes moved per second of time spent inside the move_pages(2) calls that moved "
+            "them (rate-budget waits, busy back-offs, smaps/pagemap reads and status queries "
+            "excluded), over the last tick that moved pages in this direction.",
             {direction()}),
       counter(kMigrateSystemCpu, "tierd_migrate_system_cpu_seconds_total", "seconds",
-              "System (kernel) CPU time of the migrating thread spent inside move_pages(2) "
-              "(getrusage(RUSAGE_THREAD) ru_stime around the calls).",
+              "System (kernel) CPU time of the migrating thread spent inside the move_pages(2) "
+              "calls that move pages (getrusage(RUSAGE_THREAD) ru_stime around each call).",
               {direction()}),
       gauge(kMigrateSystemCpuPerGib, "tierd_migrate_system_cpu_seconds_per_gibibyte",
             "seconds per GiB",
-            "System CPU seconds spent in move_pages(2) per GiB moved, over the last tick that "
-            "moved at least 64 MiB: the CPU a kernel with batched copy or DMA offload frees.",
+            "System CPU seconds spent inside move_pages(2) calls that move pages per GiB moved, "
+            "over the ticks since the last update once at least 64 MiB moved: the CPU a kernel "
+            "with batched copy or DMA offload frees.",
             {direction()}),
       counter(kDaemonErrors, "tierd_daemon_errors_total", "errors",
               "Failed system calls and per-page errors tierd counted and survived, by component "
@@ -155,6 +158,16 @@ std::vector<MetricDef> buildCatalog() {
             "Current sampling interval of interval-driven sources (DAMON sampling interval, "
             "replay tick). 0 for period-driven perf sources.",
             {source()}),
+      gauge(kSamplerOpenPerfEvents, "tierd_sampler_open_perf_events", "events",
+            "perf events tierd holds open now (each one fd and one mapped ring), summed over the "
+            "sampled processes (PerfSampler::openEvents: one per event and CPU in cgroup mode, "
+            "per event and live thread in pid mode). Perf sources only.",
+            {source()}),
+      counter(kSamplerSourceRetries, "tierd_sampler_source_retries_total", "attempts",
+              "Attempts to start a hotness source for a process whose source had failed before "
+              "(DAMON busy, a full kdamond pool, perf refused), made after a back-off of 1 s "
+              "doubling up to 64 s.",
+              {}),
       gauge(kHotnessHotBytes, "tierd_hotness_hot_bytes", "bytes",
             "Bytes of a workload's memory the heat model ranks hot, by the tier they live on now.",
             {workload(), tier()}),
@@ -162,9 +175,27 @@ std::vector<MetricDef> buildCatalog() {
             "Bytes of a workload's memory the heat model ranks cold, by the tier they live on now.",
             {workload(), tier()}),
       gauge(kWorkloadMemoryBytes, "tierd_workload_memory_bytes", "bytes",
-            "Resident memory of a workload per tier (cgroup memory.numa_stat or numa_maps "
-            "summed over the tier's nodes).",
-            {workload(), tier()}),
+            "Resident memory of a workload per tier and kind, summed over the tier's nodes: "
+            "from the workload cgroup's memory.numa_stat (anon and file lines; the cgroup with "
+            "its descendants; no hugetlb pages) when the workload is selected by cgroup and the "
+            "file is readable, else from /proc/PID/numa_maps of its processes (pages present per "
+            "node; file-backed mappings are file, the rest, hugetlb included, anon). "
+            "tierd_workload_memory_source_info says which.",
+            {workload(),
+             tier(),
+             {"kind",
+              LabelDomain::Fixed,
+              {"anon", "file"},
+              "anon = anonymous memory; file = page cache and shared memory"}}),
+      gauge(kWorkloadMemorySource, "tierd_workload_memory_source_info", "info",
+            "1 for the source tierd_workload_memory_bytes of a workload was read from this "
+            "tick, 0 for the other.",
+            {workload(),
+             {"source",
+              LabelDomain::Fixed,
+              {"numa_stat", "numa_maps"},
+              "numa_stat = the cgroup's memory.numa_stat; numa_maps = /proc/PID/numa_maps of "
+              "the workload's processes"}}),
       counter(kWorkloadMigratedBytes, "tierd_workload_migrated_bytes_total", "bytes",
               "Bytes of a workload's memory tierd moved (per-page result moved), by direction.",
               {workload(), direction()}),
@@ -182,9 +213,39 @@ std::vector<MetricDef> buildCatalog() {
             "free 1G page on the target.",
             {node(), tier(), pageSize()}),
       counter(kArbiterPingpongMoves, "tierd_arbiter_pingpong_moves_total", "moves",
-              "Moves the arbiter refused because the region moved the other way within its "
-              "cooldown (ping-pong guard), by the refused direction.",
+              "Ping-pong moves tierd made: a move that took a region back where it had just "
+              "come from, reversing the region's previous move which itself reversed the one "
+              "before, all three within 60 s (up-down-up or down-up-down; the definition of "
+              "tierctl simulate, policy/PingPong.h), by the direction of that move.",
               {direction()}),
+      counter(kArbiterPingpongHolds, "tierd_arbiter_pingpong_holds_total", "regions",
+              "Regions the ping-pong guard started holding (2 reversals in a row, each within 4 "
+              "cooldowns of the move before): not planned again for 16 cooldowns.",
+              {}),
+      counter(kArbiterSkippedCandidates, "tierd_arbiter_skipped_candidates_total", "candidates",
+              "Move candidates the arbiter left unplanned in a tick, by reason; a candidate left "
+              "tick after tick is counted every tick.",
+              {{"reason",
+                LabelDomain::Fixed,
+                {"budget", "no_room", "quota", "not_allowed", "not_closer"},
+                "byte budget of the direction spent; no target node could take it; the workload "
+                "is at its fast-tier quota; every node of the target tier is outside the task's "
+                "cpuset.mems; no fast node with room is nearer the task's CPUs than the node the "
+                "region is on"}}),
+      counter(kMigrateThpSplitAfterMove, "tierd_migrate_thp_split_after_move_total", "pages",
+              "THPs tierd moved that the next tick located on their target as base pages, "
+              "bounded by how far their VMA's smaps AnonHugePages fell (the kernel split them, "
+              "typically for want of a free 2 MiB block on the target).",
+              {}),
+      counter(kMigrateIdentityCheckFailures, "tierd_migrate_identity_check_failures_total", "calls",
+              "move_pages(2) calls not made because the pid no longer named the process the "
+              "batch was planned for (start time or pidfd check right before the call).",
+              {}),
+      counter(kScopePidReuses, "tierd_scope_pid_reuses_total", "processes",
+              "Tracked pids found naming another process (a different start time, /proc/PID/stat "
+              "field 22): the old process's heat and plans were dropped, the new one starts "
+              "afresh.",
+              {}),
       counter(kConfigReloads, "tierd_config_reloads_total", "reloads",
               "Config reloads (SIGHUP); on failure the last good config stays.",
               {{"result", LabelDomain::Fixed, {"success", "failure"}, "outcome of the reload"}}),

@@ -62,15 +62,23 @@ enum class MetricId : size_t {
   SamplerOverhead,
   SamplerPeriod,
   SamplerInterval,
+  SamplerOpenPerfEvents,
+  SamplerSourceRetries,
   HotnessHotBytes,
   HotnessColdBytes,
   WorkloadMemoryBytes,
+  WorkloadMemorySource,
   WorkloadMigratedBytes,
   NodeCapacity,
   NodeUsed,
   NodeHugetlbPages,
   NodeHugetlbFreePages,
   ArbiterPingpongMoves,
+  ArbiterPingpongHolds,
+  ArbiterSkippedCandidates,
+  MigrateThpSplitAfterMove,
+  MigrateIdentityCheckFailures,
+  ScopePidReuses,
   ConfigReloads,
   KernelCapability,
   KernelVmstatEvents,
@@ -117,15 +125,24 @@ inline constexpr CounterHandle kSamplerThrottleEvents{MetricId::SamplerThrottleE
 inline constexpr GaugeHandle kSamplerOverhead{MetricId::SamplerOverhead};
 inline constexpr GaugeHandle kSamplerPeriod{MetricId::SamplerPeriod};
 inline constexpr GaugeHandle kSamplerInterval{MetricId::SamplerInterval};
+inline constexpr GaugeHandle kSamplerOpenPerfEvents{MetricId::SamplerOpenPerfEvents};
+inline constexpr CounterHandle kSamplerSourceRetries{MetricId::SamplerSourceRetries};
 inline constexpr GaugeHandle kHotnessHotBytes{MetricId::HotnessHotBytes};
 inline constexpr GaugeHandle kHotnessColdBytes{MetricId::HotnessColdBytes};
 inline constexpr GaugeHandle kWorkloadMemoryBytes{MetricId::WorkloadMemoryBytes};
+inline constexpr GaugeHandle kWorkloadMemorySource{MetricId::WorkloadMemorySource};
 inline constexpr CounterHandle kWorkloadMigratedBytes{MetricId::WorkloadMigratedBytes};
 inline constexpr GaugeHandle kNodeCapacity{MetricId::NodeCapacity};
 inline constexpr GaugeHandle kNodeUsed{MetricId::NodeUsed};
 inline constexpr GaugeHandle kNodeHugetlbPages{MetricId::NodeHugetlbPages};
 inline constexpr GaugeHandle kNodeHugetlbFreePages{MetricId::NodeHugetlbFreePages};
 inline constexpr CounterHandle kArbiterPingpongMoves{MetricId::ArbiterPingpongMoves};
+inline constexpr CounterHandle kArbiterPingpongHolds{MetricId::ArbiterPingpongHolds};
+inline constexpr CounterHandle kArbiterSkippedCandidates{MetricId::ArbiterSkippedCandidates};
+inline constexpr CounterHandle kMigrateThpSplitAfterMove{MetricId::MigrateThpSplitAfterMove};
+inline constexpr CounterHandle kMigrateIdentityCheckFailures{
+    MetricId::MigrateIdentityCheckFailures};
+inline constexpr CounterHandle kScopePidReuses{MetricId::ScopePidReuses};
 inline constexpr CounterHandle kConfigReloads{MetricId::ConfigReloads};
 inline constexpr GaugeHandle kKernelCapability{MetricId::KernelCapability};
 inline constexpr CounterHandle kKernelVmstatEvents{MetricId::KernelVmstatEvents};

@@ -38,14 +38,26 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
     sink.set(kSamplerPeriod, {src}, src[0] == 'p' ? 10007 : 0);
     sink.set(kSamplerInterval, {src}, src[0] == 'd' ? 0.005 : 0);
   }
+  sink.set(kSamplerOpenPerfEvents, {"perf_software"}, 8);
+  sink.add(kSamplerSourceRetries, {}, step % 7 == 0 ? 1 : 0);
+  sink.add(kArbiterPingpongHolds, {}, step % 3 == 0 ? 1 : 0);
+  for (const char* reason : {"budget", "no_room", "quota", "not_allowed", "not_closer"})
+    sink.add(kArbiterSkippedCandidates, {reason}, reason[0] == 'b' ? 4 : step % 2);
+  sink.add(kMigrateThpSplitAfterMove, {}, step % 5 == 0 ? 1 : 0);
+  sink.add(kMigrateIdentityCheckFailures, {}, 0);
+  sink.add(kScopePidReuses, {}, 0);
   double w = 1;
   for (const auto& name : workloads) {
     sink.set(kHotnessHotBytes, {name, "fast"}, w * 180 * (1 << 20) + s * (1 << 20));
     sink.set(kHotnessHotBytes, {name, "slow"}, w * 24 * (1 << 20));
     sink.set(kHotnessColdBytes, {name, "fast"}, w * 64 * (1 << 20));
     sink.set(kHotnessColdBytes, {name, "slow"}, w * 1800 * (1 << 20));
-    sink.set(kWorkloadMemoryBytes, {name, "fast"}, w * 244 * (1 << 20));
-    sink.set(kWorkloadMemoryBytes, {name, "slow"}, w * 1824 * (1 << 20));
+    sink.set(kWorkloadMemoryBytes, {name, "fast", "anon"}, w * 244 * (1 << 20));
+    sink.set(kWorkloadMemoryBytes, {name, "fast", "file"}, w * 12 * (1 << 20));
+    sink.set(kWorkloadMemoryBytes, {name, "slow", "anon"}, w * 1824 * (1 << 20));
+    sink.set(kWorkloadMemoryBytes, {name, "slow", "file"}, w * 3 * (1 << 20));
+    sink.set(kWorkloadMemorySource, {name, "numa_stat"}, 1);
+    sink.set(kWorkloadMemorySource, {name, "numa_maps"}, 0);
     sink.add(kWorkloadMigratedBytes, {name, "promote"}, w * 64 * (1 << 20));
     sink.add(kWorkloadMigratedBytes, {name, "demote"}, w * 16 * (1 << 20));
     w += 1;

@@ -84,7 +84,6 @@ void MigrationMeter::recordBatch(const BatchResult& batch,
                                  const std::function<std::string(pid_t)>& workloadOf,
                                  MetricsSink& sink) {
   std::map<Direction, double> movedBytes;
-  std::map<Direction, double> sentPages;
   for (const RangeResult& r : batch.ranges) {
     const Direction d = r.range.direction;
     const std::string dir = directionLabel(d);
@@ -101,7 +100,6 @@ void MigrationMeter::recordBatch(const BatchResult& batch,
                                                    : static_cast<double>(n) * double(unit);
       sink.add(metric::kMigratePages, {dir, ps, result}, static_cast<double>(n));
       sink.add(metric::kMigrateBytes, {dir, ps, result}, bytes);
-      if (o != MoveOutcome::AlreadyThere) sentPages[d] += static_cast<double>(n);
     }
     movedBytes[d] += static_cast<double>(r.bytesMoved);
     if (r.bytesMoved > 0 && workloadOf) {
@@ -116,42 +114,22 @@ void MigrationMeter::recordBatch(const BatchResult& batch,
   for (const auto& [err, n] : st.errnoCalls)
     sink.add(metric::kDaemonErrors, {"migrate", errnoLabel(err)}, static_cast<double>(n));
 
-  // Shares of the batch's time per direction: by bytes moved, else by pages sent.
-  auto sum = [](const std::map<Direction, double>& m) {
-    double t = 0;
-    for (const auto& [d, v] : m)
-      t += v;
-    return t;
-  };
-  const bool byBytes = sum(movedBytes) > 0;
-  const std::map<Direction, double>& weights = byBytes ? movedBytes : sentPages;
-  const double total = sum(weights);
-  const double wall = static_cast<double>(st.wallNs) / 1e9;
-  const double cpu = static_cast<double>(st.kernelCpuNs) / 1e9;
-  if (total > 0) {
-    for (const auto& [d, w] : weights) {
-      if (w <= 0) continue;
-      const double share = w / total;
-      sink.add(metric::kMigrateSystemCpu, {directionLabel(d)}, cpu * share);
-      const double bytes = movedBytes.count(d) ? movedBytes.at(d) : 0;
-      Totals& t = tick_[d];
-      t.movedBytes += bytes;
-      t.callSeconds += wall * share;
-      CpuWindow& c = cpu_[d];
-      c.movedBytes += bytes;
-      c.systemCpuSeconds += cpu * share;
-    }
+  // Per move call: its latency, and its time and kernel CPU for its direction. Rate-budget waits,
+  // busy back-offs, planning reads (smaps, pagemap) and status queries are outside every call.
+  std::map<Direction, double> callCpu;
+  for (const MoveCallRecord& c : st.moveCallRecords) {
+    const double wall = static_cast<double>(c.wallNs) / 1e9;
+    sink.observe(metric::kMigrateCallDuration, {directionLabel(c.direction)}, wall);
+    tick_[c.direction].callSeconds += wall;
+    callCpu[c.direction] += static_cast<double>(c.kernelCpuNs) / 1e9;
   }
-  if (st.moveCalls > 0) {
-    Direction most = Direction::Promote;
-    double best = -1;
-    for (const auto& [d, n] : sentPages)
-      if (n > best) {
-        best = n;
-        most = d;
-      }
-    sink.observe(metric::kMigrateCallDuration, {directionLabel(most)},
-                 static_cast<double>(st.maxCallNs) / 1e9);
+  for (const auto& [d, cpu] : callCpu) {
+    sink.add(metric::kMigrateSystemCpu, {directionLabel(d)}, cpu);
+    cpu_[d].systemCpuSeconds += cpu;
+  }
+  for (const auto& [d, bytes] : movedBytes) {
+    tick_[d].movedBytes += bytes;
+    cpu_[d].movedBytes += bytes;
   }
 }
 

@@ -7,10 +7,9 @@
 /// tierd_daemon_errors_total{component="migrate"}. Per tick (endTick): the copy throughput and
 /// system-CPU-per-GiB gauges from the tick's totals.
 ///
-/// Two ways in: record() per move_pages(2) call, for a migrator that reports each call; and
-/// recordBatch() per Migrator::execute batch, for a migrator that reports only batch totals
-/// (MovePagesMigrator today: BatchResult with MigrationStats). What recordBatch() takes exactly
-/// and what it apportions is written at its declaration.
+/// Two ways in: record() per move_pages(2) call, for a caller that has one call's statuses; and
+/// recordBatch() per Migrator::execute batch (BatchResult: per-range outcomes plus one
+/// MoveCallRecord per move call). What recordBatch() takes exactly is written at its declaration.
 
 #include <sys/types.h>
 
@@ -54,18 +53,17 @@ class MigrationMeter {
   /// Reports one call. Thread: the migrating thread (the tick loop).
   void record(const MovePagesCallStats& call, MetricsSink& sink);
 
-  /// Reports one Migrator::execute batch from its totals. `workloadOf` names the configured
-  /// workload of a pid ("" = none). Exact: pages by direction, page size and result (from each
-  /// RangeResult's outcome counts), bytes moved (RangeResult::bytesMoved), errors by errno
-  /// (MigrationStats::errnoPages per page, errnoCalls per failed call), workload bytes moved.
-  /// Derived: the page size of a range is bytesMoved / moved pages when pages moved (the unit the
-  /// migrator really used), else the planned MoveRange::pageSize; bytes of unmoved results are
-  /// pages times that size. Apportioned: the batch's kernel CPU (kernelCpuNs) and wall time
-  /// (wallNs, which includes location queries) are split between directions by bytes moved
-  /// (by pages sent when nothing moved) for tierd_migrate_system_cpu_seconds_total and the
-  /// throughput and CPU-per-GiB gauges. Call latency: per-call times are not reported, so the
-  /// histogram gets one observation per batch that made move calls: the longest call
-  /// (MigrationStats::maxCallNs), labelled with the direction that sent the most pages.
+  /// Reports one Migrator::execute batch. `workloadOf` names the configured workload of a pid
+  /// ("" = none). Exact: pages by direction, page size and result (from each RangeResult's
+  /// outcome counts), bytes moved (RangeResult::bytesMoved), errors by errno
+  /// (MigrationStats::errnoPages per page, errnoCalls per failed call), workload bytes moved, and
+  /// per move call (MigrationStats::moveCallRecords, one direction each): one call-latency
+  /// observation, its wall time towards the direction's copy throughput and its kernel CPU
+  /// towards tierd_migrate_system_cpu_seconds_total and the CPU-per-GiB gauge. Rate-budget
+  /// sleeps, busy back-offs, planning reads and status queries are in no call, so in none of
+  /// these. Derived: the page size of a range is bytesMoved / moved pages when pages moved (the
+  /// unit the migrator really used), else the planned MoveRange::pageSize; bytes of unmoved
+  /// results are pages times that size.
   void recordBatch(const BatchResult& batch, const std::function<std::string(pid_t)>& workloadOf,
                    MetricsSink& sink);
   /// Sets the per-tick gauges for directions that moved pages since the last endTick:

@@ -1,5 +1,8 @@
 // Runs `tierd --dry-run` as an operator would and scrapes its /metrics endpoint: every family of
-// the metric catalog is served (names read from the catalog, not spelled here), a second tierd
+// the metric catalog is declared (names read from the catalog, not spelled here; this alone
+// cannot fail on zeros, so tierd-model-exporter, the tick engine moving memory on the model
+// kernel with the daemon's metrics, is scraped too and its families must hold real
+// observations: counters > 0, histograms with _count > 0, moves in both directions), a second tierd
 // on the same address fails with a clear message and exit 1, SIGTERM stops it with exit 0. Also:
 // the daemon refuses a config file that group or others can write. Bounded polls, no sleeps
 // that decide the result, no timing assertions.
@@ -14,10 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -257,4 +262,121 @@ TEST_CASE("tierd tells systemd READY, RELOADING, READY, STOPPING and pets the wa
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   ::close(fd);
+}
+
+namespace {
+
+// One sample line of the Prometheus text format: name, labels as written ("" when none), value.
+struct PromSample {
+  std::string name, labels;
+  double value = 0;
+};
+
+std::vector<PromSample> parseSamples(const std::string& body) {
+  std::vector<PromSample> out;
+  std::istringstream in(
+      body.substr(body.find("\r\n\r\n") == std::string::npos ? 0 : body.find("\r\n\r\n") + 4));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t brace = line.find('{');
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    PromSample s;
+    if (brace != std::string::npos && brace < space) {
+      s.name = line.substr(0, brace);
+      s.labels = line.substr(brace, line.rfind('}', space) - brace + 1);
+    } else {
+      s.name = line.substr(0, space);
+    }
+    s.value = std::strtod(line.c_str() + space + 1, nullptr);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The largest value among a family's samples whose labels contain `labelPart` (histograms:
+// their _count series).
+double largest(const std::vector<PromSample>& samples, const tierd::telemetry::MetricDef& def,
+               const std::string& labelPart = "") {
+  const std::string name =
+      def.type == tierd::telemetry::MetricType::Histogram ? def.name + "_count" : def.name;
+  double best = 0;
+  for (const auto& s : samples)
+    if (s.name == name && s.labels.find(labelPart) != std::string::npos)
+      best = std::max(best, s.value);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("after ticks that moved memory, every family that counts moves has real observations") {
+  using tierd::telemetry::catalog;
+  // Families that may stay 0 (or absent) in this run, and why. Everything else must have a
+  // nonzero sample.
+  const std::map<std::string, std::string> mayBeZero = {
+      {"tierd_sampler_lost_samples_total", "the scripted source loses nothing (perf LOST only)"},
+      {"tierd_sampler_throttle_events_total", "no PERF_RECORD_THROTTLE from a scripted source"},
+      {"tierd_sampler_period_events", "0 for sources that are not perf sources"},
+      {"tierd_sampler_interval_seconds", "only DAMON reports an interval"},
+      {"tierd_sampler_open_perf_events", "perf sources only"},
+      {"tierd_sampler_source_retries_total", "no source failed"},
+      {"tierd_daemon_errors_total", "a clean run: nothing failed"},
+      {"tierd_config_reloads_total", "no SIGHUP"},
+      {"tierd_kernel_vmstat_events_total", "the fixture's /proc/vmstat does not change"},
+      {"tierd_metrics_rejected_updates_total", "must be 0: checked below"},
+      {"tierd_migrate_thp_split_after_move_total", "the model kernel splits no THP by itself"},
+      {"tierd_migrate_identity_check_failures_total", "no pid is reused"},
+      {"tierd_scope_pid_reuses_total", "no pid is reused"},
+  };
+  const std::string exporter = std::string(TIERD_BIN_DIR) + "/../tests/tierd-model-exporter";
+  TempDir dir;
+  const fs::path out = dir.path / "exporter.out";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(out.c_str(), "w", stdout);
+    (void)f;
+    execl(exporter.c_str(), "tierd-model-exporter", "--fixtures", TIERD_FIXTURES, "--max-seconds",
+          "120", nullptr);
+    _exit(127);
+  }
+  int port = 0;
+  for (int i = 0; i < 6000 && port == 0; ++i) {  // at most 60 s for the warm-up ticks
+    const std::string text = slurp(out);
+    if (text.rfind("listening on port ", 0) == 0 && text.find('\n') != std::string::npos)
+      port = std::atoi(text.c_str() + 18);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE_MESSAGE(port > 0, "tierd-model-exporter did not start: " << slurp(out));
+  auto body = scrape(port);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(body.has_value());
+  const auto samples = parseSamples(*body);
+
+  for (const auto& def : catalog()) {
+    if (mayBeZero.count(def.name)) continue;
+    INFO(def.name);
+    CHECK(largest(samples, def) > 0);
+  }
+  // The families that count moves: in both directions.
+  for (const char* name :
+       {"tierd_migrate_bytes_total", "tierd_migrate_pages_total",
+        "tierd_migrate_call_duration_seconds", "tierd_migrate_copy_throughput_bytes_per_second",
+        "tierd_migrate_system_cpu_seconds_total", "tierd_migrate_system_cpu_seconds_per_gibibyte",
+        "tierd_workload_migrated_bytes_total", "tierd_arbiter_pingpong_moves_total"})
+    for (const char* direction : {"direction=\"promote\"", "direction=\"demote\""}) {
+      INFO((std::string(name) + " " + direction));
+      CHECK(largest(samples, *tierd::telemetry::findMetric(name), direction) > 0);
+    }
+  CHECK(largest(samples, *tierd::telemetry::findMetric("tierd_migrate_bytes_total"),
+                "result=\"moved\"") > 0);
+  for (const char* tier : {"tier=\"fast\"", "tier=\"slow\""}) {
+    INFO(std::string(tier));
+    CHECK(largest(samples, *tierd::telemetry::findMetric("tierd_workload_memory_bytes"), tier) > 0);
+  }
+  CHECK(largest(samples, *tierd::telemetry::findMetric("tierd_metrics_rejected_updates_total")) ==
+        0);
 }

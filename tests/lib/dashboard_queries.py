@@ -12,6 +12,11 @@ guest scraping tierd while it tiers tierd-gups), so both read the dashboards the
 - each `label_values(METRIC, LABEL)` template variable sent to /api/v1/label/LABEL/values with
   match[]=METRIC; the values must include the workload.
 
+With `require_nonzero` (--require-nonzero) a query must also return at least one series with a
+nonzero finite value: a dashboard fed only by counters declared at 0 does not pass. An
+expression may be allowed to be all zero only with a reason (`may_be_zero`, like
+`may_be_empty`; a reason for empty also allows zero).
+
 An expression may be allowed to be empty only with a reason (`may_be_empty`: a fragment of the
 raw expression -> why it can be empty in this run); the reason is printed with it. A fragment
 that matches no expression is an error (stale justification).
@@ -128,11 +133,27 @@ def sample(result):
     return value + (" {" + labels + "}" if labels else "")
 
 
-def evaluate(base, directory, workload, may_be_empty=None, out=print, rate_interval=RATE_INTERVAL):
+def nonzero(result):
+    """True when some series of an instant result has a finite value other than 0."""
+    for s in result:
+        try:
+            v = float(s["value"][1])
+        except (KeyError, IndexError, ValueError):
+            continue
+        if math.isfinite(v) and v != 0:
+            return True
+    return False
+
+
+def evaluate(base, directory, workload, may_be_empty=None, out=print, rate_interval=RATE_INTERVAL,
+             require_nonzero=False, may_be_zero=None):
     """Runs every dashboard query against the Prometheus at `base` (http://host:port) and prints
     one row each: verdict, series count, panel title, a sample value, the expression sent.
-    `may_be_empty`: {fragment of a raw expression: reason}. Returns (queries, failures)."""
+    `may_be_empty`: {fragment of a raw expression: reason}. With `require_nonzero`, a query
+    whose series are all 0 fails unless `may_be_zero` (or `may_be_empty`) justifies it.
+    Returns (queries, failures)."""
     may_be_empty = dict(may_be_empty or {})
+    may_be_zero = dict(may_be_zero or {})
     used = set()
     total = failures = 0
     rows = []
@@ -142,10 +163,20 @@ def evaluate(base, directory, workload, may_be_empty=None, out=print, rate_inter
             expr = substitute(raw, workload, rate_interval)
             n, result, error = instant_query(base, expr)
             reason = next((r for frag, r in may_be_empty.items() if frag in raw), None)
-            for frag in may_be_empty:
+            zero_reason = reason or next((r for frag, r in may_be_zero.items() if frag in raw),
+                                         None)
+            for frag in list(may_be_empty) + list(may_be_zero):
                 if frag in raw:
                     used.add(frag)
-            if n >= 1:
+            if n >= 1 and require_nonzero and not nonzero(result):
+                if zero_reason:
+                    verdict = "zero-ok"
+                    reason = zero_reason
+                else:
+                    verdict = "FAIL"
+                    error = error or "every series is 0 (no real observation)"
+                    failures += 1
+            elif n >= 1:
                 verdict = "ok"
             elif n == 0 and reason:
                 verdict = "empty-ok"
@@ -170,13 +201,16 @@ def evaluate(base, directory, workload, may_be_empty=None, out=print, rate_inter
             out(f"{'':<8} error: {error}")
         if verdict == "empty-ok":
             out(f"{'':<8} may be empty in this run: {reason}")
-    for frag in sorted(set(may_be_empty) - used):
+        if verdict == "zero-ok":
+            out(f"{'':<8} may be 0 in this run: {reason}")
+    for frag in sorted((set(may_be_empty) | set(may_be_zero)) - used):
         failures += 1
         out(f"FAIL     justification for '{frag}' matches no dashboard expression (stale)")
     if total == 0:
         out("FAIL     no dashboard expressions found")
         failures += 1
-    out(f"{total - failures}/{total} dashboard queries returned data or are justified")
+    out(f"{total - failures}/{total} dashboard queries returned data"
+        f"{' (nonzero)' if require_nonzero else ''} or are justified")
     return total, failures
 
 
@@ -189,12 +223,19 @@ def main(argv=None):
     ap.add_argument("--may-be-empty", nargs=2, action="append", default=[],
                     metavar=("FRAGMENT", "REASON"),
                     help="expressions containing FRAGMENT may return no series, because REASON")
+    ap.add_argument("--require-nonzero", action="store_true",
+                    help="every query must return a series with a nonzero value")
+    ap.add_argument("--may-be-zero", nargs=2, action="append", default=[],
+                    metavar=("FRAGMENT", "REASON"),
+                    help="with --require-nonzero: expressions containing FRAGMENT may be all 0")
     ap.add_argument("--key", nargs=2, action="append", default=[], metavar=("WHAT", "EXPR"),
                     help="after the table, print every series of EXPR under the heading WHAT")
     args = ap.parse_args(argv)
     try:
         _, failures = evaluate(args.prometheus, args.dashboards, args.workload,
-                               dict(args.may_be_empty), rate_interval=args.rate_interval)
+                               dict(args.may_be_empty), rate_interval=args.rate_interval,
+                               require_nonzero=args.require_nonzero,
+                               may_be_zero=dict(args.may_be_zero))
         for what, expr in args.key:
             n, result, error = instant_query(args.prometheus, expr)
             print(f"{what}: {expr}" + (f"  error: {error}" if error else ""))

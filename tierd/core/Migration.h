@@ -66,6 +66,16 @@ struct RangeResult {
   std::vector<uint64_t> busy;  ///< addresses still -EBUSY after the retry (caller backs off)
 };
 
+/// One move_pages(2) call with target nodes (not the nodes=NULL status queries): what the
+/// per-call metrics observe. Each call carries pages of one direction only (the migrator splits
+/// its calls where the direction changes).
+struct MoveCallRecord {
+  Direction direction = Direction::Promote;
+  int64_t wallNs = 0;       ///< CLOCK_MONOTONIC around this call alone (no waits, no queries)
+  int64_t kernelCpuNs = 0;  ///< the thread's ru_stime (RUSAGE_THREAD) around this call alone
+  uint64_t bytesSent = 0;   ///< bytes of the pages passed to the call (page size each)
+};
+
 /// Totals of one batch (one Migrator::execute call).
 struct MigrationStats {
   uint64_t pagesMoved = 0;
@@ -81,8 +91,11 @@ struct MigrationStats {
   int64_t kernelCpuNs = 0;             ///< CPU time the calling thread spent in the kernel
                                        ///< (getrusage(RUSAGE_THREAD).ru_stime difference)
   int64_t maxCallNs = 0;               ///< longest single move_pages call (latency bound check)
-  bool deadlineReached = false;        ///< pages were left NotAttempted because of the deadline
-  bool stopped = false;                ///< pages were left NotAttempted because stop was requested
+  /// Every move call of the batch, in order (wallNs above also counts rate-budget waits,
+  /// busy back-offs, planning reads and status queries; these do not).
+  std::vector<MoveCallRecord> moveCallRecords;
+  bool deadlineReached = false;  ///< pages were left NotAttempted because of the deadline
+  bool stopped = false;          ///< pages were left NotAttempted because stop was requested
 
   /// Copy throughput: bytesMoved / wallNs in GiB/s (0 when nothing moved).
   double gibPerSecond() const;

@@ -437,11 +437,10 @@ int runDaemon(const DaemonOptions& options) {
         log.info(c);
       log.info(progressLine(tickNo, report.value(), processCpuSeconds()));
       publishTopology(report->topology, *sink);
-      metrics.tick(report.value(), snapshotSources(engine), wall,
+      metrics.tick(report.value(), snapshotSources(engine, root), wall,
                    [&](pid_t pid) { return engine.workloadOf(pid); });
     }
-    metrics.totals(engine.totals(), engine.heat().recordStats().pingPongHeld,
-                   report ? &report.value() : nullptr);
+    metrics.totals(engine.totals(), engine.heat().recordStats().pingPongHeld);
     if (auto vm = sys::readVmstat(root); vm) {
       metrics.vmstat(vm.value());
     } else {

@@ -1,11 +1,14 @@
 #include "tierd/daemon/DaemonMetrics.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfSampler.h"
 #include "telemetry/metrics/Catalog.h"
+#include "tierd/sys/Parsers.h"
 
 namespace tierd::daemon {
 
@@ -20,16 +23,34 @@ std::string sourceLabel(const std::string& sourceName) {
   return "";
 }
 
-std::vector<SourceSnapshot> snapshotSources(const Engine& engine) {
+std::optional<double> taskCpuSeconds(const sys::SysRoot& root, pid_t pid) {
+  const double ticksPerSecond = root.isLive() ? static_cast<double>(::sysconf(_SC_CLK_TCK)) : 100.0;
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  auto text = root.read(path);
+  if (!text) return std::nullopt;
+  auto ticks = sys::parseStatCpuTicks(text.value(), root.path(path));
+  if (!ticks) return std::nullopt;
+  return static_cast<double>(ticks.value()) / ticksPerSecond;
+}
+
+std::vector<SourceSnapshot> snapshotSources(const Engine& engine, const sys::SysRoot& root) {
   std::vector<SourceSnapshot> out;
   for (const auto& [pid, source] : engine.sources()) {
     SourceSnapshot s;
     s.pid = pid;
     s.name = source->name();
     s.stats = source->stats();
-    if (auto* perf = dynamic_cast<const telemetry::PerfSampler*>(source)) s.period = perf->period();
-    if (auto* damon = dynamic_cast<const telemetry::DamonSource*>(source))
+    if (auto* perf = dynamic_cast<const telemetry::PerfSampler*>(source)) {
+      s.period = perf->period();
+      s.openEvents = perf->openEvents();
+    }
+    if (auto* damon = dynamic_cast<const telemetry::DamonSource*>(source)) {
       s.intervalSec = static_cast<double>(damon->config().sampleUs) / 1e6;
+      if (auto kd = damon->kdamondPid()) {
+        s.workerPid = *kd;
+        s.workerCpuSeconds = taskCpuSeconds(root, *kd);
+      }
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -72,6 +93,14 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
     sink_.declare(kMigrateCallDuration, {dir});  // count 0 until a batch makes move calls
     sink_.add(kArbiterPingpongMoves, {dir}, 0);
   }
+  sink_.add(kArbiterPingpongHolds, {}, 0);
+  for (const std::string& reason :
+       labelValues(telemetry::MetricId::ArbiterSkippedCandidates, "reason"))
+    sink_.add(kArbiterSkippedCandidates, {reason}, 0);
+  sink_.add(kMigrateThpSplitAfterMove, {}, 0);
+  sink_.add(kMigrateIdentityCheckFailures, {}, 0);
+  sink_.add(kScopePidReuses, {}, 0);
+  sink_.add(kSamplerSourceRetries, {}, 0);
   for (const std::string& err : labelValues(telemetry::MetricId::DaemonErrors, "errno"))
     sink_.add(kDaemonErrors, {"migrate", err}, 0);
   for (const char* c : {"sampler", "scope", "topology", "metrics"})
@@ -123,6 +152,9 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
   std::map<pid_t, telemetry::SourceStats> seen;
   std::map<std::string, uint64_t> period;
   std::map<std::string, double> interval;
+  std::map<std::string, double> workerCpu;     // per label: kdamond CPU seconds this tick
+  std::map<std::string, uint64_t> openEvents;  // per label: perf events open now
+  std::map<pid_t, std::pair<pid_t, double>> workers;
   for (const SourceSnapshot& s : sources) {
     const std::string label = sourceLabel(s.name);
     if (label.empty()) continue;
@@ -136,16 +168,32 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
     seen[s.pid] = s.stats;
     period[label] = s.period.value_or(0);
     interval[label] = s.intervalSec.value_or(0);
+    if (s.openEvents) openEvents[label] += *s.openEvents;
+    if (s.workerPid != 0 && s.workerCpuSeconds) {
+      // A worker first seen (or a new kdamond for this pid) started within this tick: all of
+      // its CPU is this tick's.
+      double before = 0;
+      if (auto it = lastWorker_.find(s.pid);
+          it != lastWorker_.end() && it->second.first == s.workerPid)
+        before = std::min(it->second.second, *s.workerCpuSeconds);
+      workerCpu[label] += *s.workerCpuSeconds - before;
+      workers[s.pid] = {s.workerPid, *s.workerCpuSeconds};
+    }
   }
   lastSource_ = std::move(seen);
+  lastWorker_ = std::move(workers);
   for (const auto& [label, d] : inc) {
     sink_.add(kSamplerSamples, {label}, static_cast<double>(d.samples));
     sink_.add(kSamplerLostSamples, {label}, static_cast<double>(d.lost));
     sink_.add(kSamplerThrottleEvents, {label}, static_cast<double>(d.throttled));
-    // One source kind runs per daemon, so the sampler phase's CPU is that source's.
-    if (wallSeconds > 0) sink_.set(kSamplerOverhead, {label}, sec(cpu.samplingNs) / wallSeconds);
+    // One source kind runs per daemon, so the sampler phase's CPU is that source's; its kernel
+    // workers (our kdamonds) sample on their own threads, beside it.
+    if (wallSeconds > 0)
+      sink_.set(kSamplerOverhead, {label}, (sec(cpu.samplingNs) + workerCpu[label]) / wallSeconds);
     sink_.set(kSamplerPeriod, {label}, static_cast<double>(period[label]));
     sink_.set(kSamplerInterval, {label}, interval[label]);
+    if (auto it = openEvents.find(label); it != openEvents.end())
+      sink_.set(kSamplerOpenPerfEvents, {label}, static_cast<double>(it->second));
   }
 
   for (const WorkloadReport& w : report.workloads) {
@@ -153,29 +201,58 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
     sink_.set(kHotnessHotBytes, {w.name, "slow"}, static_cast<double>(w.hotSlowBytes));
     sink_.set(kHotnessColdBytes, {w.name, "fast"}, static_cast<double>(w.coldFastBytes));
     sink_.set(kHotnessColdBytes, {w.name, "slow"}, static_cast<double>(w.coldSlowBytes));
-    sink_.set(kWorkloadMemoryBytes, {w.name, "fast"}, static_cast<double>(w.fastBytes));
-    sink_.set(kWorkloadMemoryBytes, {w.name, "slow"}, static_cast<double>(w.slowBytes));
+    NodeMemory fast, slow;
+    for (const auto& [node, mem] : w.memory) {
+      const bool isFast = std::find(report.fastNodes.begin(), report.fastNodes.end(), node) !=
+                          report.fastNodes.end();
+      const bool isSlow = std::find(report.slowNodes.begin(), report.slowNodes.end(), node) !=
+                          report.slowNodes.end();
+      if (!isFast && !isSlow) continue;  // a node of no tier
+      NodeMemory& t = isFast ? fast : slow;
+      t.anon += mem.anon;
+      t.file += mem.file;
+    }
+    sink_.set(kWorkloadMemoryBytes, {w.name, "fast", "anon"}, static_cast<double>(fast.anon));
+    sink_.set(kWorkloadMemoryBytes, {w.name, "fast", "file"}, static_cast<double>(fast.file));
+    sink_.set(kWorkloadMemoryBytes, {w.name, "slow", "anon"}, static_cast<double>(slow.anon));
+    sink_.set(kWorkloadMemoryBytes, {w.name, "slow", "file"}, static_cast<double>(slow.file));
+    const bool numaStat = w.memorySource == MemorySource::NumaStat;
+    sink_.set(kWorkloadMemorySource, {w.name, "numa_stat"}, numaStat ? 1 : 0);
+    sink_.set(kWorkloadMemorySource, {w.name, "numa_maps"}, numaStat ? 0 : 1);
   }
 
-  if (!report.batch.ranges.empty()) meter_.recordBatch(report.batch, workloadOf, sink_);
+  const policy::ArbiterStats& a = report.arbiter;
+  sink_.add(kArbiterSkippedCandidates, {"budget"}, static_cast<double>(a.skippedBudget));
+  sink_.add(kArbiterSkippedCandidates, {"no_room"}, static_cast<double>(a.skippedNoRoom));
+  sink_.add(kArbiterSkippedCandidates, {"quota"}, static_cast<double>(a.skippedQuota));
+  sink_.add(kArbiterSkippedCandidates, {"not_allowed"}, static_cast<double>(a.skippedNotAllowed));
+  sink_.add(kArbiterSkippedCandidates, {"not_closer"}, static_cast<double>(a.skippedNotCloser));
+
+  if (!report.batch.ranges.empty()) {
+    meter_.recordBatch(report.batch, workloadOf, sink_);
+    // Ping-pong from the moves really made this tick (policy/PingPong.h).
+    const policy::PingPongCounts pp = pingPong_.recordBatch(report.batch.ranges, report.nowNs);
+    sink_.add(kArbiterPingpongMoves, {"promote"}, static_cast<double>(pp.promote));
+    sink_.add(kArbiterPingpongMoves, {"demote"}, static_cast<double>(pp.demote));
+  }
   meter_.endTick(sink_);
 }
 
-void DaemonMetrics::totals(const EngineTotals& t, uint64_t pingPongHeldTotal,
-                           const TickReport* report) {
+void DaemonMetrics::totals(const EngineTotals& t, uint64_t pingPongHeldTotal) {
   auto inc = [](uint64_t now, uint64_t before) {
     return static_cast<double>(now >= before ? now - before : 0);
   };
   sink_.add(kDaemonErrors, {"sampler", "other"}, inc(t.sourceErrors, lastTotals_.sourceErrors));
   sink_.add(kDaemonErrors, {"scope", "other"}, inc(t.scopeErrors, lastTotals_.scopeErrors));
   sink_.add(kDaemonErrors, {"migrate", "other"}, inc(t.locateErrors, lastTotals_.locateErrors));
+  sink_.add(kSamplerSourceRetries, {}, inc(t.sourceRetries, lastTotals_.sourceRetries));
+  sink_.add(kScopePidReuses, {}, inc(t.pidReuses, lastTotals_.pidReuses));
+  sink_.add(kMigrateIdentityCheckFailures, {},
+            inc(t.identityChecksFailed, lastTotals_.identityChecksFailed));
+  sink_.add(kMigrateThpSplitAfterMove, {}, inc(t.thpSplitAfterMove, lastTotals_.thpSplitAfterMove));
   lastTotals_ = t;
-  const double held = inc(pingPongHeldTotal, lastPingPong_);
+  sink_.add(kArbiterPingpongHolds, {}, inc(pingPongHeldTotal, lastPingPong_));
   lastPingPong_ = pingPongHeldTotal;
-  if (held > 0) {
-    const bool promotedMore = report && report->promotedBytes >= report->demotedBytes;
-    sink_.add(kArbiterPingpongMoves, {promotedMore ? "demote" : "promote"}, held);
-  }
 }
 
 void DaemonMetrics::tickFailed() {

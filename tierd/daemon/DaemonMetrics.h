@@ -16,18 +16,23 @@
 ///   execute, sampler = draining and ingest, policy = snapshot and arbiter) plus what the loop
 ///   measures itself for `metrics` (this class, vmstat) and `main` (the rest).
 /// - tierd_sampler_*: HotnessSource::stats() per process, summed per source label; overhead is
-///   the tick's sampler-phase CPU per wall second since the previous tick; period from
-///   PerfSampler::period(), interval the DAMON sampling interval tierd configures.
-/// - tierd_hotness_*_bytes, tierd_workload_memory_bytes: TickReport::workloads (located bytes of
-///   the managed mappings: private anonymous memory and hugetlb).
-/// - migration: MigrationMeter::recordBatch (per batch, see there), endTick each tick.
-/// - tierd_arbiter_pingpong_moves_total: HeatModel::recordStats().pingPongHeld increase. The
-///   model does not say which direction it holds; a region held right after a promotion is next
-///   refused a demotion and vice versa, so the increase is labelled with the opposite of the
-///   direction that moved most bytes this tick.
+///   the tick's sampler-phase CPU (tierd's thread clock) plus the CPU the kdamonds tierd owns
+///   used since the previous tick (/proc/KDAMOND/stat utime + stime), per wall second since the
+///   previous tick; period from PerfSampler::period(), interval the DAMON sampling interval tierd
+///   configures; open perf events from PerfSampler::openEvents().
+/// - tierd_hotness_*_bytes: TickReport::workloads (heat-model regions by the tier they are on).
+/// - tierd_workload_memory_bytes: WorkloadReport::memory (the cgroup's memory.numa_stat anon and
+///   file bytes per node, else /proc/PID/numa_maps of the workload's processes), labelled with
+///   where it came from.
+/// - migration: MigrationMeter::recordBatch (per move call, see there), endTick each tick.
+/// - tierd_arbiter_pingpong_moves_total: policy::PingPongTracker over the moves each tick really
+///   made (RangeResult with bytes moved), labelled with the direction of the move that closed the
+///   ping-pong; tierd_arbiter_pingpong_holds_total: HeatModel::recordStats().pingPongHeld
+///   increase; tierd_arbiter_skipped_candidates_total: TickReport::arbiter per tick.
 /// - tierd_daemon_errors_total: EngineTotals increases (sourceErrors -> sampler, scopeErrors ->
 ///   scope, locateErrors -> migrate) with errno "other" (the engine keeps no errno for them), and
 ///   the migrator's errno counts.
+/// - EngineTotals increases: sourceRetries, pidReuses, identityChecksFailed, thpSplitAfterMove.
 
 #include <sys/types.h>
 
@@ -39,10 +44,12 @@
 #include <vector>
 
 #include "policy/Config.h"
+#include "policy/PingPong.h"
 #include "telemetry/hotness/HotnessSource.h"
 #include "telemetry/metrics/MetricsSink.h"
 #include "telemetry/metrics/MigrationMeter.h"
 #include "tierd/daemon/Engine.h"
+#include "tierd/sys/SysRoot.h"
 
 namespace tierd::daemon {
 
@@ -57,10 +64,24 @@ struct SourceSnapshot {
   telemetry::SourceStats stats;       ///< totals since the source started
   std::optional<uint64_t> period;     ///< perf sample period in force (events), perf sources only
   std::optional<double> intervalSec;  ///< sampling interval (s), interval-driven sources only
+  std::optional<size_t> openEvents;   ///< perf events (fds, rings) open now, perf sources only
+  /// The kernel thread that samples for this source (our kdamond), 0 when none.
+  pid_t workerPid = 0;
+  /// CPU seconds (utime + stime of /proc/WORKER/stat) the worker has used since it started;
+  /// nullopt when there is none or its stat could not be read.
+  std::optional<double> workerCpuSeconds;
 };
 
-/// Reads the snapshots of the engine's running sources (PerfSampler period, DAMON interval).
-std::vector<SourceSnapshot> snapshotSources(const Engine& engine);
+/// CPU seconds (utime + stime, /proc/PID/stat fields 14 and 15) task `pid` has used, read under
+/// `root`; clock ticks are sysconf(_SC_CLK_TCK) per second on the live system, 100 under a test
+/// root. nullopt when the file cannot be read or parsed (the task is gone).
+std::optional<double> taskCpuSeconds(const sys::SysRoot& root, pid_t pid);
+
+/// Reads the snapshots of the engine's running sources (PerfSampler period and open events,
+/// DAMON interval and its kdamond's CPU from /proc/KDAMOND/stat under `root`; clock ticks are
+/// sysconf(_SC_CLK_TCK) on the live system, 100 under a test root).
+std::vector<SourceSnapshot> snapshotSources(const Engine& engine,
+                                            const sys::SysRoot& root = sys::SysRoot::live());
 
 class DaemonMetrics {
  public:
@@ -87,7 +108,7 @@ class DaemonMetrics {
             double wallSeconds, const std::function<std::string(pid_t)>& workloadOf);
 
   /// Cumulative engine and heat-model counters after a tick (exported as increases).
-  void totals(const EngineTotals& totals, uint64_t pingPongHeldTotal, const TickReport* report);
+  void totals(const EngineTotals& totals, uint64_t pingPongHeldTotal);
 
   /// A tick that failed as a whole (the topology could not be read).
   void tickFailed();
@@ -108,8 +129,11 @@ class DaemonMetrics {
   telemetry::MigrationMeter meter_;
   telemetry::VmstatDeltas vmstat_;
   std::map<pid_t, telemetry::SourceStats> lastSource_;  ///< per pid: totals already exported
+  /// Per sampled pid: its worker (kdamond) pid and CPU seconds already counted.
+  std::map<pid_t, std::pair<pid_t, double>> lastWorker_;
   EngineTotals lastTotals_;
   uint64_t lastPingPong_ = 0;
+  policy::PingPongTracker pingPong_;
 };
 
 }  // namespace tierd::daemon

@@ -114,12 +114,16 @@ std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> num
 
 Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
-               std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings)
+               std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
+               NumaMapsReader numaMaps)
     : root_(root),
       migrator_(std::move(migrator)),
       sources_(std::move(sources)),
       mappings_(mappings ? std::move(mappings)
                          : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); })),
+      numaMaps_(numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
+        return sys::readNumaMaps(root, pid);
+      })),
       scopes_(root, selfPid),
       config_(std::move(config)) {
   applyWorkloadParams();
@@ -183,6 +187,7 @@ void Engine::dropProc(pid_t pid) {
 }
 
 void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) {
+  numaStat_.clear();
   if (Status s = scopes_.refreshMounts(); !s) {
     report.problems.push_back("cgroup mounts: " + s.error().describe());
   }
@@ -193,6 +198,13 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
       ++totals_.scopeErrors;
       report.problems.push_back(scope.error().describe());
       continue;
+    }
+    if (!scope->anonBytesPerNode.empty() || !scope->fileBytesPerNode.empty()) {
+      auto& perNode = numaStat_[i];
+      for (const auto& [node, bytes] : scope->anonBytesPerNode)
+        perNode[node].anon = bytes;
+      for (const auto& [node, bytes] : scope->fileBytesPerNode)
+        perNode[node].file = bytes;
     }
     if (scope->cgroupInode) {
       auto [it, inserted] = cgroupInodes_.emplace(w.name, *scope->cgroupInode);
@@ -326,6 +338,22 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   }
   heat_.setLocations(pid, std::move(regionNodes));
   countSplitThps(proc, located->runs, pmd, report);
+}
+
+std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t basePage) {
+  std::map<NodeId, NodeMemory> out;
+  for (const auto& [pid, proc] : procs_) {
+    if (proc.workload != workload) continue;
+    auto vmas = numaMaps_(pid);
+    if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
+    for (const sys::NumaMapsVma& v : vmas.value()) {
+      const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
+      const bool file = !v.file.empty() && !v.huge;
+      for (const auto& [node, pages] : v.pagesPerNode)
+        (file ? out[node].file : out[node].anon) += pages * psz;
+    }
+  }
+  return out;
 }
 
 void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
@@ -472,6 +500,12 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), report);
+  // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
+  // processes (WorkloadReport::memory).
+  std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
+  for (size_t i = 0; i < memory.size(); ++i)
+    if (!numaStat_.count(i))
+      memory[i] = numaMapsMemory(i, topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
   phase(report.cpu.locateNs);
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
@@ -526,6 +560,13 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     view.regions = heat_.regions(view.id, nowNs);
     WorkloadReport wr;
     wr.name = config_->workloads[i].name;
+    if (auto ns = numaStat_.find(i); ns != numaStat_.end()) {
+      wr.memory = ns->second;
+      wr.memorySource = MemorySource::NumaStat;
+    } else {
+      wr.memory = std::move(memory[i]);
+      wr.memorySource = MemorySource::NumaMaps;
+    }
     for (const auto& [pid, proc] : procs_)
       if (proc.workload == i) ++wr.pids;
     const double hot = policy::promotionCut(ctx, view);

@@ -61,6 +61,10 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
 /// the engine's SysRoot; tests pass the fake kernel's rendering.
 using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
 
+/// Reads a process's /proc/PID/numa_maps (per-workload memory when no cgroup numa_stat is
+/// readable). The default reads through the engine's SysRoot; tests pass the fake kernel's.
+using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t pid)>;
+
 /// The kernel's own tiering running on this machine, read under `root`: "" when none, else what
 /// runs, e.g. "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)" or "kdamond 3 runs DAMOS
 /// migrate_hot". `numaBalancing` is /proc/sys/kernel/numa_balancing as the topology read it
@@ -69,6 +73,20 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 /// /sys/kernel/mm/damon/admin/kdamonds/N/{state,contexts/0/schemes/M/action} (tierd's own
 /// kdamonds only use `stat`).
 std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing);
+
+/// Resident memory of a workload on one NUMA node, bytes.
+struct NodeMemory {
+  uint64_t anon = 0;  ///< anonymous memory (numa_stat `anon`; numa_maps: mappings without a file,
+                      ///< and hugetlb mappings)
+  uint64_t file = 0;  ///< page cache and shmem (numa_stat `file`; numa_maps: file-backed mappings)
+};
+
+/// Where WorkloadReport::memory was read from.
+enum class MemorySource {
+  NumaStat,  ///< the workload's cgroup's memory.numa_stat (v2 bytes; v1 hierarchical_* pages)
+  NumaMaps,  ///< /proc/PID/numa_maps of each of the workload's processes, summed (pages present
+             ///< per node times kernelpagesize_kB)
+};
 
 /// Per-workload figures of one tick (for metrics and the progress view).
 struct WorkloadReport {
@@ -82,6 +100,12 @@ struct WorkloadReport {
   uint64_t hotSlowBytes = 0;   ///< ... on the slow tier
   uint64_t coldFastBytes = 0;  ///< bytes of regions at or below cold_threshold on the fast tier
   uint64_t coldSlowBytes = 0;  ///< ... on the slow tier
+  /// Resident memory per node: from the cgroup's memory.numa_stat when the workload is selected
+  /// by cgroup and the file is readable, else from the processes' /proc/PID/numa_maps
+  /// (`memorySource` says which). numa_stat has no hugetlb pages (the hugetlb controller
+  /// accounts them); numa_maps counts them as anon.
+  std::map<NodeId, NodeMemory> memory;
+  MemorySource memorySource = MemorySource::NumaMaps;
 };
 
 /// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
@@ -154,10 +178,11 @@ struct EngineTotals {
 class Engine {
  public:
   /// `migrator` executes and locates; `sources` builds a hotness source per process;
-  /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`.
+  /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`,
+  /// `numaMaps` to /proc/PID/numa_maps under `root`.
   Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator, SourceFactory sources,
          pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
-         MappingsReader mappings = {});
+         MappingsReader mappings = {}, NumaMapsReader numaMaps = {});
   ~Engine();
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
@@ -219,6 +244,9 @@ class Engine {
                                    TickReport& report);
   /// Remembers the THP chunks of an executed move that reported Moved, to verify next tick.
   void rememberMovedThp(const MoveRange& m, const topology::Topology& topo);
+  /// Resident memory per node of workload `workload` from /proc/PID/numa_maps of its tracked
+  /// processes (unreadable ones are skipped); `basePage` for VMAs without kernelpagesize_kB.
+  std::map<NodeId, NodeMemory> numaMapsMemory(size_t workload, uint64_t basePage);
   /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
   void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
                       TickReport& report);
@@ -235,6 +263,10 @@ class Engine {
   std::unique_ptr<migrate::Migrator> migrator_;
   SourceFactory sources_;
   MappingsReader mappings_;
+  NumaMapsReader numaMaps_;
+  /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
+  /// workloads whose cgroup has a readable one.
+  std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;
   scope::ScopeProvider scopes_;
   std::shared_ptr<const policy::CompiledConfig> config_;
   policy::HeatModel heat_;

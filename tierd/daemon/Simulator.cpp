@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "policy/PingPong.h"
 #include "policy/Policy.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Daemon.h"
@@ -391,12 +392,7 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
   const uint64_t traceTicks = std::max<uint64_t>(1, (tLast - t0 + interval - 1) / interval);
   const uint64_t ticks = traceTicks + (options.tailNs + interval - 1) / interval;
 
-  struct MoveHistory {
-    uint64_t moves = 0;
-    Direction last = Direction::Promote, beforeLast = Direction::Promote;
-    uint64_t lastNs = 0, beforeLastNs = 0;
-  };
-  std::map<std::pair<pid_t, uint64_t>, MoveHistory> history;  // by (pid, region start)
+  policy::PingPongTracker pingPong(options.pingPongWindowNs);  // the daemon's definition too
   std::set<std::string> seenProblems;
   uint64_t guardBefore = 0;
   uint64_t reusesBefore = 0, checksBefore = 0;
@@ -478,17 +474,9 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
       if (r.bytesMoved == 0) continue;
       const Direction d = r.range.direction;
       (d == Direction::Promote ? t.promotions : t.demotions) += 1;
-      // Ping-pong: this move reverses the previous one, which reversed the one before, and the
-      // three happened within the window (up-down-up or down-up-down).
-      MoveHistory& h = history[{r.range.pid, r.range.start & ~(kRegion - 1)}];
-      if (h.moves >= 2 && h.last != d && h.beforeLast == d &&
-          now - h.beforeLastNs <= options.pingPongWindowNs)
-        ++t.pingPongMoves;
-      h.beforeLast = h.last;
-      h.beforeLastNs = h.lastNs;
-      h.last = d;
-      h.lastNs = now;
-      ++h.moves;
+      // Ping-pong (policy/PingPong.h): this move reverses the previous one, which reversed the
+      // one before, and the three happened within the window (up-down-up or down-up-down).
+      if (pingPong.record(r.range.pid, r.range.start, d, now)) ++t.pingPongMoves;
     }
     t.pidReuses = engine.totals().pidReuses - reusesBefore;
     t.identityChecksFailed = engine.totals().identityChecksFailed - checksBefore;

@@ -69,8 +69,9 @@ struct SimulationOptions {
   std::string topologyDir;      ///< topology fixture tree (a SysRoot), copied, never written
   std::string defaultWorkload;  ///< workload of pids no `pids` selector names ("" = first)
   uint64_t tailNs = 0;          ///< simulated time after the last sample, nanoseconds
-  uint64_t pingPongWindowNs = 60'000'000'000;  ///< window of a ping-pong (see the file comment)
-  std::vector<SimPidReuse> pidReuses;          ///< pid reuses to model (see the file comment)
+  /// Window of a ping-pong (see the file comment; policy::kPingPongWindowNs, policy/PingPong.h).
+  uint64_t pingPongWindowNs = 60'000'000'000;
+  std::vector<SimPidReuse> pidReuses;  ///< pid reuses to model (see the file comment)
   /// Names printed for the inputs (the paths as the operator gave them); never read.
   std::string traceLabel, configLabel, topologyLabel;
 };

@@ -382,6 +382,10 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
     std::vector<PageRef> sub;
     uint64_t bytes = 0;
     while (i < send.size() && sub.size() < maxPages && bytes < limit) {
+      // One direction per call, so that each call's time is that direction's (metrics).
+      if (!sub.empty() &&
+          st.range(send[i].range).direction != st.range(sub.front().range).direction)
+        break;
       const PageRef& p = send[i++];
       const PidState ps = st.pids[pid];
       if (ps != PidState::Ok || st.halted[p.range]) {
@@ -473,11 +477,14 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::moveSubBatch(
   }
   std::vector<int> moved(send.size(), kUntouched);
   const int flags = config_.moveShared ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+  const int64_t cpu0 = sys_->threadKernelCpuNs();
   int64_t t0 = sys_->nowNs();
   long ret = sys_->movePages(pid, send.size(), sendAddrs.data(), nodes.data(), moved.data(), flags);
   int64_t dt = sys_->nowNs() - t0;
   s.moveCalls += 1;
   s.maxCallNs = std::max(s.maxCallNs, dt);
+  s.moveCallRecords.push_back(
+      {st.range(send.front().range).direction, dt, sys_->threadKernelCpuNs() - cpu0, bytes});
   // A move call's -EACCES is do_pages_move's cpuset check (the query before it passed
   // find_mm_struct's permission checks, which fail queries too: those are Denied).
   if (ret == -ENOMEM || ret == -EACCES)

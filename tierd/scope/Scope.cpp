@@ -82,18 +82,21 @@ Result<std::vector<CgroupMount>> parseCgroupMounts(std::string_view mountinfo,
   return out;
 }
 
-Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int cgroupVersion,
-                                                     uint64_t pageSize,
+Result<std::map<NodeId, uint64_t>> parseNumaStatLine(std::string_view text, const std::string& key,
+                                                     int cgroupVersion, uint64_t pageSize,
                                                      const std::string& context) {
+  // v1: "hierarchical_<key>=" (this cgroup and its descendants) is preferred over "<key>=".
+  std::optional<std::map<NodeId, uint64_t>> own;
   size_t lineNo = 0;
   for (const std::string& line : split(text, '\n')) {
     ++lineNo;
     const std::string where = context + ":" + std::to_string(lineNo);
     auto f = split(line, ' ');
     if (f.empty()) continue;
-    const bool v1Anon = cgroupVersion == 1 && f[0].rfind("anon=", 0) == 0;
-    const bool v2Anon = cgroupVersion == 2 && f[0] == "anon";
-    if (!v1Anon && !v2Anon) continue;
+    const bool v1Hier = cgroupVersion == 1 && f[0].rfind("hierarchical_" + key + "=", 0) == 0;
+    const bool v1Own = cgroupVersion == 1 && f[0].rfind(key + "=", 0) == 0;
+    const bool v2 = cgroupVersion == 2 && f[0] == key;
+    if (!v1Hier && !v1Own && !v2) continue;
     std::map<NodeId, uint64_t> out;
     for (size_t i = 1; i < f.size(); ++i) {
       const std::string& kv = f[i];
@@ -107,9 +110,20 @@ Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int 
       out[static_cast<NodeId>(node.value())] =
           cgroupVersion == 1 ? value.value() * pageSize : value.value();
     }
+    if (v1Own) {
+      own = std::move(out);
+      continue;
+    }
     return out;
   }
-  return Error::input("no anon line", context);
+  if (own) return *own;
+  return Error::input("no " + key + " line", context);
+}
+
+Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int cgroupVersion,
+                                                     uint64_t pageSize,
+                                                     const std::string& context) {
+  return parseNumaStatLine(text, "anon", cgroupVersion, pageSize, context);
 }
 
 ScopeProvider::ScopeProvider(sys::SysRoot root, pid_t selfPid)
@@ -255,9 +269,13 @@ Result<WorkloadScope> ScopeProvider::resolve(const WorkloadSelector& sel) {
       return s.error().within("workload '" + sel.name + "'");
     if (auto ns = root_.read(dir.value() + "/memory.numa_stat")) {
       const uint64_t page = root_.isLive() ? static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 4096;
-      if (auto anon = parseNumaStatAnon(ns.value(), version, page,
-                                        root_.path(dir.value() + "/memory.numa_stat")))
+      const std::string where = root_.path(dir.value() + "/memory.numa_stat");
+      auto anon = parseNumaStatLine(ns.value(), "anon", version, page, where);
+      auto file = parseNumaStatLine(ns.value(), "file", version, page, where);
+      if (anon && file) {
         scope.anonBytesPerNode = anon.value();
+        scope.fileBytesPerNode = file.value();
+      }
     }
   } else if (sel.command) {
     pids = pidsByCommand(*sel.command);

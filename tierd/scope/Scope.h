@@ -73,7 +73,11 @@ struct WorkloadScope {
   uint64_t vanishedPids =
       0;                     ///< configured pids that no longer exist (or now name another process)
   size_t cgroupsWalked = 0;  ///< cgroups read: the selected one and its descendants
-  std::map<NodeId, uint64_t> anonBytesPerNode;  ///< from memory.numa_stat when available
+  /// Bytes per node of the cgroup (and its descendants) from memory.numa_stat's `anon` and
+  /// `file` lines (v1: hierarchical_anon/hierarchical_file when present); both set, or both
+  /// empty when the selector is no cgroup or the file is missing or malformed.
+  std::map<NodeId, uint64_t> anonBytesPerNode;
+  std::map<NodeId, uint64_t> fileBytesPerNode;
 };
 
 /// Parses /proc/self/mountinfo lines and returns the cgroup/cgroup2 mounts, in file order.
@@ -81,7 +85,16 @@ struct WorkloadScope {
 Result<std::vector<CgroupMount>> parseCgroupMounts(std::string_view mountinfo,
                                                    const std::string& context);
 
-/// Parses memory.numa_stat's `anon` line into bytes per node. v2 reports bytes
+/// Parses memory.numa_stat's `key` line ("anon", "file", "shmem", ...) into bytes per node.
+/// v2 reports bytes ("file N0=4096 N1=0"); v1 reports pages ("file=1 N0=1"), multiplied by
+/// `pageSize`, and its "hierarchical_<key>=" line (the cgroup with its descendants, as the
+/// selector counts them) wins over "<key>=". Errors: Input naming context:line, or no such line.
+Result<std::map<NodeId, uint64_t>> parseNumaStatLine(std::string_view text, const std::string& key,
+                                                     int cgroupVersion, uint64_t pageSize,
+                                                     const std::string& context);
+
+/// Parses memory.numa_stat's `anon` line into bytes per node (parseNumaStatLine "anon"). v2 reports
+/// bytes
 /// ("anon N0=4096 N1=0"); v1 reports pages ("anon=1 N0=1"), multiplied by `pageSize`.
 Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int cgroupVersion,
                                                      uint64_t pageSize, const std::string& context);

@@ -235,27 +235,41 @@ Result<uint64_t> parseKbSize(std::string_view text, const std::string& context) 
   return v.value() * 1024;
 }
 
-Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context) {
+Result<uint64_t> parseStatField(std::string_view stat, int wanted, const std::string& context) {
+  if (wanted < 3)
+    return Error::input("field " + std::to_string(wanted) + " is not numeric", context);
   const size_t close = stat.rfind(')');
   if (close == std::string_view::npos) return Error::input("no ')' after the comm field", context);
-  // After "pid (comm)" come field 3 (state) ... field 22 (starttime): skip 19 fields.
+  // After "pid (comm)" come field 3 (state), 4 (ppid), ...
   size_t pos = close + 1;
-  for (int field = 3; field <= 22; ++field) {
+  for (int field = 3; field <= wanted; ++field) {
     while (pos < stat.size() && stat[pos] == ' ')
       ++pos;
     const size_t end = stat.find(' ', pos);
     const size_t stop = end == std::string_view::npos ? stat.size() : end;
     if (pos >= stat.size() || stop == pos)
       return Error::input("truncated: no field " + std::to_string(field), context);
-    if (field == 22) {
+    if (field == wanted) {
       std::string_view value = stat.substr(pos, stop - pos);
       while (!value.empty() && (value.back() == '\n' || value.back() == ' '))
         value.remove_suffix(1);
-      return parseU64(value, context + ": starttime");
+      return parseU64(value, context + ": field " + std::to_string(wanted));
     }
     pos = stop;
   }
   return Error::input("truncated", context);
+}
+
+Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context) {
+  return parseStatField(stat, 22, context);
+}
+
+Result<uint64_t> parseStatCpuTicks(std::string_view stat, const std::string& context) {
+  auto utime = parseStatField(stat, 14, context);
+  if (!utime) return utime.error();
+  auto stime = parseStatField(stat, 15, context);
+  if (!stime) return stime.error();
+  return utime.value() + stime.value();
 }
 
 std::string_view takeLine(std::string_view& text) {

@@ -68,6 +68,15 @@ std::string_view takeLine(std::string_view& text);
 /// number.
 Result<uint64_t> parseStatStartTime(std::string_view stat, const std::string& context);
 
+/// Field `field` (1-based as in proc(5), at least 3) of one /proc/PID/stat line as a number,
+/// counted after the last ')' like parseStatStartTime. Errors: Input naming `context`.
+Result<uint64_t> parseStatField(std::string_view stat, int field, const std::string& context);
+
+/// utime + stime (fields 14 and 15, clock ticks: sysconf(_SC_CLK_TCK) per second) of one
+/// /proc/PID/stat line: the CPU time the task (a thread such as a kdamond, or a process's main
+/// thread) has used. Errors: Input naming `context`.
+Result<uint64_t> parseStatCpuTicks(std::string_view stat, const std::string& context);
+
 /// One line of /proc/buddyinfo: "Node 0, zone   Normal   9482  12821 ... 23": the number of free
 /// blocks of each order (a block of order k is 2^k base pages) in one zone of one node
 /// (mm/vmstat.c frag_show_print; orders 0 .. NR_PAGE_ORDERS-1, 11 with 4 KiB pages).

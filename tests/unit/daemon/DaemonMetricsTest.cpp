@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 
 #include "telemetry/metrics/MetricsSink.h"
 
@@ -40,6 +42,13 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   CHECK(s.has("tierd_workload_migrated_bytes_total", {"gups", "demote"}));
   CHECK(s.has("tierd_arbiter_pingpong_moves_total", {"promote"}));
   CHECK(s.has("tierd_daemon_errors_total", {"migrate", "ENOMEM"}));
+  CHECK(s.has("tierd_arbiter_pingpong_holds_total", {}));
+  CHECK(s.seriesCount("tierd_arbiter_skipped_candidates_total") == 5);
+  CHECK(s.has("tierd_arbiter_skipped_candidates_total", {"not_closer"}));
+  CHECK(s.has("tierd_migrate_thp_split_after_move_total", {}));
+  CHECK(s.has("tierd_migrate_identity_check_failures_total", {}));
+  CHECK(s.has("tierd_scope_pid_reuses_total", {}));
+  CHECK(s.has("tierd_sampler_source_retries_total", {}));
   // The call-latency histogram exists per direction with no observation yet.
   CHECK(s.seriesCount("tierd_migrate_call_duration_seconds") == 2);
   CHECK(s.has("tierd_migrate_call_duration_seconds", {"promote"}));
@@ -80,10 +89,14 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   r.cpu.samplingNs = 20'000'000;
   r.cpu.locateNs = 10'000'000;
   r.cpu.migrateNs = 20'000'000;
+  r.fastNodes = {0};
+  r.slowNodes = {1, 2};
   WorkloadReport w;
   w.name = "redis";
-  w.fastBytes = 10ULL << 21;
+  w.fastBytes = 10ULL << 21;  // heat-model regions: never the memory metric
   w.slowBytes = 30ULL << 21;
+  w.memory = {{0, {12 << 20, 4096}}, {1, {5 << 20, 0}}, {2, {1 << 20, 8192}}, {7, {1 << 20, 0}}};
+  w.memorySource = MemorySource::NumaStat;
   w.hotFastBytes = 4ULL << 21;
   w.hotSlowBytes = 2ULL << 21;
   w.coldFastBytes = 1ULL << 21;
@@ -95,7 +108,8 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   up.bytesMoved = 4ULL << 21;
   r.batch.ranges = {up};
   r.batch.stats.moveCalls = 1;
-  r.batch.stats.maxCallNs = 5'000'000;
+  r.batch.stats.moveCallRecords = {{Direction::Promote, 8'000'000, 4'000'000, 4ULL << 21}};
+  r.batch.stats.maxCallNs = 8'000'000;
   r.batch.stats.wallNs = 8'000'000;
   r.batch.stats.kernelCpuNs = 4'000'000;
   r.promotedBytes = up.bytesMoved;
@@ -119,7 +133,13 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   CHECK(s.value("tierd_sampler_period_events", {"perf_software"}) == 1);
   CHECK(s.value("tierd_hotness_hot_bytes", {"redis", "slow"}) == double(2ULL << 21));
   CHECK(s.value("tierd_hotness_cold_bytes", {"redis", "slow"}) == double(20ULL << 21));
-  CHECK(s.value("tierd_workload_memory_bytes", {"redis", "fast"}) == double(10ULL << 21));
+  // Resident memory per tier and kind from WorkloadReport::memory (node 7 is in no tier).
+  CHECK(s.value("tierd_workload_memory_bytes", {"redis", "fast", "anon"}) == double(12 << 20));
+  CHECK(s.value("tierd_workload_memory_bytes", {"redis", "fast", "file"}) == 4096);
+  CHECK(s.value("tierd_workload_memory_bytes", {"redis", "slow", "anon"}) == double(6 << 20));
+  CHECK(s.value("tierd_workload_memory_bytes", {"redis", "slow", "file"}) == 8192);
+  CHECK(s.value("tierd_workload_memory_source_info", {"redis", "numa_stat"}) == 1);
+  CHECK(s.value("tierd_workload_memory_source_info", {"redis", "numa_maps"}) == 0);
   CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "moved"}) == 4);
   CHECK(s.value("tierd_workload_migrated_bytes_total", {"redis", "promote"}) == double(8 << 20));
   CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"promote"}) ==
@@ -137,13 +157,25 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   EngineTotals t;
   t.sourceErrors = 2;
   t.locateErrors = 1;
-  m.totals(t, 3, &r);
+  t.sourceRetries = 3;
+  t.pidReuses = 1;
+  t.identityChecksFailed = 2;
+  t.thpSplitAfterMove = 6;
+  m.totals(t, 3);
   t.sourceErrors = 5;
-  m.totals(t, 4, &r);
+  t.sourceRetries = 4;
+  t.thpSplitAfterMove = 9;
+  m.totals(t, 4);
   CHECK(s.value("tierd_daemon_errors_total", {"sampler", "other"}) == 5);
   CHECK(s.value("tierd_daemon_errors_total", {"migrate", "other"}) == 1);
-  // the tick promoted, so the held regions are next refused a demotion
-  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"demote"}) == 4);
+  CHECK(s.value("tierd_sampler_source_retries_total", {}) == 4);
+  CHECK(s.value("tierd_scope_pid_reuses_total", {}) == 1);
+  CHECK(s.value("tierd_migrate_identity_check_failures_total", {}) == 2);
+  CHECK(s.value("tierd_migrate_thp_split_after_move_total", {}) == 9);
+  // Regions the guard started holding; ping-pong moves are counted from real moves (below).
+  CHECK(s.value("tierd_arbiter_pingpong_holds_total", {}) == 4);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"demote"}) == 0);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"promote"}) == 0);
   m.tickFailed();
   CHECK(s.value("tierd_daemon_errors_total", {"topology", "other"}) == 1);
   m.metricsError(EACCES);
@@ -153,6 +185,120 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   m.vmstat({{"pgmigrate_success", 25}, {"nr_free_pages", 9}});
   CHECK(s.value("tierd_kernel_vmstat_events_total", {"pgmigrate_success"}) == 15);
   CHECK(s.rejectedUpdates() == 0);
+}
+
+namespace {
+
+// A tick whose migrator moved one 2 MiB region of pid 42 in direction `d`.
+TickReport movedOnce(uint64_t nowNs, Direction d) {
+  TickReport r;
+  r.nowNs = nowNs;
+  RangeResult rr;
+  rr.range = {42, 0x40000000, 2ULL << 20, 2ULL << 20, d == Direction::Promote ? 0 : 1, d};
+  rr.outcomes[MoveOutcome::Moved] = 1;
+  rr.bytesMoved = 2ULL << 20;
+  r.batch.ranges = {rr};
+  r.batch.stats.moveCalls = 1;
+  r.batch.stats.moveCallRecords = {{d, 1'000'000, 500'000, 2ULL << 20}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("ping-pong moves are counted from the moves really made, by their own direction") {
+  RecordingSink s;
+  DaemonMetrics m(s);
+  m.start(configWith({"redis"}), {4096, 2ULL << 20}, "");
+  auto none = [](pid_t) { return std::string("redis"); };
+  constexpr uint64_t kS = 1'000'000'000;
+  // up, down: a region promoted and demoted once it cooled is no ping-pong.
+  m.tick(movedOnce(0, Direction::Promote), {}, 1.0, none);
+  m.tick(movedOnce(10 * kS, Direction::Demote), {}, 1.0, none);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"promote"}) == 0);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"demote"}) == 0);
+  // up again within the window: up-down-up, a ping-pong closed by a promotion.
+  m.tick(movedOnce(20 * kS, Direction::Promote), {}, 1.0, none);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"promote"}) == 1);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"demote"}) == 0);
+  // and down again: down-up-down.
+  m.tick(movedOnce(30 * kS, Direction::Demote), {}, 1.0, none);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"demote"}) == 1);
+  // Long after (beyond 60 s since the move before last): no ping-pong.
+  m.tick(movedOnce(200 * kS, Direction::Promote), {}, 1.0, none);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"promote"}) == 1);
+  // Holds of the guard say nothing about direction and are their own counter.
+  m.totals(EngineTotals{}, 7);
+  CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"promote"}) == 1);
+  CHECK(s.value("tierd_arbiter_pingpong_holds_total", {}) == 7);
+  CHECK(s.rejectedUpdates() == 0);
+}
+
+TEST_CASE("one tick's moves: a latency observation per move call, throughput inside calls") {
+  RecordingSink s;
+  DaemonMetrics m(s);
+  m.start(configWith({"redis"}), {4096, 2ULL << 20}, "");
+  TickReport r = movedOnce(0, Direction::Promote);
+  r.batch.ranges[0].outcomes[MoveOutcome::Moved] = 4;
+  r.batch.ranges[0].bytesMoved = 8ULL << 20;
+  r.batch.stats.moveCalls = 4;
+  r.batch.stats.moveCallRecords.assign(4, {Direction::Promote, 2'000'000, 1'000'000, 2ULL << 20});
+  r.batch.stats.maxCallNs = 2'000'000;
+  r.batch.stats.wallNs = 500'000'000;  // mostly a rate-budget sleep
+  m.tick(r, {}, 1.0, [](pid_t) { return std::string("redis"); });
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"promote"}) == 4);
+  CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"promote"}) ==
+        doctest::Approx(double(8 << 20) / 0.008));
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"promote"}) == doctest::Approx(0.004));
+}
+
+TEST_CASE("sampler overhead counts the kdamonds tierd owns beside its own sampling CPU") {
+  RecordingSink s;
+  DaemonMetrics m(s);
+  m.start(configWith({"redis"}), {4096, 2ULL << 20}, "damon-vaddr");
+  TickReport r;
+  r.cpu.samplingNs = 100'000'000;  // 0.1 s on tierd's thread
+  SourceSnapshot src;
+  src.pid = 42;
+  src.name = "damon-vaddr";
+  src.workerPid = 901;
+  src.workerCpuSeconds = 0.3;  // the kdamond started this tick
+  auto none = [](pid_t) { return std::string(); };
+  m.tick(r, {src}, 2.0, none);
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx((0.1 + 0.3) / 2));
+  src.workerCpuSeconds = 1.2;  // 0.9 s more in the next second
+  m.tick(r, {src}, 1.0, none);
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx(0.1 + 0.9));
+  // A new kdamond for the pid (restarted source): its CPU is counted from its start.
+  src.workerPid = 902;
+  src.workerCpuSeconds = 0.2;
+  m.tick(r, {src}, 1.0, none);
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx(0.1 + 0.2));
+  // Perf sources: their open events are a gauge.
+  SourceSnapshot perf;
+  perf.pid = 43;
+  perf.name = "perf-sw-page-faults";
+  perf.openEvents = 6;
+  SourceSnapshot perf2 = perf;
+  perf2.pid = 44;
+  perf2.openEvents = 2;
+  m.tick(r, {perf, perf2}, 1.0, none);
+  CHECK(s.value("tierd_sampler_open_perf_events", {"perf_software"}) == 8);
+  CHECK(s.rejectedUpdates() == 0);
+}
+
+TEST_CASE("taskCpuSeconds reads utime + stime of /proc/PID/stat") {
+  char tmpl[] = "/tmp/daemon-metrics-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string root = tmpl;
+  std::filesystem::create_directories(root + "/proc/901");
+  // comm with a space and a parenthesis; utime 250, stime 50 ticks (100 per second here)
+  std::ofstream(root + "/proc/901/stat")
+      << "901 (kdamond.0 (x)) S 2 0 0 0 -1 2129984 0 0 0 0 250 50 0 0 20 0 1 0 512 0 0\n";
+  auto cpu = taskCpuSeconds(sys::SysRoot(root), 901);
+  REQUIRE(cpu.has_value());
+  CHECK(*cpu == doctest::Approx(3.0));
+  CHECK_FALSE(taskCpuSeconds(sys::SysRoot(root), 902).has_value());
+  std::filesystem::remove_all(root);
 }
 
 TEST_CASE("source names map to the bounded source label") {

@@ -606,3 +606,35 @@ TEST_CASE("the kernel's own tiering running beside tierd: detected, said once, n
   rig.put(kd + "/0/state", "off\n");
   CHECK(rig.tick(5).kernelTiering.empty());
 }
+
+TEST_CASE("workload memory: the cgroup's memory.numa_stat, else the processes' numa_maps") {
+  // gups (command selector) and a pod (cgroup v2 selector) whose one process is kStranger.
+  Rig rig("[[workload]]\nname = \"pod\"\ncgroup = \"/pod.slice\"\n");
+  rig.put("/proc/self/mountinfo",
+          "23 1 0:21 / / rw - ext4 /dev/vda rw\n"
+          "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n");
+  rig.put("/sys/fs/cgroup/pod.slice/cgroup.procs", "4343\n");
+  rig.put("/sys/fs/cgroup/pod.slice/memory.numa_stat",
+          "anon N0=1048576 N1=3145728\nfile N0=8192 N1=4096\nshmem N0=0 N1=0\n");
+  // gups: 32 MiB of anonymous THP memory on node 1 and a file mapping on node 0 (numa_maps
+  // counts pages present per node; the engine's heat regions cover 64 MiB).
+  rig.put("/proc/4242/numa_maps",
+          "7f0000000000 default anon=8192 dirty=8192 N1=8192 kernelpagesize_kB=4\n"
+          "7f2000000000 default file=/usr/lib/libc.so.6 mapped=10 mapmax=3 N0=10 "
+          "kernelpagesize_kB=4\n");
+  TickReport r = rig.tick(1);
+  REQUIRE(r.workloads.size() == 2);
+  const WorkloadReport& gups = r.workloads[0];
+  CHECK(gups.memorySource == MemorySource::NumaMaps);
+  CHECK(gups.memory.at(1).anon == 32 * kMiB);
+  CHECK(gups.memory.at(1).file == 0);
+  CHECK(gups.memory.at(0).file == 10 * 4096);
+  CHECK(gups.slowBytes + gups.fastBytes == kTable);  // the regions, not what is resident
+  const WorkloadReport& pod = r.workloads[1];
+  REQUIRE(pod.pids == 1);
+  CHECK(pod.memorySource == MemorySource::NumaStat);
+  CHECK(pod.memory.at(0).anon == 1 * kMiB);
+  CHECK(pod.memory.at(1).anon == 3 * kMiB);
+  CHECK(pod.memory.at(0).file == 8192);
+  CHECK(pod.memory.at(1).file == 4096);
+}

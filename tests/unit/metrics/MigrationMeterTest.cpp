@@ -64,7 +64,7 @@ TEST_CASE("MigrationMeter reports each call and the per-tick gauges") {
   CHECK(s.rejectedUpdates() == 0);
 }
 
-TEST_CASE("recordBatch: exact page counts by result, apportioned CPU and time, longest call") {
+TEST_CASE("recordBatch: exact page counts by result; latency, throughput and CPU per move call") {
   RecordingSink s;
   s.setWorkloads({"redis"});
   MigrationMeter m;
@@ -84,8 +84,13 @@ TEST_CASE("recordBatch: exact page counts by result, apportioned CPU and time, l
   b.ranges = {up, down};
   b.stats.errnoPages = {{EBUSY, 2}, {EINVAL, 1}};
   b.stats.errnoCalls = {{ESRCH, 1}};
+  // Three move calls; the batch's wall time (40 ms) also holds a rate-budget sleep and the
+  // status queries, which are in no call.
   b.stats.moveCalls = 3;
-  b.stats.maxCallNs = 15'000'000;
+  b.stats.moveCallRecords = {{tierd::Direction::Promote, 10'000'000, 6'000'000, 12ULL << 21},
+                             {tierd::Direction::Demote, 4'000'000, 2'000'000, 4ULL << 20},
+                             {tierd::Direction::Promote, 6'000'000, 4'000'000, 2ULL << 21}};
+  b.stats.maxCallNs = 10'000'000;
   b.stats.wallNs = 40'000'000;
   b.stats.kernelCpuNs = 20'000'000;
   m.recordBatch(
@@ -102,16 +107,20 @@ TEST_CASE("recordBatch: exact page counts by result, apportioned CPU and time, l
   CHECK(s.value("tierd_daemon_errors_total", {"migrate", "EINVAL"}) == 1);
   CHECK(s.value("tierd_daemon_errors_total", {"migrate", "ESRCH"}) == 1);
   CHECK(s.value("tierd_workload_migrated_bytes_total", {"redis", "promote"}) == 16 << 20);
-  // 16 MiB up, 4 MiB down: CPU and wall time split 4:1
-  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"promote"}) == doctest::Approx(0.016));
-  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"demote"}) == doctest::Approx(0.004));
-  // one observation: the longest call, under the direction that sent most pages (demote: 1025)
+  // Kernel CPU of each direction's calls, not the batch's split by bytes.
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"promote"}) == doctest::Approx(0.010));
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"demote"}) == doctest::Approx(0.002));
+  // One observation per move_pages(2) call, under the call's own direction.
+  CHECK(s.count("tierd_migrate_call_duration_seconds", {"promote"}) == 2);
+  CHECK(s.value("tierd_migrate_call_duration_seconds", {"promote"}) == doctest::Approx(0.016));
   CHECK(s.count("tierd_migrate_call_duration_seconds", {"demote"}) == 1);
-  CHECK(s.value("tierd_migrate_call_duration_seconds", {"demote"}) == doctest::Approx(0.015));
-  CHECK(s.count("tierd_migrate_call_duration_seconds", {"promote"}) == 0);
+  CHECK(s.value("tierd_migrate_call_duration_seconds", {"demote"}) == doctest::Approx(0.004));
   m.endTick(s);
+  // Bytes moved per second inside the calls: 16 MiB in 16 ms up, 4 MiB in 4 ms down.
   CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"promote"}) ==
-        doctest::Approx(double(16 << 20) / 0.032));
+        doctest::Approx(double(16 << 20) / 0.016));
+  CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"demote"}) ==
+        doctest::Approx(double(4 << 20) / 0.004));
   CHECK(outcomeResultLabel(tierd::MoveOutcome::NotAttempted).empty());
   CHECK(outcomeResultLabel(tierd::MoveOutcome::NoMemory) == "no_memory");
 }

@@ -359,6 +359,42 @@ TEST_CASE("the per-direction byte budget paces calls and respects the deadline")
         256);
 }
 
+TEST_CASE("each move call is recorded with its own time and direction, waits and queries apart") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 64;             // 256 KiB per call
+  cfg.demoteBytesPerSecond = 1 * kMiB;  // demotion waits 0.25 s before each call after the first
+  FakeMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 2 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 1 * kMiB, 0);
+  k.populate(kPid, kBase + 1 * kMiB, 1 * kMiB, 1);
+  // One pid, 512 KiB down then 128 KiB up: the pages would fit one call of 64 addresses per
+  // direction change, but a call carries one direction only.
+  auto res = m.execute({range(kBase, 512 * kKiB, 1, kPid, Direction::Demote),
+                        range(kBase + 1 * kMiB, 128 * kKiB, 0, kPid, Direction::Promote)},
+                       kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 128);
+  CHECK(count(res.ranges[1], MoveOutcome::Moved) == 32);
+  const auto& calls = res.stats.moveCallRecords;
+  REQUIRE(calls.size() == res.stats.moveCalls);
+  REQUIRE(calls.size() == 3);  // 256 KiB + 256 KiB down, 128 KiB up
+  CHECK(calls[0].direction == Direction::Demote);
+  CHECK(calls[1].direction == Direction::Demote);
+  CHECK(calls[2].direction == Direction::Promote);
+  CHECK(calls[0].bytesSent == 256 * kKiB);
+  CHECK(calls[2].bytesSent == 128 * kKiB);
+  int64_t inCalls = 0;
+  for (const auto& c : calls) {
+    CHECK(c.wallNs > 0);
+    CHECK(c.wallNs <= res.stats.maxCallNs);
+    CHECK(c.kernelCpuNs > 0);
+    inCalls += c.wallNs;
+  }
+  // The batch's wall time holds the 0.25 s wait and the status queries; the calls do not.
+  CHECK(countLines(m.log(), "sleep") == 1);
+  CHECK(res.stats.wallNs > inCalls + 200'000'000);  // 0.25 s less what the first call refilled
+}
+
 TEST_CASE("limits set between batches (a config reload) pace the next batch") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 64;             // 256 KiB per call

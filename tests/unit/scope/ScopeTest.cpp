@@ -92,11 +92,30 @@ TEST_CASE("parseNumaStatAnon reads v2 bytes and v1 pages") {
   CHECK_FALSE(parseNumaStatAnon("file N0=1\n", 2, 4096, "f").ok());
 }
 
+TEST_CASE("parseNumaStatLine reads anon and file; v1 prefers the hierarchical line") {
+  auto v2 = parseNumaStatLine("anon N0=8192 N1=4096\nfile N0=12288 N1=0\n", "file", 2, 4096, "f");
+  REQUIRE(v2.ok());
+  CHECK(v2->at(0) == 12288);
+  CHECK(v2->at(1) == 0);
+  const char* v1 =
+      "total=20 N0=20\nfile=6 N0=6\nanon=4 N0=4\nhierarchical_total=50 N0=30 N1=20\n"
+      "hierarchical_file=16 N0=16\nhierarchical_anon=34 N0=14 N1=20\n";
+  auto anon = parseNumaStatLine(v1, "anon", 1, 4096, "f");
+  REQUIRE(anon.ok());
+  CHECK(anon->at(0) == 14u * 4096);
+  CHECK(anon->at(1) == 20u * 4096);
+  auto file = parseNumaStatLine("file=6 N0=6\n", "file", 1, 4096, "f");
+  REQUIRE(file.ok());
+  CHECK(file->at(0) == 6u * 4096);
+  CHECK_FALSE(parseNumaStatLine("anon N0=1\n", "file", 2, 4096, "f").ok());
+}
+
 TEST_CASE("ScopeProvider resolves cgroup, pid-list and command selectors") {
   Tree t;
   t.put("/proc/self/mountinfo", kMountinfo);
   t.put("/sys/fs/cgroup/memory/redis/cgroup.procs", "100\n101\n");
-  t.put("/sys/fs/cgroup/memory/redis/memory.numa_stat", "total=10 N0=10\nanon=6 N0=4 N1=2\n");
+  t.put("/sys/fs/cgroup/memory/redis/memory.numa_stat",
+        "total=10 N0=10\nfile=3 N0=3\nanon=6 N0=4 N1=2\n");
   t.put("/sys/fs/cgroup/unified/batch.slice/cgroup.procs", "200\n42\n");
   t.process(100, "redis-server", std::string("/usr/bin/redis-server\0*:6379\0", 29),
             "/usr/bin/redis-check-rdb");
@@ -117,6 +136,7 @@ TEST_CASE("ScopeProvider resolves cgroup, pid-list and command selectors") {
   CHECK(redis->pids == std::vector<pid_t>{100, 101});
   CHECK(redis->cgroupInode.has_value());
   CHECK(redis->anonBytesPerNode.at(1) == 2u * 4096);
+  CHECK(redis->fileBytesPerNode.at(0) == 3u * 4096);
 
   // v2 is preferred; tierd's own pid is never in a scope.
   auto batch = p.resolve({"batch", std::string("batch.slice"), {}, std::nullopt});

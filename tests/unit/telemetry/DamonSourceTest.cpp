@@ -120,13 +120,17 @@ TEST_CASE("start, one snapshot and stop write exactly the golden sequence") {
 TEST_CASE("the monitored process exits: kdamond stopped itself, we still remove ours") {
   FakeDamonFs fs;
   DamonSource src(config(), fs);
+  CHECK_FALSE(src.kdamondPid().has_value());
   REQUIRE(src.start().ok());
+  // Our kdamond's thread (whose CPU the sampler overhead metric counts).
+  CHECK(src.kdamondPid() == 4242);
   fs.log.clear();
   fs.processGone = true;
   auto batch = src.drain(5000);
   REQUIRE(batch.ok());
   CHECK(batch->empty());
   CHECK(src.targetGone());
+  CHECK_FALSE(src.kdamondPid().has_value());
   src.stop();
   CHECK(fs.log == std::vector<std::string>{"nr_kdamonds <- 0"});
 }
