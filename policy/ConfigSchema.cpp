@@ -116,10 +116,11 @@ const std::vector<KeySpec>& configSchema() {
        "are ranked by heat against the fast tier's room: this is a floor, not the cut."},
       {"workload", "hot_ratio", ValueType::Number, "0.0", 0, 1000, "", true, false, "x mean heat",
        "Relative cut for promotion: a slow-tier region is promoted only when its heat is at least "
-       "this many times the mean heat of the workload's regions (0 = off: any region above "
+       "this many times the mean heat of the same process's regions (0 = off: any region above "
        "hot_threshold may fill free fast memory). With huge pages even cold regions are sampled "
-       "often, so ranking against the workload's own mean separates the hot set where a fixed "
-       "threshold cannot (REFERENCE.md section 5)."},
+       "often, so ranking against the process's own mean separates the hot set where a fixed "
+       "threshold cannot (REFERENCE.md section 5). Per process, not per workload: each process "
+       "is sampled at its own interval (DAMON: its own kdamond), so heat is compared within it."},
       {"workload", "cold_threshold", ValueType::Number, "0.5", 0, 1e9, "", true, false, "samples",
        "Most heat for a fast-tier region to be demoted when free memory is short. Must be below "
        "hot_threshold. Over quota, the coldest regions go regardless."},

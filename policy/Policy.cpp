@@ -25,20 +25,26 @@ uint64_t fastTierTotal(const TickContext& ctx) {
   return total;
 }
 
-double promotionCut(const TickContext& ctx, const WorkloadView& w) {
+PromotionCut::PromotionCut(const TickContext& ctx, const WorkloadView& w) {
   const WorkloadPolicy& pol = ctx.config->workloads.at(w.id).policy;
-  double cut = pol.hotThreshold;
-  if (pol.hotRatio <= 0) return cut;
-  double sum = 0;
-  size_t n = 0;
+  threshold_ = pol.hotThreshold;
+  if (pol.hotRatio <= 0) return;
+  std::map<pid_t, std::pair<double, size_t>> sums;  // pid -> (heat sum, regions on known nodes)
   for (const RegionView& r : w.regions)
     for (const NodeFacts& node : ctx.nodes)
       if (node.id == r.node) {
+        auto& [sum, n] = sums[r.pid];
         sum += r.heat;
         ++n;
         break;
       }
-  return n > 0 ? std::max(cut, pol.hotRatio * sum / static_cast<double>(n)) : cut;
+  for (const auto& [pid, s] : sums)
+    byPid_[pid] = std::max(threshold_, pol.hotRatio * s.first / static_cast<double>(s.second));
+}
+
+double PromotionCut::of(pid_t pid) const {
+  auto it = byPid_.find(pid);
+  return it == byPid_.end() ? threshold_ : it->second;
 }
 
 WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& w) {
@@ -51,7 +57,7 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       if (n.id == id) return &n;
     return nullptr;
   };
-  const double cut = promotionCut(ctx, w);
+  const PromotionCut cut(ctx, w);
   std::vector<Candidate> fast;
   for (const RegionView& r : w.regions) {
     const NodeFacts* n = tierOf(r.node);
@@ -67,7 +73,8 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       continue;
     }
     if (n->tier == TierKind::Slow) {
-      if (r.heat >= cut) out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
+      if (r.heat >= cut.of(r.pid))
+        out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
     } else {
       fast.push_back({w.id, r, Direction::Demote, MoveReason::Pressure});
     }

@@ -4,9 +4,9 @@
 /// Pure and deterministic: no syscalls, no clock, same TickContext -> same proposal.
 ///
 /// - Promote: regions on the slow tier with heat >= hot_threshold (and, when hot_ratio is set,
-///   >= hot_ratio x the mean heat of the workload's located regions), hottest first. The arbiter
-///   takes them while the fast tier has room above its headroom and the workload is under its
-///   quota, or exchanges them for clearly colder fast-tier regions of the same workload.
+///   >= hot_ratio x the mean heat of the same process's located regions), hottest first. The
+///   arbiter takes them while the fast tier has room above its headroom and the workload is under
+///   its quota, or exchanges them for clearly colder fast-tier regions of the same workload.
 /// - Demote for quota: when the workload holds more fast-tier bytes than fast_quota, its coldest
 ///   fast-tier regions, just enough to get back under it (whatever their heat).
 /// - Demotable: the other fast-tier regions, coldest first; under free-memory pressure those
@@ -15,6 +15,7 @@
 ///   permanent refusal) and a region whose node is unknown are never proposed.
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "policy/TickContext.h"
@@ -57,9 +58,24 @@ uint64_t fastTierTotal(const TickContext& ctx);
 /// The proposal of workload `w` (an element of ctx.workloads).
 WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& w);
 
-/// The heat at or above which a region of `w` is hot, in heat units (HeatModel): the profile's
-/// hot_threshold, raised to hot_ratio x the mean heat of the workload's regions on known nodes
-/// when hot_ratio is set. The same cut promotes regions and counts hot bytes in reports/metrics.
-double promotionCut(const TickContext& ctx, const WorkloadView& w);
+/// The heat at or above which a region of `w` is hot, in heat units (HeatModel), per process:
+/// the profile's hot_threshold, raised to hot_ratio x the mean heat of that process's regions on
+/// known nodes when hot_ratio is set. The mean is taken per process, not over the workload,
+/// because heat is only comparable between regions one sampler measured alike: each process has
+/// its own kdamond (DamonSource.h), whose adaptive sample interval sets where its access
+/// estimates saturate (5 checks per aggregation at 20 ms: at most ~11.5; 12 at 8 ms: ~38), so a
+/// workload-wide mean set by a finely sampled process would keep every region of a coarsely
+/// sampled one below the cut for good. The same cut promotes regions and counts hot bytes in
+/// reports and metrics.
+class PromotionCut {
+ public:
+  PromotionCut(const TickContext& ctx, const WorkloadView& w);
+  /// The cut for regions of process `pid` (hot_threshold for a process with no region).
+  double of(pid_t pid) const;
+
+ private:
+  double threshold_ = 0;
+  std::map<pid_t, double> byPid_;
+};
 
 }  // namespace tierd::policy

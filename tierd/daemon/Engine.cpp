@@ -569,13 +569,13 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     }
     for (const auto& [pid, proc] : procs_)
       if (proc.workload == i) ++wr.pids;
-    const double hot = policy::promotionCut(ctx, view);
+    const policy::PromotionCut hot(ctx, view);
     const double cold = config_->workloads[i].policy.coldThreshold;
     for (const policy::RegionView& r : view.regions) {
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-      if (r.heat >= hot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+      if (r.heat >= hot.of(r.pid)) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
       if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);

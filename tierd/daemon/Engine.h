@@ -95,7 +95,7 @@ struct WorkloadReport {
   uint64_t fastBytes = 0;  ///< located bytes of tracked regions on fast-tier nodes
   uint64_t slowBytes = 0;  ///< located bytes on slow-tier nodes
   /// Bytes of regions at or above the promotion cut (hot_threshold, or hot_ratio x the mean heat:
-  /// policy::promotionCut) on the fast tier.
+  /// policy::PromotionCut) on the fast tier.
   uint64_t hotFastBytes = 0;
   uint64_t hotSlowBytes = 0;   ///< ... on the slow tier
   uint64_t coldFastBytes = 0;  ///< bytes of regions at or below cold_threshold on the fast tier

@@ -243,7 +243,7 @@ TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat")
     CHECK((m.start - kBase) / k2M % 10 == 0);
 }
 
-TEST_CASE("promotionCut: hot_threshold, raised to hot_ratio x the mean heat on known nodes") {
+TEST_CASE("PromotionCut: hot_threshold, raised to hot_ratio x the mean heat on known nodes") {
   auto cfg = makeConfig(
       "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\nhot_ratio = 2.0\n");
   TickContext ctx;
@@ -255,14 +255,49 @@ TEST_CASE("promotionCut: hot_threshold, raised to hot_ratio x the mean heat on k
     w.regions.push_back(region(7, i, 1, i == 0 ? 10.0 : 1.0));  // mean 3.25
   RegionView unknown = region(7, 9, 5, 1000.0);                 // node 5 is not in ctx.nodes
   w.regions.push_back(unknown);
-  CHECK(promotionCut(ctx, w) == doctest::Approx(6.5));
+  CHECK(PromotionCut(ctx, w).of(7) == doctest::Approx(6.5));
   w.regions.clear();  // no region: the threshold alone
-  CHECK(promotionCut(ctx, w) == doctest::Approx(1.0));
+  CHECK(PromotionCut(ctx, w).of(7) == doctest::Approx(1.0));
   auto low = makeConfig(
       "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 50.0\nhot_ratio = 2.0\n");
   ctx.config = low;
   w.regions.push_back(region(7, 0, 1, 10.0));
-  CHECK(promotionCut(ctx, w) == doctest::Approx(50.0));  // the threshold is the floor
+  CHECK(PromotionCut(ctx, w).of(7) == doctest::Approx(50.0));  // the threshold is the floor
+}
+
+TEST_CASE("PromotionCut: each process's regions against that process's own mean heat") {
+  // Two processes of one workload, sampled by kdamonds at different intervals: process 7's
+  // estimates run higher (its hot region 38, its cold ones 8), process 8's saturate at 11.5
+  // (hot) against 1.1 (cold). A workload-wide mean (~9.6, cut ~19.2) would never promote 8's
+  // hot region; its own mean (~3.7, cut ~7.4) does, and 7's cut stays at 2 x its own mean (31).
+  auto cfg = makeConfig(
+      "[[workload]]\nname = \"fleet\"\npids = [7, 8]\nhot_threshold = 1.0\nhot_ratio = 2.0\n");
+  TickContext ctx;
+  ctx.config = cfg;
+  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
+               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  WorkloadView w{0, {}};
+  for (uint64_t i = 0; i < 4; ++i)
+    w.regions.push_back(region(7, i, 1, i == 0 ? 38.0 : 8.0));
+  for (uint64_t i = 0; i < 4; ++i)
+    w.regions.push_back(region(8, i, 1, i == 0 ? 11.5 : 1.1));
+  const PromotionCut cut(ctx, w);
+  CHECK(cut.of(7) == doctest::Approx(2.0 * (38.0 + 3 * 8.0) / 4));
+  CHECK(cut.of(8) == doctest::Approx(2.0 * (11.5 + 3 * 1.1) / 4));
+  CHECK(cut.of(9) == doctest::Approx(1.0));  // no region: the threshold
+  // The arbiter promotes exactly the hot region of each process.
+  ctx.nowNs = 10 * kSec;
+  ctx.workloads = {w};
+  Arbiter arbiter;
+  ArbiterDecision d = arbiter.plan(ctx);
+  INFO(render(d));
+  REQUIRE(d.plan.moves.size() == 2);
+  CHECK(d.plan.moves[0].start == w.regions[0].start);
+  CHECK(d.plan.moves[1].start == w.regions[4].start);
+  std::set<pid_t> pids;
+  for (const MoveRange& m : d.plan.moves)
+    pids.insert(m.pid);
+  CHECK(pids == std::set<pid_t>{7, 8});
 }
 
 TEST_CASE("a region bigger than a tick's budget goes only with a full bucket, then pays it back") {
