@@ -79,7 +79,9 @@ DamonProbe probeDamon(DamonFs& fs) {
     p.why = exclusiveHolderWhy(holder);
   } else if (p.nrKdamonds == 0) {
     p.usable = true;
-    p.why = "no kdamond exists: tierd may create its own (nr_kdamonds 0 -> 1)";
+    p.why =
+        "no kdamond exists: tierd may create its own (nr_kdamonds 0 -> N, all at once: "
+        "sampling.damon_max_processes in the daemon, one per sampled process; 1 for tierctl)";
   } else {
     const auto& k = p.kdamonds.front();
     p.why = "DAMON busy: kdamond " + std::to_string(k.id) + " is not ours (state " + k.state +
