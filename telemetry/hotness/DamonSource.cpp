@@ -295,11 +295,10 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
       ++stats_.discarded;
       continue;
     }
-    if (v[2] == 0) continue;  // not accessed in the last aggregation interval
-    // The access ratio is taken over the regions accessed at all (see DamonSource.h).
     totalBytes += static_cast<double>(v[1] - v[0]);
     seenBytes += static_cast<double>(v[1] - v[0]) * static_cast<double>(std::min(v[2], checks)) /
                  static_cast<double>(checks);
+    if (v[2] == 0) continue;  // not accessed in the last aggregation interval
     const double estimate = damonAccessEstimate(v[2], checks);
     // DAMON's region boundaries are page multiples, not 2 MiB ones: a chunk straddled by two
     // regions gets each one's nr_accesses in proportion to the part it covers (weighting every
@@ -325,8 +324,8 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
     return out;
   }
   ++snapshots_;
-  {
-    accessRatio_ = totalBytes > 0 ? seenBytes / totalBytes : 0.0;  // nothing accessed: 0
+  if (totalBytes > 0) {
+    accessRatio_ = seenBytes / totalBytes;
     retune(accessRatio_);
   }
   return out;

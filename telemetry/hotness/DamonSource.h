@@ -15,14 +15,8 @@
 /// like one touched a million times per second, so a fast workload's cold and hot regions look
 /// alike (REFERENCE.md section 5). With `adaptiveSampling` the source retunes sample_us after each
 /// snapshot so that the observed access ratio (sum of size x nr_accesses over size x checks per
-/// aggregation, over the regions with nr_accesses > 0) stays between accessRatioLow and
-/// accessRatioHigh: halving the interval when most accessed memory reads as accessed in most
-/// checks, doubling it when even that memory is seen in almost none. Regions never accessed are
-/// left out because vaddr regions cover the whole address space between the two largest gaps:
-/// unmapped holes, PROT_NONE reservations (a glibc arena reserves 64 MiB) and untouched
-/// libraries. Counted in, they made a small process's ratio read 1-6% while its 64 MiB GUPS
-/// table was seen in every 20 ms check, hot and cold chunks alike (rig fleet-safety), so the
-/// interval went up to its ceiling instead of down. It writes the new sample_us and
+/// aggregation) stays between accessRatioLow and accessRatioHigh: halving the interval when most
+/// memory reads as accessed, doubling it when almost nothing does. It writes the new sample_us and
 /// `commit` to `state` (the kernel re-reads the attributes and rescales region counts). Kernels
 /// from 6.15 have intervals auto-tuning (intervals_goal) built in; 6.12, the rig's kernel, does
 /// not. On 6.12 the write of update_schemes_tried_regions returns once the kernel has collected the

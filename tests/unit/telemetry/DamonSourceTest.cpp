@@ -271,31 +271,6 @@ TEST_CASE("adaptive sampling: saturated checks halve sample_us, idle ones double
   src.stop();
 }
 
-TEST_CASE("adaptive sampling: the access ratio is over accessed regions, not the address space") {
-  // A 64 MiB table seen in every check, inside 1 GiB of vaddr regions that are never accessed
-  // (holes and PROT_NONE reservations between the two largest gaps): memory-weighted over
-  // everything the ratio would read 5.9% and leave the interval where hot and cold look alike.
-  FakeDamonFs fs;
-  DamonSource src(adaptive(), fs);
-  REQUIRE(src.start().ok());
-  fs.regions = {{0x7f0000000000, 0x7f0040000000, 0, 1}, {0x7f0040000000, 0x7f0044000000, 50, 1}};
-  REQUIRE(src.drain(5000).ok());
-  CHECK(src.accessRatio() == doctest::Approx(1.0));
-  CHECK(src.sampleUs() == 1000);  // halved
-  // Half of the table seen in 20 of 100 checks, half never: 20% of the accessed memory's checks.
-  fs.regions = {{0x7f0000000000, 0x7f0040000000, 0, 1},
-                {0x7f0040000000, 0x7f0042000000, 20, 1},
-                {0x7f0042000000, 0x7f0044000000, 0, 1}};
-  REQUIRE(src.drain(10000).ok());
-  CHECK(src.accessRatio() == doctest::Approx(20.0 / 100.0));  // 20 of 100 checks at 1000 us
-  CHECK(src.sampleUs() == 1000);                              // inside the band
-  fs.regions = {{0x7f0000000000, 0x7f0044000000, 0, 1}};      // nothing accessed: ratio 0
-  REQUIRE(src.drain(15000).ok());
-  CHECK(src.accessRatio() == doctest::Approx(0.0));
-  CHECK(src.sampleUs() == 2000);  // doubled
-  src.stop();
-}
-
 TEST_CASE(
     "adaptive sampling: a failed commit stops tuning and leaves sample_us as the kernel has it") {
   FakeDamonFs fs;
