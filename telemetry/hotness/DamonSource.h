@@ -210,6 +210,7 @@ class DamonSource final : public HotnessSource {
   uint64_t snapshots_ = 0;       ///< snapshots taken (tried regions read)
   uint64_t lastRegions_ = 0;     ///< tried regions in the last snapshot
   uint64_t emptySnapshots_ = 0;  ///< update_schemes_tried_regions answers without regions
+  int emptyDrainsInARow_ = 0;    ///< drains whose every answer was empty, in a row
   std::string tuningStopped_;    ///< why adaptive sampling gave up (a failed commit), "" if not
   SourceStats stats_;
 };

@@ -271,6 +271,29 @@ TEST_CASE("adaptive sampling: saturated checks halve sample_us, idle ones double
   src.stop();
 }
 
+TEST_CASE("adaptive sampling: a kdamond that answers nothing two drains in a row is slowed down") {
+  FakeDamonFs fs;
+  DamonSource src(adaptive(), fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 20, 1}};  // 40% of 50 checks: would halve
+  fs.emptyAnswers = kTriedRegionsAttempts;                 // the first drain: nothing at all
+  REQUIRE(src.drain(5000).ok());
+  CHECK(src.sampleUs() == 2000);  // one empty drain changes nothing
+  fs.emptyAnswers = kTriedRegionsAttempts;
+  REQUIRE(src.drain(10000).ok());
+  CHECK(src.sampleUs() == 4000);  // the second in a row doubles sample_us
+  CHECK(fs.readAttr(kSampleUs).value() == "4000");
+  fs.emptyAnswers = kTriedRegionsAttempts;
+  REQUIRE(src.drain(15000).ok());
+  CHECK(src.sampleUs() == 4000);   // the count starts again
+  REQUIRE(src.drain(20000).ok());  // regions again: the ratio rules (20 of 25 checks: halve)
+  CHECK(src.sampleUs() == 2000);
+  fs.emptyAnswers = kTriedRegionsAttempts;
+  REQUIRE(src.drain(25000).ok());
+  CHECK(src.sampleUs() == 2000);  // one empty drain after a good one: not in a row
+  src.stop();
+}
+
 TEST_CASE(
     "adaptive sampling: a failed commit stops tuning and leaves sample_us as the kernel has it") {
   FakeDamonFs fs;
