@@ -13,15 +13,14 @@
 #include "policy/Zipf.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
+#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 
 namespace tierd::cli {
 namespace {
 
 double threadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  return static_cast<double>(threadCpuNs()) / 1e9;
 }
 
 struct MeanSd {

@@ -13,19 +13,10 @@
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
 #include "tierd/cli/Sampling.h"
+#include "tierd/core/Clock.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::cli {
-
-namespace {
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const telemetry::SamplingTarget& target,

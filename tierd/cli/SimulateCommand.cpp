@@ -1,5 +1,5 @@
 // tierctl simulate: replay a recorded trace through a config on a modelled machine (the tick
-// engine with a FakeMigrator; tierd/daemon/Simulator.h) and print what the policy would do over
+// engine with a FakeMigrator; tierd/simulate/Simulator.h) and print what the policy would do over
 // time. docs/simulate.md describes the model, the columns and the JSON.
 #include <fstream>
 #include <iostream>
@@ -10,8 +10,8 @@
 #include "telemetry/hotness/Trace.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
-#include "tierd/daemon/Daemon.h"
-#include "tierd/daemon/Simulator.h"
+#include "tierd/daemon/Tuning.h"
+#include "tierd/simulate/Simulator.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::cli {
