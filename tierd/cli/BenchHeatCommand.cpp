@@ -13,6 +13,7 @@
 #include "policy/Zipf.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
+#include "tierd/cli/ValueParsers.h"
 #include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 
@@ -40,47 +41,26 @@ MeanSd meanSd(const std::vector<double>& v) {
 }  // namespace
 
 int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"json", false, "print the figures as JSON"},
-      {"gib", true, "tracked memory in GiB (default 64)", "N"},
-      {"samples", true, "samples per run (default 4000000)", "N"},
-      {"runs", true, "runs (default 5)", "N"},
-      {"zipf", true, "zipf exponent s (default 0.99)", "S"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl bench heat",
+      "usage: tierctl bench heat [--json]\n\nSamples ingested per second per core by the heat "
+      "model and bytes of model per tracked GiB, for a zipfian stream over 2 MiB regions (fixed "
+      "seed).\n",
+      {
+          {"json", false, "print the figures as JSON"},
+          {"gib", true, "tracked memory in GiB (default 64)", "N"},
+          {"samples", true, "samples per run (default 4000000)", "N"},
+          {"runs", true, "runs (default 5)", "N"},
+          {"zipf", true, "zipf exponent s (default 0.99)", "S"},
+          {"help", false, "show this help"},
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl bench heat: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl bench heat [--json]\n\nSamples ingested per second per core by "
-                 "the heat model and bytes of model per tracked GiB, for a zipfian stream over "
-                 "2 MiB regions (fixed seed).\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "tierctl bench heat: unexpected argument '" << parsed->positional[0] << "'\n";
-    return 2;
-  }
-  auto num = [&](const char* name, uint64_t def, uint64_t lo, uint64_t hi) -> Result<uint64_t> {
-    auto v = parsed->get(name);
-    if (!v) return def;
-    try {
-      size_t pos = 0;
-      unsigned long long x = std::stoull(*v, &pos);
-      if (pos != v->size() || x < lo || x > hi || (*v)[0] == '-') throw std::out_of_range("");
-      return static_cast<uint64_t>(x);
-    } catch (...) {
-      return Error::input("expected an integer in " + std::to_string(lo) + ".." +
-                              std::to_string(hi) + ", got '" + *v + "'",
-                          std::string("--") + name);
-    }
-  };
-  auto gib = num("gib", 64, 1, 4096);
-  auto samples = num("samples", 4000000, 1000, 1000000000);
-  auto runs = num("runs", 5, 1, 100);
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  auto gib = parsed->integer("gib", 64, 1, 4096);
+  auto samples = parsed->integer("samples", 4000000, 1000, 1000000000);
+  auto runs = parsed->integer("runs", 5, 1, 100);
   double zipfS = 0.99;
   if (auto z = parsed->get("zipf")) {
     std::istringstream in(*z);

@@ -9,7 +9,6 @@
 #include "tierd/cli/Args.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/main/MainGuard.h"
-#include "tierd/sys/Parsers.h"
 
 namespace {
 
@@ -63,10 +62,10 @@ int tierdMain(int argc, char** argv) {
   options.dryRun = parsed->has("dry-run");
   options.once = parsed->has("once");
   options.dropCapabilities = !parsed->has("keep-capabilities");
-  if (auto n = parsed->get("ticks")) {
-    auto v = sys::parseU64(*n, "--ticks");
-    if (!v || v.value() == 0) {
-      std::cerr << "tierd: --ticks needs a positive integer, got '" << *n << "'\n";
+  if (parsed->has("ticks")) {
+    auto v = parsed->integer("ticks", 0, 1, UINT64_MAX);
+    if (!v) {
+      std::cerr << "tierd: " << v.error().describe() << "\n";
       return 2;
     }
     options.ticks = v.value();
