@@ -55,6 +55,10 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
 /// when the environment or the work failed).
 int fail(const CommandSpec& spec, const Error& e, int exitCode);
 
+/// Reads a whole input file named on the command line (a trace, a hot set). Errors: Environment
+/// "cannot open" with the path and errno.
+Result<std::string> readInputFile(const std::string& path);
+
 /// `tierctl topology [--json] [--sys-root DIR]`: nodes, tiers, reasons, capacity, capabilities.
 int topologyCommand(const std::vector<std::string>& args, size_t begin);
 

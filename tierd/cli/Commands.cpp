@@ -1,5 +1,7 @@
 // The tierctl command table, dispatch, and the per-command option parsing (Command.h).
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "tierd/cli/Command.h"
 
@@ -71,6 +73,14 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
     return std::nullopt;
   }
   return std::move(parsed.value());
+}
+
+Result<std::string> readInputFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::fromErrno("cannot open", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 int fail(const CommandSpec& spec, const Error& e, int exitCode) {

@@ -20,18 +20,6 @@
 
 namespace tierd::cli {
 
-namespace {
-
-Result<std::string> readFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error::fromErrno("cannot open", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {
       "tierctl hotness",
@@ -67,15 +55,13 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
         << "tierctl hotness: need --truth FILE and exactly one of --source NAME or --trace FILE\n";
     return 2;
   }
-  auto truthText = readFile(*parsed->get("truth"));
+  auto truthText = readInputFile(*parsed->get("truth"));
   if (!truthText) {
-    std::cerr << "tierctl hotness: " << truthText.error().describe() << "\n";
-    return 1;
+    return fail(spec, truthText.error(), 1);
   }
   auto truth = telemetry::parseHotSet(truthText.value(), *parsed->get("truth"));
   if (!truth) {
-    std::cerr << "tierctl hotness: " << truth.error().describe() << "\n";
-    return 2;
+    return fail(spec, truth.error(), 2);
   }
   pid_t pid = truth->pid;
   if (parsed->has("pid")) {
@@ -105,15 +91,13 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
   std::string sourceName;
   uint64_t seconds = 0;
   if (auto tracePath = parsed->get("trace")) {
-    auto text = readFile(*tracePath);
+    auto text = readInputFile(*tracePath);
     if (!text) {
-      std::cerr << "tierctl hotness: " << text.error().describe() << "\n";
-      return 1;
+      return fail(spec, text.error(), 1);
     }
     auto trace = telemetry::parseTrace(text.value(), *tracePath);
     if (!trace) {
-      std::cerr << "tierctl hotness: " << trace.error().describe() << "\n";
-      return 2;
+      return fail(spec, trace.error(), 2);
     }
     sourceName = "replay:" + trace->header.source;
     const bool weighted = trace->header.source == "damon-vaddr";
@@ -135,8 +119,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     target.pid = pid;
     auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr, damon);
     if (!started) {
-      std::cerr << "tierctl hotness: " << started.error().describe() << "\n";
-      return 1;
+      return fail(spec, started.error(), 1);
     }
     auto& src = *started->source;
     sourceName = src.name();

@@ -95,8 +95,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
 
   auto maps = sys::readSmaps(root, pid);  // smaps: page sizes and AnonHugePages per VMA
   if (!maps) {
-    std::cerr << "tierctl locate: " << maps.error().describe() << "\n";
-    return 1;
+    return fail(spec, maps.error(), 1);
   }
   std::vector<sys::SmapsVma> vmas;
   for (const auto& v : maps.value())
@@ -106,8 +105,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     ranges.push_back({v.start, v.size()});
   auto loc = mig.locate(pid, ranges);
   if (!loc) {
-    std::cerr << "tierctl locate: " << loc.error().describe() << "\n";
-    return 1;
+    return fail(spec, loc.error(), 1);
   }
 
   // Split the runs back onto VMAs (runs are in VMA order and may span adjacent VMAs).

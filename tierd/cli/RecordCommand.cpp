@@ -96,8 +96,7 @@ int recordCommand(const std::vector<std::string>& args, size_t begin) {
   auto started = startBestSource(probe, target, parsed->get("source").value_or(""), opener, fs,
                                  root, std::cerr);
   if (!started) {
-    std::cerr << "tierctl record: " << started.error().describe() << "\n";
-    return 1;
+    return fail(spec, started.error(), 1);
   }
   auto& src = *started->source;
   auto* perf = dynamic_cast<telemetry::PerfSampler*>(&src);

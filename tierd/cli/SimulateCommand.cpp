@@ -17,18 +17,6 @@
 
 namespace tierd::cli {
 
-namespace {
-
-Result<std::string> readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::fromErrno("cannot open", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {
       "tierctl simulate",
@@ -124,20 +112,17 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   options.configLabel = configPath;
   options.topologyLabel = options.topologyDir;
 
-  auto text = readWholeFile(tracePath);
+  auto text = readInputFile(tracePath);
   if (!text) {
-    std::cerr << "tierctl simulate: " << text.error().describe() << "\n";
-    return 1;
+    return fail(spec, text.error(), 1);
   }
   auto trace = telemetry::parseTrace(text.value(), tracePath);
   if (!trace) {
-    std::cerr << "tierctl simulate: " << trace.error().describe() << "\n";
-    return 1;
+    return fail(spec, trace.error(), 1);
   }
   auto result = daemon::simulate(trace.value(), *compiled.config, options);
   if (!result) {
-    std::cerr << "tierctl simulate: " << result.error().describe() << "\n";
-    return 1;
+    return fail(spec, result.error(), 1);
   }
   if (parsed->has("json")) {
     std::cout << daemon::simulationJson(result.value()).dump(2) << "\n";
