@@ -43,9 +43,8 @@ int benchMigrate(const std::vector<std::string>& args, size_t begin) {
           {"from", true, "source node (default 0)", "NODE"},
           {"to", true, "target node (default 0)", "NODE"},
           {"runs", true, "measured runs (default 5)", "N"},
-          {"json", false, "print the stable JSON form (docs/migrate.md)"},
-          {"sys-root", true, "", "DIR"},
-          {"help", false, "show this help"},
+          kMigrateJsonOption,
+          kSysRootOption,
       },
   };
   int code = 0;
@@ -141,9 +140,8 @@ int benchLocate(const std::vector<std::string>& args, size_t begin) {
            "SIZE"},
           {"page", true, "4k | thp (default thp)", "PAGE"},
           {"runs", true, "measured runs (default 5)", "N"},
-          {"json", false, "print the stable JSON form (docs/migrate.md)"},
-          {"sys-root", true, "", "DIR"},
-          {"help", false, "show this help"},
+          kMigrateJsonOption,
+          kSysRootOption,
       },
   };
   int code = 0;

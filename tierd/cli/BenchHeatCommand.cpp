@@ -52,7 +52,6 @@ int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
           {"samples", true, "samples per run (default 4000000)", "N"},
           {"runs", true, "runs (default 5)", "N"},
           {"zipf", true, "zipf exponent s (default 0.99)", "S"},
-          {"help", false, "show this help"},
       },
   };
   int code = 0;

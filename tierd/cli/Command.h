@@ -40,9 +40,22 @@ int dispatchCommand(std::string_view program, std::span<const CommandEntry> tabl
 struct CommandSpec {
   std::string name;                 ///< "tierctl bench migrate": the prefix of every message
   std::string usage;                ///< --help prints this, a blank line, then the options
-  std::vector<OptionSpec> options;  ///< include {"help", false, ...} to offer --help
+  std::vector<OptionSpec> options;  ///< parseCommand adds --help (last) to these
   bool positionalAllowed = false;   ///< false: a positional argument is a usage error
 };
+
+/// The hidden `--sys-root DIR` of the commands that read /proc and /sys (tests point it at a
+/// fixture tree; the default is "/").
+inline const OptionSpec kSysRootOption{"sys-root", true, "", "DIR"};
+
+/// `--json` of the migration commands (locate, move, bench migrate|locate): the stable JSON of
+/// docs/migrate.md.
+inline const OptionSpec kMigrateJsonOption{"json", false,
+                                           "print the stable JSON form (docs/migrate.md)"};
+
+/// The command's --help text: its usage, a blank line, then every option's help line (--help
+/// included).
+std::string commandHelp(const CommandSpec& spec);
 
 /// Parses args[begin..] for `spec`. nullopt means: return `exitCode` at once, because --help was
 /// printed on stdout (0) or a usage error "NAME: message" on stderr (2: unknown, repeated or

@@ -33,7 +33,17 @@ void usage(std::ostream& out, std::string_view program, std::span<const CommandE
   out << "\n'" << program << " <command> --help' for the options of one command.\n";
 }
 
+std::vector<OptionSpec> withHelp(const CommandSpec& spec) {
+  std::vector<OptionSpec> all = spec.options;
+  all.push_back({"help", false, "show this help"});
+  return all;
+}
+
 }  // namespace
+
+std::string commandHelp(const CommandSpec& spec) {
+  return spec.usage + "\n" + optionHelp(withHelp(spec));
+}
 
 std::span<const CommandEntry> tierctlCommands() {
   return kTierctlCommands;
@@ -57,13 +67,13 @@ int dispatchCommand(std::string_view program, std::span<const CommandEntry> tabl
 std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
                                        const std::vector<std::string>& args, size_t begin,
                                        int& exitCode) {
-  auto parsed = parseArgs(args, begin, spec.options);
+  auto parsed = parseArgs(args, begin, withHelp(spec));
   if (!parsed) {
     exitCode = fail(spec, parsed.error(), 2);
     return std::nullopt;
   }
   if (parsed->has("help")) {
-    std::cout << spec.usage << "\n" << optionHelp(spec.options);
+    std::cout << commandHelp(spec);
     exitCode = 0;
     return std::nullopt;
   }

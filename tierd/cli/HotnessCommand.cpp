@@ -43,8 +43,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
           {"damon-min-regions", true, "DAMON minimum number of regions (default 10)", "N"},
           {"damon-max-regions", true, "DAMON maximum number of regions (default 1000)", "N"},
           {"damon-snapshot-ms", true, "how often to read DAMON's regions, ms (default 1000)", "MS"},
-          {"sys-root", true, "", "DIR"},
-          {"help", false, "show this help"},
+          kSysRootOption,
       },
   };
   int code = 0;

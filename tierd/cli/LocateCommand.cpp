@@ -77,10 +77,9 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
                             "2M/1G).\n",
                             {
                                 {"pid", true, "process id", "PID"},
-                                {"json", false, "print the stable JSON form (docs/migrate.md)"},
+                                kMigrateJsonOption,
                                 {"verbose", false, "also list every VMA"},
-                                {"sys-root", true, "", "DIR"},
-                                {"help", false, "show this help"},
+                                kSysRootOption,
                             }};
   int code = 0;
   auto parsed = parseCommand(spec, args, begin, code);

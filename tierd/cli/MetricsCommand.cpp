@@ -15,7 +15,6 @@ int metricsCommand(const std::vector<std::string>& args, size_t begin) {
           {"catalog", false, "print the metric catalog (names, types, units, labels, help)"},
           {"markdown", false, "as Markdown (docs/metrics.md is this output)"},
           {"json", false, "as JSON"},
-          {"help", false, "show this help"},
       }};
   int code = 0;
   auto parsed = parseCommand(spec, args, begin, code);

@@ -38,9 +38,8 @@ int moveCommand(const std::vector<std::string>& args, size_t begin) {
           {"to", true, "target node", "NODE"},
           {"range", true, "only this hex address range A-B (default: every VMA)", "A-B"},
           {"timeout-ms", true, "deadline for the whole move (default 60000)", "MS"},
-          {"json", false, "print the stable JSON form (docs/migrate.md)"},
-          {"sys-root", true, "", "DIR"},
-          {"help", false, "show this help"},
+          kMigrateJsonOption,
+          kSysRootOption,
       },
   };
   int code = 0;

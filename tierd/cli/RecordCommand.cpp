@@ -66,8 +66,7 @@ int recordCommand(const std::vector<std::string>& args, size_t begin) {
           {"source", true, "force a source (perf-pebs, perf-ibs, damon-vaddr, perf-sw-page-faults)",
            "NAME"},
           {"interval-ms", true, "drain interval in milliseconds (default 100)", "MS"},
-          {"sys-root", true, "", "DIR"},
-          {"help", false, "show this help"},
+          kSysRootOption,
       },
   };
   int code = 0;

@@ -53,14 +53,13 @@ int samplingCommand(const std::vector<std::string>& args, size_t begin) {
       {
           {"probe", false, "list the hotness sources of this machine, their events and why (not)"},
           {"json", false, "print JSON (keys: hardware_pmu, damon, sources[], chosen)"},
-          {"sys-root", true, "", "DIR"},
-          {"help", false, "show this help"},
+          kSysRootOption,
       }};
   int code = 0;
   auto parsed = parseCommand(spec, args, begin, code);
   if (!parsed) return code;
   if (!parsed->has("probe")) {
-    std::cerr << spec.usage << "\n" << optionHelp(spec.options);
+    std::cerr << commandHelp(spec);
     return 2;
   }
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));

@@ -49,7 +49,6 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
            "moves) "
            "the traced process PID exits and a new process gets its pid; comma-separated list",
            "PID@TIME"},
-          {"help", false, "show this help"},
       },
   };
   int code = 0;

@@ -12,8 +12,7 @@ int topologyCommand(const std::vector<std::string>& args, size_t begin) {
                             "and why, capacity, distances and kernel capabilities.\n",
                             {
                                 {"json", false, "print the stable JSON form (docs/topology.md)"},
-                                {"sys-root", true, "", "DIR"},
-                                {"help", false, "show this help"},
+                                kSysRootOption,
                             }};
   int code = 0;
   auto parsed = parseCommand(spec, args, begin, code);
