@@ -11,18 +11,14 @@
 
 #include "policy/HeatModel.h"
 #include "policy/Zipf.h"
+#include "telemetry/metrics/CpuTime.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
 #include "tierd/cli/ValueParsers.h"
-#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 
 namespace tierd::cli {
 namespace {
-
-double threadCpuSeconds() {
-  return static_cast<double>(threadCpuNs()) / 1e9;
-}
 
 struct MeanSd {
   double mean = 0, sd = 0;
@@ -103,20 +99,20 @@ int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
     for (uint64_t r = 0; r < regions; ++r)
       where.push_back({base + r * 2 * kMiB, r % 4 ? 1 : 0});
     model.setLocations(pid, std::move(where));
-    double cpu0 = threadCpuSeconds();
+    double cpu0 = telemetry::threadCpuSeconds();
     auto wall0 = std::chrono::steady_clock::now();
     for (size_t off = 0; off < stream.size(); off += kBatch) {
       size_t n = std::min(kBatch, stream.size() - off);
       model.ingest(std::span<const AccessSample>(stream.data() + off, n),
                    stream[off + n - 1].timeNs);
     }
-    double cpu = threadCpuSeconds() - cpu0;
+    double cpu = telemetry::threadCpuSeconds() - cpu0;
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     rates.push_back(static_cast<double>(stream.size()) / std::max(cpu, 1e-9));
     wallRates.push_back(static_cast<double>(stream.size()) / std::max(wall, 1e-9));
-    double d0 = threadCpuSeconds();
+    double d0 = telemetry::threadCpuSeconds();
     model.decay(stream.back().timeNs + 1'000'000'000);
-    double d = threadCpuSeconds() - d0;
+    double d = telemetry::threadCpuSeconds() - d0;
     decayNsPerRegion.push_back(d * 1e9 /
                                static_cast<double>(std::max<size_t>(1, model.regionCount())));
     modelBytes = model.modelBytes();
