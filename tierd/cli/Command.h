@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/ConfigCompiler.h"
 #include "tierd/cli/Args.h"
 #include "tierd/core/Result.h"
 
@@ -67,6 +68,11 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
 /// Prints "NAME: " and e.describe() on stderr and returns `exitCode` (2 for a usage error, 1
 /// when the environment or the work failed).
 int fail(const CommandSpec& spec, const Error& e, int exitCode);
+
+/// Compiles the config file `path` as the daemon does (its replay trace checked with
+/// daemon::checkReplayTrace). On errors prints each on stderr as "file:line:column: key:
+/// message", then "PROGRAM: PATH: N error(s)"; the outcome is returned either way.
+policy::CompileOutcome compileConfigReporting(std::string_view program, const std::string& path);
 
 /// Reads a whole input file named on the command line (a trace, a hot set). Errors: Environment
 /// "cannot open" with the path and errno.

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "tierd/cli/Command.h"
+#include "tierd/daemon/Tuning.h"
 
 namespace tierd::cli {
 namespace {
@@ -83,6 +84,19 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
     return std::nullopt;
   }
   return std::move(parsed.value());
+}
+
+policy::CompileOutcome compileConfigReporting(std::string_view program, const std::string& path) {
+  policy::CompileOptions options;
+  options.checkTrace = daemon::checkReplayTrace;
+  policy::CompileOutcome out = policy::compileConfigFile(path, options);
+  if (!out.ok()) {
+    for (const policy::ConfigError& e : out.errors)
+      std::cerr << e.describe() << "\n";
+    std::cerr << program << ": " << path << ": " << out.errors.size() << " error"
+              << (out.errors.size() == 1 ? "" : "s") << "\n";
+  }
+  return out;
 }
 
 Result<std::string> readInputFile(const std::string& path) {

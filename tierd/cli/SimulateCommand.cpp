@@ -66,16 +66,8 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   if (!window) return fail(spec, window.error(), 2);
 
   const std::string configPath = *parsed->get("config");
-  policy::CompileOptions compileOptions;
-  compileOptions.checkTrace = daemon::checkReplayTrace;
-  policy::CompileOutcome compiled = policy::compileConfigFile(configPath, compileOptions);
-  if (!compiled.ok()) {
-    for (const policy::ConfigError& e : compiled.errors)
-      std::cerr << e.describe() << "\n";
-    std::cerr << "tierctl simulate: " << configPath << ": " << compiled.errors.size() << " error"
-              << (compiled.errors.size() == 1 ? "" : "s") << "\n";
-    return 1;
-  }
+  policy::CompileOutcome compiled = compileConfigReporting(spec.name, configPath);
+  if (!compiled.ok()) return 1;
   // The trace: --trace, else the config's own (source = "replay").
   std::string tracePath = parsed->get("trace").value_or(compiled.config->sampling.trace);
   if (tracePath.empty()) {
