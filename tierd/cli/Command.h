@@ -42,7 +42,6 @@ struct CommandSpec {
   std::string name;                 ///< "tierctl bench migrate": the prefix of every message
   std::string usage;                ///< --help prints this, a blank line, then the options
   std::vector<OptionSpec> options;  ///< parseCommand adds --help (last) to these
-  bool positionalAllowed = false;   ///< false: a positional argument is a usage error
 };
 
 /// The hidden `--sys-root DIR` of the commands that read /proc and /sys (tests point it at a

@@ -78,7 +78,7 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
     exitCode = 0;
     return std::nullopt;
   }
-  if (!spec.positionalAllowed && !parsed->positional.empty()) {
+  if (!parsed->positional.empty()) {  // no command takes positional arguments
     std::cerr << spec.name << ": unexpected argument '" << parsed->positional[0] << "'\n";
     exitCode = 2;
     return std::nullopt;
