@@ -85,7 +85,7 @@ def main(src):
                         if dep and dep != target and dep not in allowed[target]:
                             errors.append("%s:%d: %s (%s) includes %s of %s, which it may not "
                                           "depend on" % (rel, n, rel_dir, target, m.group(1), dep))
-            if "CMakeLists.txt" in files and target:
+            if "CMakeLists.txt" in files:
                 with open(os.path.join(dirpath, "CMakeLists.txt")) as f:
                     text = f.read()
                 for m in LINK.finditer(text):
