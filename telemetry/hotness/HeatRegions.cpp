@@ -1,6 +1,7 @@
 #include "telemetry/hotness/HeatRegions.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 #include "tierd/sys/Parsers.h"
@@ -42,7 +43,7 @@ Result<HotSetTruth> parseHotSet(std::string_view text, const std::string& contex
     if (a == "pid") {
       char* end = nullptr;
       long v = std::strtol(b.c_str(), &end, 10);
-      if (b.empty() || *end != '\0' || v <= 0)
+      if (b.empty() || *end != '\0' || v <= 0 || v > std::numeric_limits<pid_t>::max())
         return Error::input("expected 'pid N', got '" + line + "'", where);
       t.pid = static_cast<pid_t>(v);
       havePid = true;

@@ -10,19 +10,10 @@
 #include <cstring>
 
 #include "telemetry/hotness/PerfRing.h"
+#include "tierd/core/Clock.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::telemetry {
-
-namespace {
-
-uint64_t clockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 EventChoice pageFaultEvent() {
   perf_event_attr attr;
@@ -195,7 +186,7 @@ Status PerfSampler::start() {
       if (tid) targets.push_back({static_cast<pid_t>(tid.value()), -1});
     }
   }
-  lastTaskScanNs_ = clockNs(CLOCK_MONOTONIC);
+  lastTaskScanNs_ = monotonicNs();
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
   uint64_t inUse = 0;
@@ -220,13 +211,13 @@ Status PerfSampler::start() {
     }
   }
   started_ = true;
-  lastWallNs_ = clockNs(CLOCK_MONOTONIC);
+  lastWallNs_ = monotonicNs();
   return Ok{};
 }
 
 Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
-  const uint64_t cpu0 = clockNs(CLOCK_THREAD_CPUTIME_ID);
-  if (started_) openNewThreads(clockNs(CLOCK_MONOTONIC));
+  const uint64_t cpu0 = threadCpuNs();
+  if (started_) openNewThreads(monotonicNs());
   std::vector<PerfSample> raw;
   RingCounts counts;
   Status firstError = Ok{};
@@ -239,7 +230,7 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
   stats_.lost += counts.lost;
   lostSinceAdapt_ += counts.lost;
   stats_.throttled += counts.throttled;
-  const uint64_t now = clockNs(CLOCK_MONOTONIC);
+  const uint64_t now = monotonicNs();
   for (const auto& p : raw) {
     const bool keep = p.addr != 0 && (!config_.filterMappings ||
                                       filter_.contains(static_cast<pid_t>(p.pid), p.addr, now));
@@ -267,7 +258,7 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
   }
   stats_.samples += out.size();
   // CPU budget: measured over at least one second of wall time.
-  cpuNsSinceAdapt_ += clockNs(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+  cpuNsSinceAdapt_ += threadCpuNs() - cpu0;
   const uint64_t wall = now - lastWallNs_;
   if (started_ && wall >= 1000000000u) {
     overhead_ = static_cast<double>(cpuNsSinceAdapt_) / static_cast<double>(wall);

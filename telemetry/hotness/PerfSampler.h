@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "telemetry/hotness/AddressFilter.h"
 #include "telemetry/hotness/HotnessSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/PmuEvents.h"
-#include "telemetry/hotness/ProcMaps.h"
 #include "tierd/sys/SysRoot.h"
 
 namespace tierd::telemetry {

@@ -1,14 +1,13 @@
 #include "telemetry/metrics/CpuTime.h"
 
 #include <sys/resource.h>
-#include <time.h>
+
+#include "tierd/core/Clock.h"
 
 namespace tierd::telemetry {
 
 double threadCpuSeconds() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  return static_cast<double>(threadCpuNs()) * 1e-9;
 }
 
 double threadSystemCpuSeconds() {

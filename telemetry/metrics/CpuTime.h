@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// CPU time of the calling thread, for tierd_daemon_cpu_seconds_total{component} (the loop
-/// reads threadCpuSeconds() before and after each phase of a tick and adds the difference) and
-/// for the system CPU spent inside move_pages(2) (threadSystemCpuSeconds() around each call).
+/// reads threadCpuSeconds() (tierd/core/Clock.h threadCpuNs, in seconds) before and after each
+/// phase of a tick and adds the difference) and for the system CPU spent inside move_pages(2)
+/// (threadSystemCpuSeconds() around each call).
 
 namespace tierd::telemetry {
 

@@ -9,7 +9,7 @@
 // slow node; a scripted source (named "replay": it replays a fixed access pattern) samples 40
 // of its 2 MiB regions, switching between two hot sets every 4 ticks, so hot regions are
 // promoted, cooled ones demoted and some moved up, down and up again (ping-pong). The migrator
-// is the production MovePagesMigrator engine on FakePageSystem (tierd/migrate/FakeMigrator.h).
+// is the production MovePagesMigrator engine on FakePageSystem (tierd/simulate/FakeMigrator.h).
 // Simulated time: 1 s per tick. It runs --warmup-ticks ticks (default 24), prints "listening on
 // port N", then one tick every 100 ms until SIGTERM/SIGINT or --max-seconds (default 300).
 #include <poll.h>
@@ -30,8 +30,8 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/DaemonMetrics.h"
 #include "tierd/daemon/Engine.h"
-#include "tierd/main/TopologyMetrics.h"
-#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/daemon/TopologyMetrics.h"
+#include "tierd/simulate/FakeMigrator.h"
 #include "tierd/sys/Vmstat.h"
 
 namespace fs = std::filesystem;

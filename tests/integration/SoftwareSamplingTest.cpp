@@ -14,17 +14,10 @@
 
 #include "telemetry/hotness/PerfSampler.h"
 #include "tests/unit/support/Skip.h"
+#include "tierd/core/Clock.h"
 
 using namespace tierd;
 using namespace tierd::telemetry;
-
-namespace {
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-}  // namespace
 
 TEST_CASE("software page-fault sampling sees every first touch with its address [hw]") {
   PerfSamplerConfig c;

@@ -24,8 +24,22 @@ nlohmann::json runJson(const std::string& args) {
 
 }  // namespace
 
+TEST_CASE("tierctl sizes are written as in tierd.toml: 1GiB, never 1G") {
+  // The config's grammar (policy/ConfigUnits.h): binary units spelled out, no bare numbers.
+  for (const char* bad : {"1G", "8M", "4096", "2GB"}) {
+    CAPTURE(bad);
+    Run r = run(std::string("bench migrate --runs 0 --size ") + bad);
+    CHECK(r.exitCode == 2);
+    CHECK(r.out.find("--size") != std::string::npos);
+    CHECK(r.out.find("byte size '" + std::string(bad) + "'") != std::string::npos);
+    Run l = run(std::string("bench locate --runs 0 --size ") + bad);
+    CHECK(l.exitCode == 2);
+    CHECK(l.out.find("byte size '" + std::string(bad) + "'") != std::string::npos);
+  }
+}
+
 TEST_CASE("tierctl bench migrate --json: the documented fields, all methods, data intact") {
-  auto j = runJson("bench migrate --size 8M --page 4k --from 0 --to 0 --runs 2 --json");
+  auto j = runJson("bench migrate --size 8MiB --page 4k --from 0 --to 0 --runs 2 --json");
   CHECK(j.at("page") == "4k");
   CHECK(j.at("page_size_bytes") == 4096);
   CHECK(j.at("size_bytes") == 8 << 20);
@@ -54,7 +68,7 @@ TEST_CASE("tierctl bench migrate --json: the documented fields, all methods, dat
 TEST_CASE("tierctl bench locate --json: identical to the naive query") {
   for (const char* page : {"4k", "thp"}) {
     INFO(page);
-    auto j = runJson(std::string("bench locate --size 16M --page ") + page + " --runs 2 --json");
+    auto j = runJson(std::string("bench locate --size 16MiB --page ") + page + " --runs 2 --json");
     CHECK(j.at("identical") == true);
     CHECK(j.at("speedup").get<double>() > 0);
     CHECK(j.at("methods").at("naive_per_4k").at("queried_pages") == 4096);

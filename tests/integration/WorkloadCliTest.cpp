@@ -108,6 +108,30 @@ TEST_CASE("tierd-gups --hot-chunk makes the hot set whole chunks of that size") 
   CHECK(run(kBin + "/tierd-gups --hot-chunk 1M").status == 2);
 }
 
+TEST_CASE(
+    "tierd-hotset reads the hot set strictly: a malformed line is an error naming file:line") {
+  const std::string f = "/tmp/tierd-hotset-test." + std::to_string(::getpid());
+  // Each file is one kind of damage the old reader (std::stoi/std::stoull) either aborted on or
+  // read as something else; the strict parser names the file and line and tierd-hotset exits 1.
+  const std::pair<const char*, const char*> bad[] = {
+      {"pid x\n7f0000000000-7f0000200000\n", ":1"},           // pid not a number (stoi threw)
+      {"pid 1\n7f0000000000-7f00zz200000\n", ":2"},           // hex cut short (stoull read 7f00)
+      {"pid 1\n7f0000200000-7f0000000000\n", ":2"},           // end before start
+      {"pid 99999999999\n7f0000000000-7f0000200000\n", ":1"}  // beyond pid_t
+  };
+  for (const auto& [text, line] : bad) {
+    CAPTURE(text);
+    {
+      std::ofstream out(f);
+      out << text;
+    }
+    auto r = run("(" + kBin + "/tierd-hotset --hot-set " + f + " 2>&1)");
+    CHECK(r.status == 1);
+    CHECK(r.out.find(f + line) != std::string::npos);
+  }
+  std::remove(f.c_str());
+}
+
 TEST_CASE("tierctl sampling --probe --json on this machine's fixture tree") {
   auto r = run(kBin + "/tierctl sampling --probe --json --sys-root " + std::string(TIERD_FIXTURES) +
                "/sampling/host-nopmu");

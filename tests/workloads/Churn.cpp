@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/Parsers.h"
 
@@ -87,9 +88,7 @@ uint64_t wordValue(uint64_t i, uint64_t g) {
 }
 
 uint64_t monotonicMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u;
+  return tierd::monotonicNs() / 1'000'000u;
 }
 
 struct WriterResult {

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/Parsers.h"
 
@@ -113,12 +114,6 @@ struct Rng {
   }
   uint64_t below(uint64_t n) { return next() % n; }
 };
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 }  // namespace
 
@@ -316,7 +311,7 @@ int main(int argc, char** argv) {
       xors[t] = x;
     });
   }
-  const uint64_t start = monotonicNs();
+  const uint64_t start = tierd::monotonicNs();
   uint64_t last = 0;
   for (uint64_t s = 1; s <= o.seconds; ++s) {
     siginfo_t info;
@@ -327,7 +322,7 @@ int main(int argc, char** argv) {
       break;
     }
     const uint64_t target = start + s * 1000000000u;
-    for (uint64_t now = monotonicNs(); now < target; now = monotonicNs()) {
+    for (uint64_t now = tierd::monotonicNs(); now < target; now = tierd::monotonicNs()) {
       timespec ts{0, static_cast<long>(std::min<uint64_t>(target - now, 100000000u))};
       ::nanosleep(&ts, nullptr);
     }
@@ -348,7 +343,7 @@ int main(int argc, char** argv) {
   uint64_t actual = 0;
   for (uint64_t i = 0; i < words; ++i)
     actual ^= table[i];
-  const double secs = static_cast<double>(monotonicNs() - start) / 1e9;
+  const double secs = static_cast<double>(tierd::monotonicNs() - start) / 1e9;
   std::cout << "total updates " << total << ", mean updates/s "
             << static_cast<uint64_t>(total / secs) << ", checksum "
             << (actual == expected ? "ok" : "MISMATCH: table corrupted") << std::endl;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/Parsers.h"
 
@@ -91,9 +92,7 @@ uint64_t checksum(const uint64_t* w, uint64_t words) {
 }
 
 uint64_t monotonicMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u;
+  return tierd::monotonicNs() / 1'000'000u;
 }
 
 void sleepMs(long ms) {

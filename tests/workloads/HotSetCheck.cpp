@@ -5,7 +5,7 @@
 // THP; REFERENCE.md section 2), and prints one line:
 //   hot_bytes=N on_fast_bytes=N hot_on_fast_pct=P not_present=N
 // where "fast" is the node set given with --fast (default 0). Exit 0 on success, 1 when the
-// process or the file cannot be read.
+// process or the file cannot be read or parsed.
 #include <numa.h>
 #include <numaif.h>
 
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "telemetry/hotness/HeatRegions.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/Parsers.h"
 
@@ -45,23 +46,22 @@ int main(int argc, char** argv) {
     std::cerr << "tierd-hotset: cannot read " << file << "\n";
     return 1;
   }
-  std::string line;
-  int pid = 0;
+  std::stringstream text;
+  text << in.rdbuf();
+  // The one strict hot-set parser (telemetry/hotness/HeatRegions.h): a malformed line is an error
+  // naming file:line, never a guess.
+  auto truth = tierd::telemetry::parseHotSet(text.str(), file);
+  if (!truth) {
+    std::cerr << "tierd-hotset: " << truth.error().describe() << "\n";
+    return 1;
+  }
+  const pid_t pid = truth->pid;
   std::vector<void*> pages;
-  while (std::getline(in, line)) {
-    if (line.rfind("pid ", 0) == 0) {
-      pid = std::stoi(line.substr(4));
-      continue;
-    }
-    auto dash = line.find('-');
-    if (dash == std::string::npos) continue;
-    uint64_t start = std::stoull(line.substr(0, dash), nullptr, 16);
-    uint64_t end = std::stoull(line.substr(dash + 1), nullptr, 16);
+  for (const auto& [start, end] : truth->ranges)
     for (uint64_t a = start; a < end; a += 2 * tierd::kMiB)
       pages.push_back(reinterpret_cast<void*>(a));
-  }
-  if (pid <= 0 || pages.empty()) {
-    std::cerr << "tierd-hotset: no pid or no ranges in " << file << "\n";
+  if (pages.empty()) {
+    std::cerr << "tierd-hotset: no ranges in " << file << "\n";
     return 1;
   }
   std::vector<int> status(pages.size(), 0);

@@ -2,12 +2,41 @@
 
 #include <algorithm>
 
+#include "tierd/cli/ValueParsers.h"
+
 namespace tierd::cli {
 
 std::optional<std::string> ParsedArgs::get(const std::string& name) const {
   auto it = values.find(name);
   if (it == values.end()) return std::nullopt;
   return it->second;
+}
+
+Result<pid_t> ParsedArgs::pid(const std::string& name) const {
+  auto v = get(name);
+  if (!v) return Error::input("--" + name + " is required", "command line");
+  return parsePid(*v, "--" + name);
+}
+
+Result<uint64_t> ParsedArgs::integer(const std::string& name, uint64_t fallback, uint64_t lo,
+                                     uint64_t hi) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  return parseBoundedInteger(*v, lo, hi, "--" + name);
+}
+
+Result<uint64_t> ParsedArgs::size(const std::string& name, uint64_t fallback, uint64_t lo,
+                                  uint64_t hi) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  return parseSizeOption(*v, lo, hi, "--" + name);
+}
+
+Result<uint64_t> ParsedArgs::durationNs(const std::string& name, uint64_t fallbackNs,
+                                        uint64_t maxNs) const {
+  auto v = get(name);
+  if (!v) return fallbackNs;
+  return parseDurationOption(*v, maxNs, "--" + name);
 }
 
 Result<ParsedArgs> parseArgs(const std::vector<std::string>& args, size_t begin,

@@ -26,64 +26,49 @@ nlohmann::json statsJson(const std::vector<double>& v) {
   return {{"mean", ms.mean}, {"stddev", ms.stddev}, {"runs", v}};
 }
 
-Result<int> parseInt(const ParsedArgs& a, const std::string& name, int fallback) {
-  auto v = a.get(name);
-  if (!v) return fallback;
-  auto n = sys::parseI64(*v, "--" + name);
-  if (!n || n.value() < 0 || n.value() > 1 << 20)
-    return Error::input("expected a non-negative integer, got '" + *v + "'", "--" + name);
-  return static_cast<int>(n.value());
-}
+// Nodes and runs of the benches: 0 .. 2^20 (runs 0 measures nothing, which is allowed).
+constexpr uint64_t kMaxRuns = 1u << 20;
 
 int benchMigrate(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"size", true, "buffer size (default 1G; K/M/G suffixes, binary)", "SIZE"},
-      {"page", true, "4k | thp | 2m | 1g (default thp)", "PAGE"},
-      {"from", true, "source node (default 0)", "NODE"},
-      {"to", true, "target node (default 0)", "NODE"},
-      {"runs", true, "measured runs (default 5)", "N"},
-      {"json", false, "print the stable JSON form (docs/migrate.md)"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl bench migrate",
+      "usage: tierctl bench migrate [--size 1GiB] [--page 4k|thp|2m|1g] [--from N] [--to M] "
+      "[--runs R] [--json]\n\nMoves a first-touched anonymous buffer from node N to node M with "
+      "tierd's migrator, one raw move_pages call and one address per 4 KiB, side by side; GiB/s "
+      "mean ± stddev; checksum checked after every run.\n",
+      {
+          {"size", true, "buffer size (default 1GiB; B, KiB, MiB, GiB, TiB as in tierd.toml)",
+           "SIZE"},
+          {"page", true, "4k | thp | 2m | 1g (default thp)", "PAGE"},
+          {"from", true, "source node (default 0)", "NODE"},
+          {"to", true, "target node (default 0)", "NODE"},
+          {"runs", true, "measured runs (default 5)", "N"},
+          kMigrateJsonOption,
+          kSysRootOption,
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl bench migrate: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl bench migrate [--size 1G] [--page 4k|thp|2m|1g] [--from N] "
-                 "[--to M] [--runs R] [--json]\n\nMoves a first-touched anonymous buffer from "
-                 "node N to node M with tierd's migrator, one raw move_pages call and one address "
-                 "per 4 KiB, side by side; GiB/s mean ± stddev; checksum checked after every "
-                 "run.\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
   migrate::MigrateBenchOptions o;
-  auto size = parseSize(parsed->get("size").value_or("1G"), "--size");
+  auto size = parsed->size("size", kGiB);
+  if (!size) return fail(spec, size.error(), 2);
   auto page = migrate::parseBenchPage(parsed->get("page").value_or("thp"));
-  auto from = parseInt(parsed.value(), "from", 0);
-  auto to = parseInt(parsed.value(), "to", 0);
-  auto runs = parseInt(parsed.value(), "runs", 5);
-  for (const Error* e :
-       {size ? nullptr : &size.error(), page ? nullptr : &page.error(),
-        from ? nullptr : &from.error(), to ? nullptr : &to.error(), runs ? nullptr : &runs.error()})
-    if (e) {
-      std::cerr << "tierctl bench migrate: " << e->describe() << "\n";
-      return 2;
-    }
+  if (!page) return fail(spec, page.error(), 2);
+  auto from = parsed->integer("from", 0, 0, kMaxNodeOption);
+  if (!from) return fail(spec, from.error(), 2);
+  auto to = parsed->integer("to", 0, 0, kMaxNodeOption);
+  if (!to) return fail(spec, to.error(), 2);
+  auto runs = parsed->integer("runs", 5, 0, kMaxRuns);
+  if (!runs) return fail(spec, runs.error(), 2);
   o.sizeBytes = size.value();
   o.page = page.value();
-  o.from = from.value();
-  o.to = to.value();
-  o.runs = runs.value();
+  o.from = static_cast<int>(from.value());
+  o.to = static_cast<int>(to.value());
+  o.runs = static_cast<int>(runs.value());
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
   auto rep = migrate::runMigrateBench(o, root);
-  if (!rep) {
-    std::cerr << "tierctl bench migrate: " << rep.error().describe() << "\n";
-    return 1;
-  }
+  if (!rep) return fail(spec, rep.error(), 1);
   const auto& r = rep.value();
   if (parsed->has("json")) {
     nlohmann::json j;
@@ -145,45 +130,36 @@ int benchMigrate(const std::vector<std::string>& args, size_t begin) {
 }
 
 int benchLocate(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"size", true, "buffer size (default 4G; K/M/G suffixes, binary)", "SIZE"},
-      {"page", true, "4k | thp (default thp)", "PAGE"},
-      {"runs", true, "measured runs (default 5)", "N"},
-      {"json", false, "print the stable JSON form (docs/migrate.md)"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl bench locate",
+      "usage: tierctl bench locate [--size 4GiB] [--page 4k|thp] [--runs R] [--json]\n\nNaive "
+      "move_pages(nodes=NULL) of every 4 KiB address vs tierd's locate on the same buffer: "
+      "times, identical results, speedup.\n",
+      {
+          {"size", true, "buffer size (default 4GiB; B, KiB, MiB, GiB, TiB as in tierd.toml)",
+           "SIZE"},
+          {"page", true, "4k | thp (default thp)", "PAGE"},
+          {"runs", true, "measured runs (default 5)", "N"},
+          kMigrateJsonOption,
+          kSysRootOption,
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl bench locate: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl bench locate [--size 4G] [--page 4k|thp] [--runs R] [--json]\n\n"
-                 "Naive move_pages(nodes=NULL) of every 4 KiB address vs tierd's locate on the "
-                 "same buffer: times, identical results, speedup.\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
   migrate::LocateBenchOptions o;
-  auto size = parseSize(parsed->get("size").value_or("4G"), "--size");
+  auto size = parsed->size("size", 4 * kGiB);
+  if (!size) return fail(spec, size.error(), 2);
   auto page = migrate::parseBenchPage(parsed->get("page").value_or("thp"));
-  auto runs = parseInt(parsed.value(), "runs", 5);
-  for (const Error* e : {size ? nullptr : &size.error(), page ? nullptr : &page.error(),
-                         runs ? nullptr : &runs.error()})
-    if (e) {
-      std::cerr << "tierctl bench locate: " << e->describe() << "\n";
-      return 2;
-    }
+  if (!page) return fail(spec, page.error(), 2);
+  auto runs = parsed->integer("runs", 5, 0, kMaxRuns);
+  if (!runs) return fail(spec, runs.error(), 2);
   o.sizeBytes = size.value();
   o.page = page.value();
-  o.runs = runs.value();
+  o.runs = static_cast<int>(runs.value());
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
   auto rep = migrate::runLocateBench(o, root);
-  if (!rep) {
-    std::cerr << "tierctl bench locate: " << rep.error().describe() << "\n";
-    return 1;
-  }
+  if (!rep) return fail(spec, rep.error(), 1);
   const auto& r = rep.value();
   auto n = migrate::meanStd(r.naiveSeconds);
   auto t = migrate::meanStd(r.tierdSeconds);
@@ -226,13 +202,12 @@ int benchLocate(const std::vector<std::string>& args, size_t begin) {
 }  // namespace
 
 int benchCommand(const std::vector<std::string>& args, size_t begin) {
-  if (begin < args.size() && args[begin] == "migrate") return benchMigrate(args, begin + 1);
-  if (begin < args.size() && args[begin] == "locate") return benchLocate(args, begin + 1);
-  if (begin < args.size() && args[begin] == "heat") return benchHeatCommand(args, begin + 1);
-  const bool help = begin < args.size() && (args[begin] == "--help" || args[begin] == "-h");
-  (help ? std::cout : std::cerr)
-      << "usage: tierctl bench migrate|locate|heat [options]   ('tierctl bench migrate --help')\n";
-  return help ? 0 : 2;
+  static const CommandEntry kBenches[] = {
+      {"migrate", &benchMigrate, "GiB/s of tierd's migrator vs one raw call vs per-4K calls"},
+      {"locate", &benchLocate, "tierd's locate vs the naive per-4K query"},
+      {"heat", &benchHeatCommand, "heat model samples per CPU second and bytes per tracked GiB"},
+  };
+  return dispatchCommand("tierctl bench", kBenches, args, begin);
 }
 
 }  // namespace tierd::cli

@@ -11,18 +11,14 @@
 
 #include "policy/HeatModel.h"
 #include "policy/Zipf.h"
+#include "telemetry/metrics/CpuTime.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
+#include "tierd/cli/ValueParsers.h"
 #include "tierd/core/Units.h"
 
 namespace tierd::cli {
 namespace {
-
-double threadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 struct MeanSd {
   double mean = 0, sd = 0;
@@ -41,47 +37,25 @@ MeanSd meanSd(const std::vector<double>& v) {
 }  // namespace
 
 int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"json", false, "print the figures as JSON"},
-      {"gib", true, "tracked memory in GiB (default 64)", "N"},
-      {"samples", true, "samples per run (default 4000000)", "N"},
-      {"runs", true, "runs (default 5)", "N"},
-      {"zipf", true, "zipf exponent s (default 0.99)", "S"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl bench heat",
+      "usage: tierctl bench heat [--json]\n\nSamples ingested per second per core by the heat "
+      "model and bytes of model per tracked GiB, for a zipfian stream over 2 MiB regions (fixed "
+      "seed).\n",
+      {
+          {"json", false, "print the figures as JSON"},
+          {"gib", true, "tracked memory in GiB (default 64)", "N"},
+          {"samples", true, "samples per run (default 4000000)", "N"},
+          {"runs", true, "runs (default 5)", "N"},
+          {"zipf", true, "zipf exponent s (default 0.99)", "S"},
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl bench heat: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl bench heat [--json]\n\nSamples ingested per second per core by "
-                 "the heat model and bytes of model per tracked GiB, for a zipfian stream over "
-                 "2 MiB regions (fixed seed).\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "tierctl bench heat: unexpected argument '" << parsed->positional[0] << "'\n";
-    return 2;
-  }
-  auto num = [&](const char* name, uint64_t def, uint64_t lo, uint64_t hi) -> Result<uint64_t> {
-    auto v = parsed->get(name);
-    if (!v) return def;
-    try {
-      size_t pos = 0;
-      unsigned long long x = std::stoull(*v, &pos);
-      if (pos != v->size() || x < lo || x > hi || (*v)[0] == '-') throw std::out_of_range("");
-      return static_cast<uint64_t>(x);
-    } catch (...) {
-      return Error::input("expected an integer in " + std::to_string(lo) + ".." +
-                              std::to_string(hi) + ", got '" + *v + "'",
-                          std::string("--") + name);
-    }
-  };
-  auto gib = num("gib", 64, 1, 4096);
-  auto samples = num("samples", 4000000, 1000, 1000000000);
-  auto runs = num("runs", 5, 1, 100);
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  auto gib = parsed->integer("gib", 64, 1, 4096);
+  auto samples = parsed->integer("samples", 4000000, 1000, 1000000000);
+  auto runs = parsed->integer("runs", 5, 1, 100);
   double zipfS = 0.99;
   if (auto z = parsed->get("zipf")) {
     std::istringstream in(*z);
@@ -125,20 +99,20 @@ int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
     for (uint64_t r = 0; r < regions; ++r)
       where.push_back({base + r * 2 * kMiB, r % 4 ? 1 : 0});
     model.setLocations(pid, std::move(where));
-    double cpu0 = threadCpuSeconds();
+    double cpu0 = telemetry::threadCpuSeconds();
     auto wall0 = std::chrono::steady_clock::now();
     for (size_t off = 0; off < stream.size(); off += kBatch) {
       size_t n = std::min(kBatch, stream.size() - off);
       model.ingest(std::span<const AccessSample>(stream.data() + off, n),
                    stream[off + n - 1].timeNs);
     }
-    double cpu = threadCpuSeconds() - cpu0;
+    double cpu = telemetry::threadCpuSeconds() - cpu0;
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     rates.push_back(static_cast<double>(stream.size()) / std::max(cpu, 1e-9));
     wallRates.push_back(static_cast<double>(stream.size()) / std::max(wall, 1e-9));
-    double d0 = threadCpuSeconds();
+    double d0 = telemetry::threadCpuSeconds();
     model.decay(stream.back().timeNs + 1'000'000'000);
-    double d = threadCpuSeconds() - d0;
+    double d = telemetry::threadCpuSeconds() - d0;
     decayNsPerRegion.push_back(d * 1e9 /
                                static_cast<double>(std::max<size_t>(1, model.regionCount())));
     modelBytes = model.modelBytes();

@@ -14,87 +14,59 @@
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
 #include "tierd/cli/Sampling.h"
+#include "tierd/cli/ValueParsers.h"
+#include "tierd/core/Clock.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::cli {
 
-namespace {
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-Result<std::string> readFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error::fromErrno("cannot open", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"source", true, "damon (damon-vaddr), perf-pebs, perf-ibs, perf-sw-page-faults", "NAME"},
-      {"pid", true, "process to observe (default: the pid in the truth file)", "PID"},
-      {"seconds", true, "how long to observe (default 30)", "N"},
-      {"truth", true, "hot-set file: 'pid N' then one start-end hex range per line", "FILE"},
-      {"trace", true, "score a recorded trace instead of observing live", "FILE"},
-      {"json", false, "print JSON"},
-      {"heat-out", true, "write every region's heat, truth and verdict to FILE (hottest first)",
-       "FILE"},
-      {"damon-sample-us", true, "DAMON sampling interval, us (default 5000)", "US"},
-      {"damon-aggr-us", true, "DAMON aggregation interval, us (default 100000)", "US"},
-      {"damon-update-us", true, "DAMON operations update interval, us (default 1000000)", "US"},
-      {"damon-min-regions", true, "DAMON minimum number of regions (default 10)", "N"},
-      {"damon-max-regions", true, "DAMON maximum number of regions (default 1000)", "N"},
-      {"damon-snapshot-ms", true, "how often to read DAMON's regions, ms (default 1000)", "MS"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl hotness",
+      "usage: tierctl hotness --source damon --pid PID --seconds N --truth FILE [--json]\n"
+      "       tierctl hotness --trace FILE --truth FILE [--json]\n\n"
+      "Finds the hot 2 MiB regions from the heat alone (outliers above median + 3 x 1.4826 x MAD "
+      "that are nearer the hot than the cold level; telemetry/hotness/HeatRegions.h) and prints "
+      "precision and recall against the truth.\n",
+      {
+          {"source", true, "damon (damon-vaddr), perf-pebs, perf-ibs, perf-sw-page-faults", "NAME"},
+          {"pid", true, "process to observe (default: the pid in the truth file)", "PID"},
+          {"seconds", true, "how long to observe (default 30)", "N"},
+          {"truth", true, "hot-set file: 'pid N' then one start-end hex range per line", "FILE"},
+          {"trace", true, "score a recorded trace instead of observing live", "FILE"},
+          {"json", false, "print JSON"},
+          {"heat-out", true, "write every region's heat, truth and verdict to FILE (hottest first)",
+           "FILE"},
+          {"damon-sample-us", true, "DAMON sampling interval, us (default 5000)", "US"},
+          {"damon-aggr-us", true, "DAMON aggregation interval, us (default 100000)", "US"},
+          {"damon-update-us", true, "DAMON operations update interval, us (default 1000000)", "US"},
+          {"damon-min-regions", true, "DAMON minimum number of regions (default 10)", "N"},
+          {"damon-max-regions", true, "DAMON maximum number of regions (default 1000)", "N"},
+          {"damon-snapshot-ms", true, "how often to read DAMON's regions, ms (default 1000)", "MS"},
+          kSysRootOption,
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl hotness: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout
-        << "usage: tierctl hotness --source damon --pid PID --seconds N --truth FILE [--json]\n"
-           "       tierctl hotness --trace FILE --truth FILE [--json]\n\n"
-           "Finds the hot 2 MiB regions from the heat alone (outliers above median + 3 x "
-           "1.4826 x MAD that are nearer the hot than the cold level; "
-           "telemetry/hotness/HeatRegions.h) and prints precision and recall against the "
-           "truth.\n\n"
-        << optionHelp(specs);
-    return 0;
-  }
-  if (!parsed->has("truth") || !parsed->positional.empty() ||
-      parsed->has("trace") == parsed->has("source")) {
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  if (!parsed->has("truth") || parsed->has("trace") == parsed->has("source")) {
     std::cerr
         << "tierctl hotness: need --truth FILE and exactly one of --source NAME or --trace FILE\n";
     return 2;
   }
-  auto truthText = readFile(*parsed->get("truth"));
+  auto truthText = readInputFile(*parsed->get("truth"));
   if (!truthText) {
-    std::cerr << "tierctl hotness: " << truthText.error().describe() << "\n";
-    return 1;
+    return fail(spec, truthText.error(), 1);
   }
   auto truth = telemetry::parseHotSet(truthText.value(), *parsed->get("truth"));
   if (!truth) {
-    std::cerr << "tierctl hotness: " << truth.error().describe() << "\n";
-    return 2;
+    return fail(spec, truth.error(), 2);
   }
   pid_t pid = truth->pid;
-  if (auto p = parsed->get("pid")) {
-    auto v = sys::parseU64(*p, "--pid");
-    if (!v || v.value() == 0) {
-      std::cerr << "tierctl hotness: --pid wants a positive process id, got '" << *p << "'\n";
-      return 2;
-    }
-    pid = static_cast<pid_t>(v.value());
+  if (parsed->has("pid")) {
+    auto p = parsed->pid("pid");
+    if (!p) return fail(spec, p.error(), 2);
+    pid = p.value();
   }
   telemetry::DamonConfig damon;
   {
@@ -103,38 +75,28 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
         {"damon-update-us", &damon.updateUs},     {"damon-min-regions", &damon.minRegions},
         {"damon-max-regions", &damon.maxRegions},
     };
-    for (const auto& [name, field] : knobs)
-      if (auto v = parsed->get(name)) {
-        auto n = sys::parseU64(*v, std::string("--") + name);
-        if (!n) {
-          std::cerr << "tierctl hotness: " << n.error().describe() << "\n";
-          return 2;
-        }
-        *field = n.value();
-      }
-    if (auto v = parsed->get("damon-snapshot-ms")) {
-      auto n = sys::parseU64(*v, "--damon-snapshot-ms");
-      if (!n) {
-        std::cerr << "tierctl hotness: " << n.error().describe() << "\n";
-        return 2;
-      }
-      damon.snapshotNs = n.value() * 1000000u;
+    for (const auto& [name, field] : knobs) {
+      auto n = parsed->integer(name, *field, 0, UINT64_MAX);
+      if (!n) return fail(spec, n.error(), 2);
+      *field = n.value();
     }
+    // At most 2^32 ms: the snapshot interval in nanoseconds stays inside 64 bits.
+    auto ms = parsed->integer("damon-snapshot-ms", damon.snapshotNs / 1000000u, 0, 1ull << 32);
+    if (!ms) return fail(spec, ms.error(), 2);
+    damon.snapshotNs = ms.value() * 1000000u;
   }
   telemetry::RegionHeatMap heat;
   telemetry::SourceStats stats;
   std::string sourceName;
   uint64_t seconds = 0;
   if (auto tracePath = parsed->get("trace")) {
-    auto text = readFile(*tracePath);
+    auto text = readInputFile(*tracePath);
     if (!text) {
-      std::cerr << "tierctl hotness: " << text.error().describe() << "\n";
-      return 1;
+      return fail(spec, text.error(), 1);
     }
     auto trace = telemetry::parseTrace(text.value(), *tracePath);
     if (!trace) {
-      std::cerr << "tierctl hotness: " << trace.error().describe() << "\n";
-      return 2;
+      return fail(spec, trace.error(), 2);
     }
     sourceName = "replay:" + trace->header.source;
     const bool weighted = trace->header.source == "damon-vaddr";
@@ -145,11 +107,8 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
   } else {
     std::string only = *parsed->get("source");
     if (only == "damon") only = "damon-vaddr";
-    auto secs = sys::parseU64(parsed->get("seconds").value_or("30"), "--seconds");
-    if (!secs || secs.value() == 0) {
-      std::cerr << "tierctl hotness: --seconds wants a positive integer\n";
-      return 2;
-    }
+    auto secs = parsed->integer("seconds", 30, 1, 1ull << 32);
+    if (!secs) return fail(spec, secs.error(), 2);
     seconds = secs.value();
     sys::SysRoot root(parsed->get("sys-root").value_or("/"));
     telemetry::SysRootDamonFs fs(root);
@@ -159,8 +118,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     target.pid = pid;
     auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr, damon);
     if (!started) {
-      std::cerr << "tierctl hotness: " << started.error().describe() << "\n";
-      return 1;
+      return fail(spec, started.error(), 1);
     }
     auto& src = *started->source;
     sourceName = src.name();

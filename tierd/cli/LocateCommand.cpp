@@ -12,6 +12,7 @@
 
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
+#include "tierd/cli/ValueParsers.h"
 #include "tierd/core/Units.h"
 #include "tierd/migrate/MovePagesMigrator.h"
 #include "tierd/sys/Parsers.h"
@@ -70,33 +71,22 @@ struct Usage {
 }  // namespace
 
 int locateCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"pid", true, "process id", "PID"},
-      {"json", false, "print the stable JSON form (docs/migrate.md)"},
-      {"verbose", false, "also list every VMA"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
-  };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl locate: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl locate --pid PID [--json] [--verbose]\n\nBytes of the "
-                 "process's memory per node and page size (4k, thp, hugetlb 2M/1G).\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
-  auto pidText = parsed->get("pid");
-  auto pidNum = pidText ? sys::parseU64(*pidText, "--pid")
-                        : Result<uint64_t>(Error::input("--pid is required", "locate"));
-  if (!pidNum || pidNum.value() == 0 || pidNum.value() > 1u << 30) {
-    std::cerr << "tierctl locate: "
-              << (pidNum ? Error::input("bad pid", "--pid") : pidNum.error()).describe() << "\n";
-    return 2;
-  }
-  const pid_t pid = static_cast<pid_t>(pidNum.value());
+  const CommandSpec spec = {"tierctl locate",
+                            "usage: tierctl locate --pid PID [--json] [--verbose]\n\nBytes of "
+                            "the process's memory per node and page size (4k, thp, hugetlb "
+                            "2M/1G).\n",
+                            {
+                                {"pid", true, "process id", "PID"},
+                                kMigrateJsonOption,
+                                {"verbose", false, "also list every VMA"},
+                                kSysRootOption,
+                            }};
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  auto pidArg = parsed->pid("pid");
+  if (!pidArg) return fail(spec, pidArg.error(), 2);
+  const pid_t pid = pidArg.value();
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
   migrate::MovePagesMigrator mig({}, migrate::makeLinuxPageSystem(root));
   const uint64_t base = mig.system().basePageSize();
@@ -104,8 +94,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
 
   auto maps = sys::readSmaps(root, pid);  // smaps: page sizes and AnonHugePages per VMA
   if (!maps) {
-    std::cerr << "tierctl locate: " << maps.error().describe() << "\n";
-    return 1;
+    return fail(spec, maps.error(), 1);
   }
   std::vector<sys::SmapsVma> vmas;
   for (const auto& v : maps.value())
@@ -115,8 +104,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     ranges.push_back({v.start, v.size()});
   auto loc = mig.locate(pid, ranges);
   if (!loc) {
-    std::cerr << "tierctl locate: " << loc.error().describe() << "\n";
-    return 1;
+    return fail(spec, loc.error(), 1);
   }
 
   // Split the runs back onto VMAs (runs are in VMA order and may span adjacent VMAs).

@@ -7,27 +7,18 @@
 namespace tierd::cli {
 
 int metricsCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"catalog", false, "print the metric catalog (names, types, units, labels, help)"},
-      {"markdown", false, "as Markdown (docs/metrics.md is this output)"},
-      {"json", false, "as JSON"},
-      {"help", false, "show this help"},
-  };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl metrics: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl metrics --catalog [--markdown|--json]\n\nThe Prometheus metrics "
-                 "tierd exports (docs/metrics.md).\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "tierctl metrics: unexpected argument '" << parsed->positional[0] << "'\n";
-    return 2;
-  }
+  const CommandSpec spec = {
+      "tierctl metrics",
+      "usage: tierctl metrics --catalog [--markdown|--json]\n\nThe Prometheus metrics tierd "
+      "exports (docs/metrics.md).\n",
+      {
+          {"catalog", false, "print the metric catalog (names, types, units, labels, help)"},
+          {"markdown", false, "as Markdown (docs/metrics.md is this output)"},
+          {"json", false, "as JSON"},
+      }};
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
   if (!parsed->has("catalog")) {
     std::cerr << "tierctl metrics: say what to show: --catalog\n";
     return 2;

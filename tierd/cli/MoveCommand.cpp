@@ -28,50 +28,40 @@ std::string errnoName(int e) {
 }  // namespace
 
 int moveCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"pid", true, "process id", "PID"},
-      {"to", true, "target node", "NODE"},
-      {"range", true, "only this hex address range A-B (default: every VMA)", "A-B"},
-      {"timeout-ms", true, "deadline for the whole move (default 60000)", "MS"},
-      {"json", false, "print the stable JSON form (docs/migrate.md)"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl move",
+      "usage: tierctl move --pid PID --to NODE [--range A-B] [--json]\n\nMoves the process's "
+      "pages (one address per huge page) to NODE and prints what happened to them, per outcome "
+      "and errno.\n",
+      {
+          {"pid", true, "process id", "PID"},
+          {"to", true, "target node", "NODE"},
+          {"range", true, "only this hex address range A-B (default: every VMA)", "A-B"},
+          {"timeout-ms", true, "deadline for the whole move (default 60000)", "MS"},
+          kMigrateJsonOption,
+          kSysRootOption,
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl move: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl move --pid PID --to NODE [--range A-B] [--json]\n\nMoves the "
-                 "process's pages (one address per huge page) to NODE and prints what happened "
-                 "to them, per outcome and errno.\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
-  auto fail = [](const Error& e, int code) {
-    std::cerr << "tierctl move: " << e.describe() << "\n";
-    return code;
-  };
-  if (!parsed->has("pid")) return fail(Error::input("--pid is required", "move"), 2);
-  if (!parsed->has("to")) return fail(Error::input("--to is required", "move"), 2);
-  auto pidNum = sys::parseU64(*parsed->get("pid"), "--pid");
-  if (!pidNum || pidNum.value() == 0 || pidNum.value() > 1u << 30)
-    return fail(pidNum ? Error::input("bad pid", "--pid") : pidNum.error(), 2);
-  auto to = sys::parseU64(*parsed->get("to"), "--to");
-  if (!to || to.value() > 1 << 20)
-    return fail(to ? Error::input("bad node", "--to") : to.error(), 2);
-  auto timeout = sys::parseU64(parsed->get("timeout-ms").value_or("60000"), "--timeout-ms");
-  if (!timeout) return fail(timeout.error(), 2);
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  auto pidArg = parsed->pid("pid");
+  if (!pidArg) return fail(spec, pidArg.error(), 2);
+  if (!parsed->has("to")) return fail(spec, Error::input("--to is required", "command line"), 2);
+  auto to = parsed->integer("to", 0, 0, kMaxNodeOption);
+  if (!to) return fail(spec, to.error(), 2);
+  // At most 2^32 ms (about 50 days): the deadline in nanoseconds stays far inside int64.
+  auto timeout = parsed->integer("timeout-ms", 60000, 0, 1ull << 32);
+  if (!timeout) return fail(spec, timeout.error(), 2);
   uint64_t lo = 0;
   uint64_t hi = UINT64_MAX;
   if (auto r = parsed->get("range")) {
     auto ar = parseAddressRange(*r, "--range");
-    if (!ar) return fail(ar.error(), 2);
+    if (!ar) return fail(spec, ar.error(), 2);
     lo = ar->first;
     hi = ar->second;
   }
-  const pid_t pid = static_cast<pid_t>(pidNum.value());
+  const pid_t pid = pidArg.value();
   const NodeId target = static_cast<NodeId>(to.value());
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
 
@@ -82,7 +72,7 @@ int moveCommand(const std::vector<std::string>& args, size_t begin) {
       if (n.id == target && n.tier == topology::Tier::Slow) dir = Direction::Demote;
 
   auto maps = sys::readMaps(root, pid);
-  if (!maps) return fail(maps.error(), 1);
+  if (!maps) return fail(spec, maps.error(), 1);
   std::vector<MoveRange> batch;
   for (const auto& v : maps.value()) {
     if (v.path == "[vsyscall]") continue;
@@ -99,7 +89,7 @@ int moveCommand(const std::vector<std::string>& args, size_t begin) {
     batch.push_back(r);
   }
   if (batch.empty())
-    return fail(Error::input("no mapping of the process in the range", "--range"), 1);
+    return fail(spec, Error::input("no mapping of the process in the range", "--range"), 1);
 
   migrate::MovePagesMigrator mig({}, migrate::makeLinuxPageSystem(root));
   const int64_t deadline = mig.nowNs() + static_cast<int64_t>(timeout.value()) * 1'000'000;

@@ -13,19 +13,11 @@
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
 #include "tierd/cli/Sampling.h"
+#include "tierd/cli/ValueParsers.h"
+#include "tierd/core/Clock.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::cli {
-
-namespace {
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const telemetry::SamplingTarget& target,
@@ -62,49 +54,40 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
 }
 
 int recordCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"cgroup", true, "record the processes of this perf_event cgroup directory", "PATH"},
-      {"pid", true, "or one process", "PID"},
-      {"seconds", true, "how long to record (default 10)", "N"},
-      {"out", true, "trace file to write (docs/trace-format.md)", "FILE"},
-      {"source", true, "force a source (perf-pebs, perf-ibs, damon-vaddr, perf-sw-page-faults)",
-       "NAME"},
-      {"interval-ms", true, "drain interval in milliseconds (default 100)", "MS"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
+  const CommandSpec spec = {
+      "tierctl record",
+      "usage: tierctl record --cgroup PATH|--pid PID --seconds N --out FILE\n\nRecords access "
+      "samples with the best available source.\n",
+      {
+          {"cgroup", true, "record the processes of this perf_event cgroup directory", "PATH"},
+          {"pid", true, "or one process", "PID"},
+          {"seconds", true, "how long to record (default 10)", "N"},
+          {"out", true, "trace file to write (docs/trace-format.md)", "FILE"},
+          {"source", true, "force a source (perf-pebs, perf-ibs, damon-vaddr, perf-sw-page-faults)",
+           "NAME"},
+          {"interval-ms", true, "drain interval in milliseconds (default 100)", "MS"},
+          kSysRootOption,
+      },
   };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl record: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::cout << "usage: tierctl record --cgroup PATH|--pid PID --seconds N --out FILE\n\n"
-                 "Records access samples with the best available source.\n\n"
-              << optionHelp(specs);
-    return 0;
-  }
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
   telemetry::SamplingTarget target;
   target.cgroupPath = parsed->get("cgroup").value_or("");
-  if (auto pid = parsed->get("pid")) {
-    auto v = sys::parseU64(*pid, "--pid");
-    if (!v || v.value() == 0) {
-      std::cerr << "tierctl record: --pid wants a positive process id, got '" << *pid << "'\n";
-      return 2;
-    }
-    target.pid = static_cast<pid_t>(v.value());
+  if (parsed->has("pid")) {
+    auto pid = parsed->pid("pid");
+    if (!pid) return fail(spec, pid.error(), 2);
+    target.pid = pid.value();
   }
-  if (target.cgroupPath.empty() == (target.pid == 0) || !parsed->has("out") ||
-      !parsed->positional.empty()) {
+  if (target.cgroupPath.empty() == (target.pid == 0) || !parsed->has("out")) {
     std::cerr << "tierctl record: give exactly one of --cgroup PATH or --pid PID, and --out FILE\n";
     return 2;
   }
-  auto seconds = sys::parseU64(parsed->get("seconds").value_or("10"), "--seconds");
-  auto intervalMs = sys::parseU64(parsed->get("interval-ms").value_or("100"), "--interval-ms");
-  if (!seconds || !intervalMs || intervalMs.value() == 0) {
-    std::cerr << "tierctl record: --seconds and --interval-ms want positive integers\n";
-    return 2;
-  }
+  // Seconds and milliseconds up to 2^32: their nanoseconds stay far inside 64 bits.
+  auto seconds = parsed->integer("seconds", 10, 0, 1ull << 32);
+  if (!seconds) return fail(spec, seconds.error(), 2);
+  auto intervalMs = parsed->integer("interval-ms", 100, 1, 1ull << 32);
+  if (!intervalMs) return fail(spec, intervalMs.error(), 2);
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
   telemetry::SysRootDamonFs fs(root);
   telemetry::LinuxPerfEventOpener opener;
@@ -112,8 +95,7 @@ int recordCommand(const std::vector<std::string>& args, size_t begin) {
   auto started = startBestSource(probe, target, parsed->get("source").value_or(""), opener, fs,
                                  root, std::cerr);
   if (!started) {
-    std::cerr << "tierctl record: " << started.error().describe() << "\n";
-    return 1;
+    return fail(spec, started.error(), 1);
   }
   auto& src = *started->source;
   auto* perf = dynamic_cast<telemetry::PerfSampler*>(&src);

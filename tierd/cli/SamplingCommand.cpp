@@ -46,26 +46,20 @@ nlohmann::json samplingProbeToJson(const telemetry::SamplingProbe& p) {
 }
 
 int samplingCommand(const std::vector<std::string>& args, size_t begin) {
-  const std::vector<OptionSpec> specs = {
-      {"probe", false, "list the hotness sources of this machine, their events and why (not)"},
-      {"json", false, "print JSON (keys: hardware_pmu, damon, sources[], chosen)"},
-      {"sys-root", true, "", "DIR"},
-      {"help", false, "show this help"},
-  };
-  auto parsed = parseArgs(args, begin, specs);
-  if (!parsed) {
-    std::cerr << "tierctl sampling: " << parsed.error().describe() << "\n";
-    return 2;
-  }
-  if (parsed->has("help") || !parsed->has("probe")) {
-    (parsed->has("help") ? std::cout : std::cerr)
-        << "usage: tierctl sampling --probe [--json]\n\nWhich hotness source tierd would use "
-           "here (PEBS/IBS, DAMON, software page faults), the events and why, or why not.\n\n"
-        << optionHelp(specs);
-    return parsed->has("help") ? 0 : 2;
-  }
-  if (!parsed->positional.empty()) {
-    std::cerr << "tierctl sampling: unexpected argument '" << parsed->positional[0] << "'\n";
+  const CommandSpec spec = {
+      "tierctl sampling",
+      "usage: tierctl sampling --probe [--json]\n\nWhich hotness source tierd would use here "
+      "(PEBS/IBS, DAMON, software page faults), the events and why, or why not.\n",
+      {
+          {"probe", false, "list the hotness sources of this machine, their events and why (not)"},
+          {"json", false, "print JSON (keys: hardware_pmu, damon, sources[], chosen)"},
+          kSysRootOption,
+      }};
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  if (!parsed->has("probe")) {
+    std::cerr << commandHelp(spec);
     return 2;
   }
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));

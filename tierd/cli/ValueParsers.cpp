@@ -2,44 +2,46 @@
 
 #include <charconv>
 
+#include "policy/ConfigUnits.h"
+
 namespace tierd::cli {
 
-Result<uint64_t> parseSize(const std::string& text, const std::string& context) {
-  const auto bad = [&] {
-    return Error::input("expected a size such as 4096, 256M, 1G or 2GiB, got '" + text + "'",
-                        context);
-  };
+Result<uint64_t> parseBoundedInteger(std::string_view text, uint64_t lo, uint64_t hi,
+                                     const std::string& context) {
   uint64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p == text.data()) return bad();
-  std::string suffix(p, text.data() + text.size());
-  uint64_t mult = 1;
-  if (!suffix.empty()) {
-    switch (suffix[0]) {
-      case 'K':
-      case 'k':
-        mult = 1ull << 10;
-        break;
-      case 'M':
-      case 'm':
-        mult = 1ull << 20;
-        break;
-      case 'G':
-      case 'g':
-        mult = 1ull << 30;
-        break;
-      case 'T':
-      case 't':
-        mult = 1ull << 40;
-        break;
-      default:
-        return bad();
-    }
-    std::string rest = suffix.substr(1);
-    if (!rest.empty() && rest != "iB" && rest != "B") return bad();
-  }
-  if (v == 0 || v > UINT64_MAX / mult) return bad();
-  return v * mult;
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi)
+    return Error::input("expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                            ", got '" + std::string(text) + "'",
+                        context);
+  return v;
+}
+
+Result<pid_t> parsePid(std::string_view text, const std::string& context) {
+  auto v = parseBoundedInteger(text, 1, kMaxPidOption, context);
+  if (!v)
+    return Error::input("expected a process id (1.." + std::to_string(kMaxPidOption) + "), got '" +
+                            std::string(text) + "'",
+                        context);
+  return static_cast<pid_t>(v.value());
+}
+
+Result<uint64_t> parseSizeOption(std::string_view text, uint64_t lo, uint64_t hi,
+                                 const std::string& context) {
+  auto v = policy::parseByteSize(text, hi);
+  if (!v) return Error::input(v.error().message + " (e.g. \"1GiB\", \"64MiB\")", context);
+  if (v.value() < lo)
+    return Error::input("byte size '" + std::string(text) + "' is too small (at least " +
+                            policy::formatByteSize(lo) + ")",
+                        context);
+  return v.value();
+}
+
+Result<uint64_t> parseDurationOption(std::string_view text, uint64_t maxNs,
+                                     const std::string& context) {
+  auto v = policy::parseDuration(text, maxNs);
+  if (!v) return Error::input(v.error().message + " (e.g. \"30s\", \"500ms\")", context);
+  return v.value();
 }
 
 Result<std::pair<uint64_t, uint64_t>> parseAddressRange(const std::string& text,

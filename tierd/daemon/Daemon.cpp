@@ -19,13 +19,14 @@
 #include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
 #include "telemetry/metrics/PrometheusSink.h"
+#include "tierd/core/Clock.h"
 #include "tierd/core/Log.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/DaemonMetrics.h"
 #include "tierd/daemon/Engine.h"
+#include "tierd/daemon/Service.h"
 #include "tierd/daemon/Signals.h"
-#include "tierd/main/Service.h"
-#include "tierd/main/TopologyMetrics.h"
+#include "tierd/daemon/TopologyMetrics.h"
 #include "tierd/migrate/MovePagesMigrator.h"
 #include "tierd/sys/Capabilities.h"
 #include "tierd/sys/Parsers.h"
@@ -33,18 +34,6 @@
 
 namespace tierd::daemon {
 namespace {
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-double processCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 // The daemon's log: leveled lines on stderr (journald when run as a service), rate-limited.
 class DaemonLog {
@@ -198,42 +187,6 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   }
   why = "no source available (tierctl sampling --probe)";
   return "";
-}
-
-migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c) {
-  migrate::MigrationLimits l;
-  l.callLatencyTargetNs = static_cast<int64_t>(c.migration.callLatencyTargetNs);
-  l.promoteBytesPerSecond = c.migration.maxPromoteMiBPerS * kMiB;
-  l.demoteBytesPerSecond = c.migration.maxDemoteMiBPerS * kMiB;
-  return l;
-}
-
-migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c) {
-  migrate::MigratorConfig m;
-  const migrate::MigrationLimits l = migrationLimits(c);
-  m.callLatencyTargetNs = l.callLatencyTargetNs;
-  m.promoteBytesPerSecond = l.promoteBytesPerSecond;
-  m.demoteBytesPerSecond = l.demoteBytesPerSecond;
-  return m;
-}
-
-telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c) {
-  telemetry::ExporterOptions o;
-  o.listenAddress = c.daemon.metricsListen;
-  o.basicAuthFile = c.daemon.metricsBasicAuthFile;
-  return o;
-}
-
-std::string checkReplayTrace(const std::string& path) {
-  Status s = telemetry::checkTraceFile(path);
-  return s ? "" : s.error().describe();
-}
-
-telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
-  telemetry::PerfTuning t;
-  t.samplePeriod = c.sampling.samplePeriod;
-  t.cpuBudget = c.sampling.cpuBudgetPercent / 100.0;
-  return t;
 }
 
 int runDaemon(const DaemonOptions& options) {

@@ -16,8 +16,7 @@
 
 #include "policy/Config.h"
 #include "telemetry/hotness/SamplingProbe.h"
-#include "telemetry/metrics/PrometheusSink.h"
-#include "tierd/migrate/Migrator.h"
+#include "tierd/daemon/Tuning.h"
 
 namespace tierd::daemon {
 
@@ -32,29 +31,6 @@ struct DaemonOptions {
   /// false with the hidden --keep-capabilities (tests that need to keep theirs).
   bool dropCapabilities = true;
 };
-
-/// The migrator tuning of a compiled config: call latency target and per-direction byte rates
-/// ([migration] call_latency_target, max_{promote,demote}_mib_per_s). Used by the daemon and by
-/// `tierctl simulate`, so both move pages under the same limits.
-migrate::MigratorConfig migratorConfig(const policy::CompiledConfig& c);
-
-/// The part of migratorConfig() a reload changes (Engine::setConfig hands it to the migrator).
-migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c);
-
-/// The perf sampling tuning of a compiled config: [sampling] sample_period (the initial period
-/// of PEBS/IBS) and cpu_budget_percent (per cent of one core, here as a fraction). The daemon
-/// builds every perf source with the tuning of the config running at the time.
-telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c);
-
-/// The metrics exporter's options of a compiled config: daemon.metrics_listen and
-/// daemon.metrics_basic_auth_file (HTTP basic auth with the credentials in that file). The
-/// daemon starts its exporter with them (when metrics_listen is not "").
-telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c);
-
-/// The config compiler's check of `[sampling] trace` (CompileOptions::checkTrace): "" when
-/// telemetry::checkTraceFile accepts the file, else the reason ("...: cannot read the trace (No
-/// such file or directory)", "...:3: header lacks ..."). Used by the daemon and --check-config.
-std::string checkReplayTrace(const std::string& path);
 
 /// The hotness source the daemon builds for every scoped process: the configured one
 /// (sampling.source), or with "auto" the first available in the probe's order: "perf-pebs" /

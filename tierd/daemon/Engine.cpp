@@ -6,7 +6,7 @@
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
-#include "tierd/daemon/Daemon.h"
+#include "tierd/daemon/Tuning.h"
 #include "tierd/sys/Parsers.h"
 #include "tierd/sys/ProcMaps.h"
 

@@ -187,7 +187,7 @@ class Engine {
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
   /// re-applied; workloads whose selector changed start afresh; the migrator gets the new
-  /// config's limits (Migrator::setLimits with migrationLimits(), Daemon.h).
+  /// config's limits (Migrator::setLimits with migrationLimits(), Tuning.h).
   void setConfig(std::shared_ptr<const policy::CompiledConfig> config);
   const policy::CompiledConfig& config() const { return *config_; }
 

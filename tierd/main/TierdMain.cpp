@@ -7,9 +7,9 @@
 #include "policy/ConfigFormat.h"
 #include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
+#include "tierd/cli/Command.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/main/MainGuard.h"
-#include "tierd/sys/Parsers.h"
 
 namespace {
 
@@ -43,16 +43,8 @@ int tierdMain(int argc, char** argv) {
   }
   const std::string configPath = parsed->get("config").value_or("/etc/tierd/tierd.toml");
   if (parsed->has("check-config")) {
-    policy::CompileOptions compileOptions;
-    compileOptions.checkTrace = daemon::checkReplayTrace;
-    policy::CompileOutcome out = policy::compileConfigFile(configPath, compileOptions);
-    if (!out.ok()) {
-      for (const policy::ConfigError& e : out.errors)
-        std::cerr << e.describe() << "\n";
-      std::cerr << "tierd: " << configPath << ": " << out.errors.size() << " error"
-                << (out.errors.size() == 1 ? "" : "s") << "\n";
-      return 1;
-    }
+    policy::CompileOutcome out = cli::compileConfigReporting("tierd", configPath);
+    if (!out.ok()) return 1;
     std::cout << (parsed->has("json") ? policy::configToJson(*out.config)
                                       : policy::configToText(*out.config));
     return 0;
@@ -63,10 +55,10 @@ int tierdMain(int argc, char** argv) {
   options.dryRun = parsed->has("dry-run");
   options.once = parsed->has("once");
   options.dropCapabilities = !parsed->has("keep-capabilities");
-  if (auto n = parsed->get("ticks")) {
-    auto v = sys::parseU64(*n, "--ticks");
-    if (!v || v.value() == 0) {
-      std::cerr << "tierd: --ticks needs a positive integer, got '" << *n << "'\n";
+  if (parsed->has("ticks")) {
+    auto v = parsed->integer("ticks", 0, 1, UINT64_MAX);
+    if (!v) {
+      std::cerr << "tierd: " << v.error().describe() << "\n";
       return 2;
     }
     options.ticks = v.value();

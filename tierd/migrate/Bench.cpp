@@ -13,6 +13,7 @@
 #include <cmath>
 #include <memory>
 
+#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/migrate/MovePagesMigrator.h"
 #include "tierd/sys/Parsers.h"
@@ -22,9 +23,7 @@ namespace tierd::migrate {
 namespace {
 
 double nowSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  return static_cast<double>(monotonicNs()) / 1e9;
 }
 
 double threadKernelSeconds() {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "tierd/core/Clock.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/sys/Parsers.h"
 
@@ -71,11 +72,7 @@ class LinuxPageSystem final : public PageSystem {
     }
     return thpSize_;
   }
-  int64_t nowNs() override {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  }
+  int64_t nowNs() override { return static_cast<int64_t>(monotonicNs()); }
   bool sleepUntilNs(int64_t ns, const std::atomic<bool>* stop) override {
     // In slices of at most kStopPollNs when there is a stop flag to watch.
     for (;;) {

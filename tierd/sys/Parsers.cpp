@@ -3,6 +3,8 @@
 #include <charconv>
 #include <limits>
 
+#include "tierd/sys/Lines.h"
+
 namespace tierd::sys {
 namespace {
 
@@ -49,23 +51,6 @@ std::vector<std::string_view> splitBlanks(std::string_view s) {
     i = j;
   }
   return out;
-}
-
-template <typename F>
-Status forEachLine(std::string_view text, const std::string& context, F&& fn) {
-  size_t lineNo = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    ++lineNo;
-    pos = nl + 1;
-    if (trim(line).empty()) continue;
-    Status s = fn(line, context + ":" + std::to_string(lineNo));
-    if (!s) return s;
-  }
-  return Ok{};
 }
 
 }  // namespace

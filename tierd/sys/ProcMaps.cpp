@@ -3,6 +3,7 @@
 #include <charconv>
 #include <limits>
 
+#include "tierd/sys/Lines.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::sys {
@@ -11,12 +12,6 @@ namespace {
 std::string quote(std::string_view s) {
   constexpr size_t kMax = 100;
   return "'" + (s.size() > kMax ? std::string(s.substr(0, kMax)) + "..." : std::string(s)) + "'";
-}
-
-std::string_view trimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 /// Splits off the next blank-separated token of `s` (advancing `s`); "" when none is left.
@@ -80,23 +75,6 @@ Result<SmapsVma> parseHeader(std::string_view line, const std::string& where) {
   size_t b = rest.find_first_not_of(" \t");
   v.path = b == std::string_view::npos ? std::string() : std::string(trimRight(rest.substr(b)));
   return v;
-}
-
-template <typename F>
-Status forEachLine(std::string_view text, const std::string& context, F&& fn) {
-  size_t lineNo = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = trimRight(text.substr(pos, nl - pos));
-    ++lineNo;
-    pos = nl + 1;
-    if (line.empty()) continue;
-    Status s = fn(line, context + ":" + std::to_string(lineNo));
-    if (!s) return s;
-  }
-  return Ok{};
 }
 
 Status parseSmapsField(SmapsVma& v, std::string_view line, const std::string& where) {

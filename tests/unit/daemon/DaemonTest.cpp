@@ -1,4 +1,4 @@
-// The daemon's translation of the compiled config into its seams (tierd/daemon/Daemon.h).
+// The daemon's translation of the compiled config into its seams (tierd/daemon/Tuning.h).
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>

@@ -13,7 +13,7 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Engine.h"
-#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/simulate/FakeMigrator.h"
 
 using namespace tierd;
 using namespace tierd::daemon;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tierd/core/Units.h"
-#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/simulate/FakeMigrator.h"
 
 using namespace tierd;
 using namespace tierd::migrate;

@@ -6,7 +6,7 @@
 #include <cerrno>
 
 #include "tierd/core/Units.h"
-#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/simulate/FakeMigrator.h"
 
 using namespace tierd;
 using namespace tierd::migrate;

@@ -1,4 +1,4 @@
-#include "tierd/main/TopologyMetrics.h"
+#include "tierd/daemon/TopologyMetrics.h"
 
 #include <algorithm>
 #include <string>

@@ -25,7 +25,7 @@
 ///    then `tailNs` longer. The migrator's clock is simulated: it is advanced to the tick's time
 ///    before the tick and each tick's migration deadline is one interval later.
 ///  - Migration: the production MovePagesMigrator engine on a FakePageSystem (FakeMigrator.h),
-///    tuned by the config exactly as the daemon tunes it (Daemon.h migratorConfig()).
+///    tuned by the config exactly as the daemon tunes it (Tuning.h migratorConfig()).
 ///  - Pid reuse (SimulationOptions::pidReuses, `tierctl simulate --reuse-pid PID@TIME`): in the
 ///    first tick at or after TIME, after its scope scan and plan and before its first move call
 ///    (after the tick when it makes none), the traced process PID exits and a new process gets

@@ -1,4 +1,4 @@
-#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/simulate/FakeMigrator.h"
 
 #include <algorithm>
 #include <cerrno>

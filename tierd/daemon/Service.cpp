@@ -1,9 +1,11 @@
-#include "tierd/main/Service.h"
+#include "tierd/daemon/Service.h"
 
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
 #include <cstdlib>
+
+#include "tierd/core/Clock.h"
 
 namespace tierd::service {
 
@@ -36,10 +38,7 @@ Status ServiceNotifier::ready(std::string_view statusText) const {
 }
 
 Status ServiceNotifier::reloading() const {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t usec =
-      static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  const uint64_t usec = monotonicNs() / 1000;
   return notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec));
 }
 

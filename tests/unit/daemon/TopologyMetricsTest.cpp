@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "tierd/main/TopologyMetrics.h"
+#include "tierd/daemon/TopologyMetrics.h"
 
 using namespace tierd;
 

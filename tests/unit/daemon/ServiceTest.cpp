@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tierd/main/Service.h"
+#include "tierd/daemon/Service.h"
 
 using namespace tierd::service;
 

@@ -1,4 +1,4 @@
-#include "tierd/daemon/Simulator.h"
+#include "tierd/simulate/Simulator.h"
 
 #include <stdlib.h>
 
@@ -14,9 +14,9 @@
 #include "policy/PingPong.h"
 #include "policy/Policy.h"
 #include "tierd/core/Units.h"
-#include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Engine.h"
-#include "tierd/migrate/FakeMigrator.h"
+#include "tierd/daemon/Tuning.h"
+#include "tierd/simulate/FakeMigrator.h"
 #include "tierd/topology/Topology.h"
 
 namespace tierd::daemon {

@@ -1,5 +1,5 @@
 // tierctl simulate: the production tick engine replaying traces on a modelled machine
-// (tierd/daemon/Simulator.h). Goldens are regenerated with TIERD_UPDATE_GOLDEN=1.
+// (tierd/simulate/Simulator.h). Goldens are regenerated with TIERD_UPDATE_GOLDEN=1.
 #include <doctest/doctest.h>
 
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "telemetry/hotness/Trace.h"
 #include "tests/unit/support/Golden.h"
 #include "tierd/core/Units.h"
-#include "tierd/daemon/Simulator.h"
+#include "tierd/simulate/Simulator.h"
 
 using namespace tierd;
 using namespace tierd::daemon;

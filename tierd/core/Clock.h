@@ -1,0 +1,22 @@
+#pragma once
+/// \file
+/// The clocks tierd reads, in one place. Pure logic never reads them (DESIGN.md: time is passed
+/// in); the edges do (the daemon's loop, commands, benches, the production page system) and hand
+/// the value on. Every timestamp in tierd (samples, ticks, deadlines, log rate limits) is on
+/// monotonicNs()'s base, CLOCK_MONOTONIC, the clock perf samples are stamped with
+/// (attr.clockid). clock_gettime cannot fail for these clock ids on Linux.
+
+#include <cstdint>
+
+namespace tierd {
+
+/// CLOCK_MONOTONIC now, in nanoseconds since an arbitrary point (boot, on Linux).
+uint64_t monotonicNs();
+
+/// CPU time (user + system) of the calling thread, CLOCK_THREAD_CPUTIME_ID, in nanoseconds.
+uint64_t threadCpuNs();
+
+/// CPU time (user + system) of the whole process, CLOCK_PROCESS_CPUTIME_ID, in seconds.
+double processCpuSeconds();
+
+}  // namespace tierd
