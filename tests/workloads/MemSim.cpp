@@ -8,8 +8,11 @@
 //   heat PID [--since FILE]   per 2 MiB virtual region of PID: accesses and misses (from the
 //                             per-2 MiB-frame counts through /proc/PID/pagemap) and its node
 //   ranges                    the plugin's node ranges against /sys/devices/system/node/nodeN/memoryM
-//   chase --node N --size B [--reps R]   pointer-chase ns per dependent load over B bytes on node N
+//   chase --node N --size B [--reps R] [--loads L]   pointer chase on node 0 and node N, interleaved
+//                             rounds: best ns per dependent load and the LLC-model miss fraction
 //   stream --node N --size B [--reps R]  sequential 8-byte loads over B bytes: MB/s
+//   gups --node N --size B [--reps R] [--loads L]    random XOR updates on node 0 and node N,
+//                             interleaved rounds: best updates/s and misses per update
 //   count --node N --size B   N reads then N writes of distinct cache lines on node N; the plugin
 //                             must count each as one user miss on node N (within 1%)
 // The stats file is $MEMSIM_STATS, else $RIG_OUT/memsim.stats. Exit status 1 when a check fails,
@@ -175,6 +178,7 @@ struct Args {
   int node = 0;
   uint64_t size = 256ull << 20;
   int reps = 3;
+  uint64_t loads = 200000;
   std::string since;
 };
 
@@ -198,6 +202,7 @@ Args parseArgs(int argc, char** argv, int from) {
     if (k == "--node") a.node = std::stoi(v);
     else if (k == "--size") a.size = parseSize(v);
     else if (k == "--reps") a.reps = std::stoi(v);
+    else if (k == "--loads") a.loads = parseSize(v);
     else if (k == "--since") a.since = v;
     else die("unknown option " + k);
   }
@@ -331,27 +336,83 @@ int cmdRanges() {
   return bad ? 1 : 0;
 }
 
-int cmdChase(const Args& a) {
-  const uint64_t lines = a.size / kLine;
-  uint64_t* buf = allocOn(a.node, a.size);
-  // One pointer per cache line, a single random cycle through all lines (Sattolo).
+/// A random cyclic pointer chain through every cache line of bytes on node (Sattolo's shuffle).
+uint64_t* chain(int node, uint64_t bytes, uint64_t seed) {
+  const uint64_t lines = bytes / kLine, step = kLine / 8;
+  uint64_t* buf = allocOn(node, bytes);
   std::vector<uint32_t> order(lines);
   for (uint64_t i = 0; i < lines; ++i) order[i] = uint32_t(i);
-  std::mt19937_64 rng(42);
+  std::mt19937_64 rng(seed);
   for (uint64_t i = lines - 1; i > 0; --i) std::swap(order[i], order[rng() % i]);
-  const uint64_t step = kLine / 8;
   for (uint64_t i = 0; i < lines; ++i) buf[uint64_t(order[i]) * step] = uint64_t(order[(i + 1) % lines]) * step;
-  std::vector<uint32_t>().swap(order);
-  double best = 1e30;
-  uint64_t p = 0;
+  return buf;
+}
+
+// Pointer chase on nodes 0 and --node, interleaved in --reps rounds of --loads dependent loads
+// each (so host load changes hit both alike); per node the best round's ns per load and the
+// fraction of its loads that missed the LLC model (user reads on that node / loads).
+int cmdChase(const Args& a) {
+  const int nodes[2] = {0, a.node};
+  uint64_t* bufs[2] = {chain(0, a.size, 42), chain(a.node, a.size, 43)};
+  uint64_t pos[2] = {0, 0};
+  double best[2] = {1e30, 1e30}, misses[2] = {0, 0};
+  const uint64_t loads = a.loads;
   for (int r = 0; r < a.reps; ++r) {
-    const double t0 = nowSec();
-    for (uint64_t i = 0; i < lines; ++i) p = buf[p];
-    best = std::min(best, (nowSec() - t0) * 1e9 / double(lines));
+    for (int k = 0; k < 2; ++k) {
+      Stats s0 = freshStats();
+      uint64_t p = pos[k];
+      const uint64_t* b = bufs[k];
+      const double t0 = nowSec();
+      for (uint64_t i = 0; i < loads; ++i) p = b[p];
+      const double ns = (nowSec() - t0) * 1e9 / double(loads);
+      Stats s1 = freshStats();
+      pos[k] = p;
+      best[k] = std::min(best[k], ns);
+      misses[k] += double(s1.nodes.at(nodes[k])[0] - s0.nodes.at(nodes[k])[0]);
+    }
   }
-  std::printf("chase node %d size %lu MiB ns_per_load %.1f (best of %d, end %lu)\n", a.node, a.size >> 20, best,
-              a.reps, p % 2);
-  munmap(buf, a.size);
+  for (int k = 0; k < 2; ++k) {
+    std::printf("chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (best of %d rounds of %lu loads, %lu)\n",
+                nodes[k], a.size >> 20, best[k], misses[k] / double(loads) / double(a.reps), a.reps, loads, pos[k] % 2);
+    munmap(bufs[k], a.size);
+  }
+  return 0;
+}
+
+// GUPS on node 0 and --node: random 64-bit XOR updates over a --size table per node, in
+// interleaved rounds of --loads updates (host load hits both alike); per node the best round's
+// updates/s and the LLC-model misses per update (user reads on that node / updates).
+int cmdGups(const Args& a) {
+  const int nodes[2] = {0, a.node};
+  const uint64_t words = a.size / 8;
+  if (words & (words - 1)) die("gups --size must be a power of two");
+  uint64_t* tables[2] = {allocOn(0, a.size), allocOn(a.node, a.size)};
+  double best[2] = {0, 0}, misses[2] = {0, 0};
+  uint64_t rng[2] = {0x9E3779B97F4A7C15ull, 0xD1B54A32D192ED03ull};
+  for (int r = 0; r < a.reps; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      Stats s0 = freshStats();
+      uint64_t x = rng[k];
+      uint64_t* t = tables[k];
+      const double t0 = nowSec();
+      for (uint64_t i = 0; i < a.loads; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t[x & (words - 1)] ^= x;
+      }
+      const double ups = double(a.loads) / (nowSec() - t0);
+      Stats s1 = freshStats();
+      rng[k] = x;
+      best[k] = std::max(best[k], ups);
+      misses[k] += double(s1.nodes.at(nodes[k])[0] - s0.nodes.at(nodes[k])[0]);
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    std::printf("gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (best of %d rounds of %lu updates)\n",
+                nodes[k], a.size >> 20, best[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads);
+    munmap(tables[k], a.size);
+  }
   return 0;
 }
 
@@ -404,7 +465,7 @@ int cmdCount(const Args& a) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: tierd-memsim mark FILE | mem [--since FILE] | heat PID [--since FILE] | ranges |\n"
-                 "       chase|stream|count --node N --size BYTES[KMG] [--reps R]\n";
+                 "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n";
     return 2;
   }
   const std::string cmd = argv[1];
@@ -415,6 +476,7 @@ int main(int argc, char** argv) {
     if (cmd == "ranges") return cmdRanges();
     if (cmd == "chase") return cmdChase(parseArgs(argc, argv, 2));
     if (cmd == "stream") return cmdStream(parseArgs(argc, argv, 2));
+    if (cmd == "gups") return cmdGups(parseArgs(argc, argv, 2));
     if (cmd == "count") return cmdCount(parseArgs(argc, argv, 2));
   } catch (const std::exception& e) {
     die(std::string("bad argument: ") + e.what());

@@ -36,7 +36,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_SEGS 16
 #define FRAME_SHIFT 21
 #define USER_TOP 0x0000800000000000ull
-#define QUANTUM_NS 1000 /* debt paid in busy waits of at least this much */
+#define QUANTUM_NS 1000   /* debt paid in busy waits of at least this much */
+#define CREDIT_NS 1000000 /* most overrun of a wait carried over to later misses */
 
 struct seg {
   uint64_t hw, gpa, len;
@@ -106,7 +107,9 @@ static void pay(struct vcpu *v) {
   } while (t < end);
   v->delay_ns += t - start;
   v->debt_ns -= (int64_t)(t - start);
-  if (v->debt_ns < -QUANTUM_NS) v->debt_ns = -QUANTUM_NS; /* preemption is not credit */
+  /* A wait that overran (the host preempted this thread) pays later misses, up to CREDIT_NS:
+   * the vCPU was already delayed that long, so host load does not add to the charged cost. */
+  if (v->debt_ns < -CREDIT_NS) v->debt_ns = -CREDIT_NS;
 }
 
 static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
