@@ -8,11 +8,12 @@
 //   heat PID [--since FILE]   per 2 MiB virtual region of PID: accesses and misses (from the
 //                             per-2 MiB-frame counts through /proc/PID/pagemap) and its node
 //   ranges                    the plugin's node ranges against /sys/devices/system/node/nodeN/memoryM
-//   chase --node N --size B [--reps R] [--loads L]   pointer chase on node 0 and node N, interleaved
-//                             rounds: best ns per dependent load and the LLC-model miss fraction
+//   chase --node N --size B [--seconds S]   pointer chase on node 0 and node N at the same time
+//                             (one thread per vCPU, twice with the vCPUs swapped): ns per
+//                             dependent load and the LLC-model miss fraction
 //   stream --node N --size B [--reps R]  sequential 8-byte loads over B bytes: MB/s
-//   gups --node N --size B [--reps R] [--loads L]    random XOR updates on node 0 and node N,
-//                             interleaved rounds: best updates/s and misses per update
+//   gups --node N --size B [--seconds S]    random XOR updates on node 0 and node N at the same
+//                             time, like chase: updates/s and misses per update
 //   count --node N --size B   N reads then N writes of distinct cache lines on node N; the plugin
 //                             must count each as one user miss on node N (within 1%)
 // The stats file is $MEMSIM_STATS, else $RIG_OUT/memsim.stats. Exit status 1 when a check fails,
@@ -25,7 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <chrono>
 #include <cerrno>
@@ -135,8 +139,11 @@ Stats readStats(const std::string& path) {
 
 /// A publication made after this call started: waits until seq advanced by 2 (one whole
 /// publication began after everything the caller did before).
+bool gStatsOptional = false;  // chase and gups also run without the plugin (no miss fractions)
+
 Stats freshStats() {
   const std::string path = statsPath();
+  if (gStatsOptional && access(path.c_str(), R_OK) != 0) return Stats{};
   const uint64_t seq0 = readStats(path).seq;
   for (int i = 0; i < 200; ++i) {
     Stats s = readStats(path);
@@ -144,6 +151,11 @@ Stats freshStats() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   die("the memsim publication in " + path + " stopped advancing");
+}
+
+uint64_t userReads(const Stats& s, int node) {
+  auto it = s.nodes.find(node);
+  return it == s.nodes.end() ? 0 : it->second[0];
 }
 
 Stats loadMark(const std::string& file) {
@@ -179,6 +191,7 @@ struct Args {
   uint64_t size = 256ull << 20;
   int reps = 3;
   uint64_t loads = 200000;
+  double seconds = 3;
   std::string since;
 };
 
@@ -203,6 +216,7 @@ Args parseArgs(int argc, char** argv, int from) {
     else if (k == "--size") a.size = parseSize(v);
     else if (k == "--reps") a.reps = std::stoi(v);
     else if (k == "--loads") a.loads = parseSize(v);
+    else if (k == "--seconds") a.seconds = std::stod(v);
     else if (k == "--since") a.since = v;
     else die("unknown option " + k);
   }
@@ -348,69 +362,101 @@ uint64_t* chain(int node, uint64_t bytes, uint64_t seed) {
   return buf;
 }
 
-// Pointer chase on nodes 0 and --node, interleaved in --reps rounds of --loads dependent loads
-// each (so host load changes hit both alike); per node the best round's ns per load and the
-// fraction of its loads that missed the LLC model (user reads on that node / loads).
+/// Runs body(k, stop) for k = 0 (node 0) and k = 1 (--node) at the same time, one thread per
+/// vCPU, for `seconds`, twice with the CPUs swapped (so host load and a busier vCPU hit both
+/// alike); returns the iterations each did and adds node k's user-read misses to misses[k].
+template <typename Body>
+void paired(const int nodes[2], double seconds, Body body, uint64_t iters[2], double misses[2]) {
+  for (int swap = 0; swap < 2; ++swap) {
+    std::atomic<bool> stop{false};
+    std::atomic<int> ready{0};
+    uint64_t done[2] = {0, 0};
+    Stats s0 = freshStats();
+    std::vector<std::thread> ts;
+    for (int k = 0; k < 2; ++k) {
+      ts.emplace_back([&, k] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((k + swap) % 2, &set);
+        sched_setaffinity(0, sizeof set, &set);
+        ready.fetch_add(1);
+        while (ready.load() < 2) {
+        }
+        done[k] = body(k, stop);
+      });
+    }
+    while (ready.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    stop = true;
+    for (auto& t : ts) t.join();
+    Stats s1 = freshStats();
+    for (int k = 0; k < 2; ++k) {
+      iters[k] += done[k];
+      misses[k] += double(userReads(s1, nodes[k]) - userReads(s0, nodes[k]));
+    }
+  }
+}
+
+// Pointer chase on node 0 and --node at the same time (paired): ns per dependent load and the
+// fraction of node --node's loads that missed the LLC model.
 int cmdChase(const Args& a) {
   const int nodes[2] = {0, a.node};
   uint64_t* bufs[2] = {chain(0, a.size, 42), chain(a.node, a.size, 43)};
-  uint64_t pos[2] = {0, 0};
-  double best[2] = {1e30, 1e30}, misses[2] = {0, 0};
-  const uint64_t loads = a.loads;
-  for (int r = 0; r < a.reps; ++r) {
-    for (int k = 0; k < 2; ++k) {
-      Stats s0 = freshStats();
-      uint64_t p = pos[k];
-      const uint64_t* b = bufs[k];
-      const double t0 = nowSec();
-      for (uint64_t i = 0; i < loads; ++i) p = b[p];
-      const double ns = (nowSec() - t0) * 1e9 / double(loads);
-      Stats s1 = freshStats();
-      pos[k] = p;
-      best[k] = std::min(best[k], ns);
-      misses[k] += double(s1.nodes.at(nodes[k])[0] - s0.nodes.at(nodes[k])[0]);
-    }
-  }
+  uint64_t iters[2] = {0, 0}, pos[2] = {0, 0};
+  double misses[2] = {0, 0};
+  paired(
+      nodes, a.seconds,
+      [&](int k, std::atomic<bool>& stop) {
+        uint64_t p = pos[k], n = 0;
+        const uint64_t* b = bufs[k];
+        while (!stop.load(std::memory_order_relaxed)) {
+          for (int i = 0; i < 1024; ++i) p = b[p];
+          n += 1024;
+        }
+        pos[k] = p;
+        return n;
+      },
+      iters, misses);
   for (int k = 0; k < 2; ++k) {
-    std::printf("chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (best of %d rounds of %lu loads, %lu)\n",
-                nodes[k], a.size >> 20, best[k], misses[k] / double(loads) / double(a.reps), a.reps, loads, pos[k] % 2);
+    std::printf("chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (%lu loads in 2 x %.1f s, %lu)\n",
+                nodes[k], a.size >> 20, 2 * a.seconds * 1e9 / double(iters[k]), misses[k] / double(iters[k]), iters[k],
+                a.seconds, pos[k] % 2);
     munmap(bufs[k], a.size);
   }
   return 0;
 }
 
-// GUPS on node 0 and --node: random 64-bit XOR updates over a --size table per node, in
-// interleaved rounds of --loads updates (host load hits both alike); per node the best round's
-// updates/s and the LLC-model misses per update (user reads on that node / updates).
+// GUPS on node 0 and --node at the same time (paired): random 64-bit XOR updates over a --size
+// table per node; updates/s and node --node's LLC-model misses per update.
 int cmdGups(const Args& a) {
   const int nodes[2] = {0, a.node};
   const uint64_t words = a.size / 8;
   if (words & (words - 1)) die("gups --size must be a power of two");
   uint64_t* tables[2] = {allocOn(0, a.size), allocOn(a.node, a.size)};
-  double best[2] = {0, 0}, misses[2] = {0, 0};
-  uint64_t rng[2] = {0x9E3779B97F4A7C15ull, 0xD1B54A32D192ED03ull};
-  for (int r = 0; r < a.reps; ++r) {
-    for (int k = 0; k < 2; ++k) {
-      Stats s0 = freshStats();
-      uint64_t x = rng[k];
-      uint64_t* t = tables[k];
-      const double t0 = nowSec();
-      for (uint64_t i = 0; i < a.loads; ++i) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        t[x & (words - 1)] ^= x;
-      }
-      const double ups = double(a.loads) / (nowSec() - t0);
-      Stats s1 = freshStats();
-      rng[k] = x;
-      best[k] = std::max(best[k], ups);
-      misses[k] += double(s1.nodes.at(nodes[k])[0] - s0.nodes.at(nodes[k])[0]);
-    }
-  }
+  uint64_t iters[2] = {0, 0}, rng[2] = {0x9E3779B97F4A7C15ull, 0xD1B54A32D192ED03ull};
+  double misses[2] = {0, 0};
+  paired(
+      nodes, a.seconds,
+      [&](int k, std::atomic<bool>& stop) {
+        uint64_t x = rng[k], n = 0;
+        uint64_t* t = tables[k];
+        while (!stop.load(std::memory_order_relaxed)) {
+          for (int i = 0; i < 1024; ++i) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t[x & (words - 1)] ^= x;
+          }
+          n += 1024;
+        }
+        rng[k] = x;
+        return n;
+      },
+      iters, misses);
   for (int k = 0; k < 2; ++k) {
-    std::printf("gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (best of %d rounds of %lu updates)\n",
-                nodes[k], a.size >> 20, best[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads);
+    std::printf("gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (%lu updates in 2 x %.1f s)\n",
+                nodes[k], a.size >> 20, double(iters[k]) / (2 * a.seconds), misses[k] / double(iters[k]), iters[k],
+                a.seconds);
     munmap(tables[k], a.size);
   }
   return 0;
@@ -465,7 +511,7 @@ int cmdCount(const Args& a) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: tierd-memsim mark FILE | mem [--since FILE] | heat PID [--since FILE] | ranges |\n"
-                 "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n";
+                 "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--seconds S]\n";
     return 2;
   }
   const std::string cmd = argv[1];
@@ -474,6 +520,7 @@ int main(int argc, char** argv) {
     if (cmd == "mem") return cmdMem(parseArgs(argc, argv, 2));
     if (cmd == "heat" && argc >= 3) return cmdHeat(std::stoi(argv[2]), parseArgs(argc, argv, 3));
     if (cmd == "ranges") return cmdRanges();
+    gStatsOptional = cmd == "chase" || cmd == "gups";
     if (cmd == "chase") return cmdChase(parseArgs(argc, argv, 2));
     if (cmd == "stream") return cmdStream(parseArgs(argc, argv, 2));
     if (cmd == "gups") return cmdGups(parseArgs(argc, argv, 2));
