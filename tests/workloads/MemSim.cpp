@@ -8,12 +8,12 @@
 //   heat PID [--since FILE]   per 2 MiB virtual region of PID: accesses and misses (from the
 //                             per-2 MiB-frame counts through /proc/PID/pagemap) and its node
 //   ranges                    the plugin's node ranges against /sys/devices/system/node/nodeN/memoryM
-//   chase --node N --size B [--seconds S]   pointer chase on node 0 and node N at the same time
-//                             (one thread per vCPU, twice with the vCPUs swapped): ns per
-//                             dependent load and the LLC-model miss fraction
+//   chase --node N --size B [--reps R] [--loads L]   pointer chase on node 0 and node N in
+//                             interleaved rounds (a cycle that misses the LLC model on every
+//                             load over few pages): ns per dependent load, LLC-model miss fraction
 //   stream --node N --size B [--reps R]  sequential 8-byte loads over B bytes: MB/s
-//   gups --node N --size B [--seconds S]    random XOR updates on node 0 and node N at the same
-//                             time, like chase: updates/s and misses per update
+//   gups --node N --size B [--reps R] [--loads L]    random XOR updates on node 0 and node N in
+//                             interleaved rounds: updates/s and misses per update
 //   count --node N --size B   N reads then N writes of distinct cache lines on node N; the plugin
 //                             must count each as one user miss on node N (within 1%)
 // The stats file is $MEMSIM_STATS, else $RIG_OUT/memsim.stats. Exit status 1 when a check fails,
@@ -168,6 +168,13 @@ Stats loadMark(const std::string& file) {
   return s;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double nowSec() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -191,7 +198,6 @@ struct Args {
   uint64_t size = 256ull << 20;
   int reps = 3;
   uint64_t loads = 200000;
-  double seconds = 3;
   std::string since;
 };
 
@@ -216,7 +222,6 @@ Args parseArgs(int argc, char** argv, int from) {
     else if (k == "--size") a.size = parseSize(v);
     else if (k == "--reps") a.reps = std::stoi(v);
     else if (k == "--loads") a.loads = parseSize(v);
-    else if (k == "--seconds") a.seconds = std::stod(v);
     else if (k == "--since") a.since = v;
     else die("unknown option " + k);
   }
@@ -350,113 +355,95 @@ int cmdRanges() {
   return bad ? 1 : 0;
 }
 
-/// A random cyclic pointer chain through every cache line of bytes on node (Sattolo's shuffle).
-uint64_t* chain(int node, uint64_t bytes, uint64_t seed) {
-  const uint64_t lines = bytes / kLine, step = kLine / 8;
+/// A pointer cycle that misses the LLC model on every load while touching few pages (so TCG's
+/// own TLB misses, hundreds of ns each under a loaded host, stay out of the measurement): in a
+/// THP-backed buffer (2 MiB physically contiguous and aligned), the lines at the same offset of
+/// every MiB map to the same set of a 16 MiB 16-way model; `groups` adjacent line offsets of
+/// each MiB, visited in one fixed random cycle, give every set a cyclic pattern of size/1 MiB
+/// lines (> its ways), which LRU always misses. Without THP the misses are fewer (measured).
+uint64_t* conflictChain(int node, uint64_t bytes, unsigned groups, uint64_t seed) {
   uint64_t* buf = allocOn(node, bytes);
-  std::vector<uint32_t> order(lines);
-  for (uint64_t i = 0; i < lines; ++i) order[i] = uint32_t(i);
+  const uint64_t mibs = bytes >> 20, step = kLine / 8;
+  std::vector<uint64_t> slots;  // word index of each visited line
+  for (uint64_t m = 0; m < mibs; ++m)
+    for (unsigned g = 0; g < groups; ++g) slots.push_back((m << 20) / 8 + g * step);
   std::mt19937_64 rng(seed);
-  for (uint64_t i = lines - 1; i > 0; --i) std::swap(order[i], order[rng() % i]);
-  for (uint64_t i = 0; i < lines; ++i) buf[uint64_t(order[i]) * step] = uint64_t(order[(i + 1) % lines]) * step;
+  for (uint64_t i = slots.size() - 1; i > 0; --i) std::swap(slots[i], slots[rng() % i]);
+  for (uint64_t i = 0; i < slots.size(); ++i) buf[slots[i]] = slots[(i + 1) % slots.size()];
   return buf;
 }
 
-/// Runs body(k, stop) for k = 0 (node 0) and k = 1 (--node) at the same time, one thread per
-/// vCPU, for `seconds`, twice with the CPUs swapped (so host load and a busier vCPU hit both
-/// alike); returns the iterations each did and adds node k's user-read misses to misses[k].
-template <typename Body>
-void paired(const int nodes[2], double seconds, Body body, uint64_t iters[2], double misses[2]) {
-  for (int swap = 0; swap < 2; ++swap) {
-    std::atomic<bool> stop{false};
-    std::atomic<int> ready{0};
-    uint64_t done[2] = {0, 0};
-    Stats s0 = freshStats();
-    std::vector<std::thread> ts;
+// Pointer chase on node 0 and --node in interleaved rounds of --loads dependent loads (host load
+// changes hit both alike; best round per node): ns per load and the LLC-model miss fraction.
+int cmdChase(const Args& a) {
+  const int nodes[2] = {0, a.node};
+  uint64_t* bufs[2] = {conflictChain(0, a.size, 4, 42), conflictChain(a.node, a.size, 4, 43)};
+  uint64_t pos[2] = {0, 0};
+  double misses[2] = {0, 0};
+  std::vector<double> times[2];
+  for (int r = 0; r < a.reps; ++r) {
     for (int k = 0; k < 2; ++k) {
-      ts.emplace_back([&, k] {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET((k + swap) % 2, &set);
-        sched_setaffinity(0, sizeof set, &set);
-        ready.fetch_add(1);
-        while (ready.load() < 2) {
-        }
-        done[k] = body(k, stop);
-      });
-    }
-    while (ready.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    stop = true;
-    for (auto& t : ts) t.join();
-    Stats s1 = freshStats();
-    for (int k = 0; k < 2; ++k) {
-      iters[k] += done[k];
+      Stats s0 = freshStats();
+      uint64_t p = pos[k];
+      const uint64_t* b = bufs[k];
+      const double t0 = nowSec();
+      for (uint64_t i = 0; i < a.loads; ++i) p = b[p];
+      const double ns = (nowSec() - t0) * 1e9 / double(a.loads);
+      Stats s1 = freshStats();
+      pos[k] = p;
+      times[k].push_back(ns);
       misses[k] += double(userReads(s1, nodes[k]) - userReads(s0, nodes[k]));
     }
   }
-}
-
-// Pointer chase on node 0 and --node at the same time (paired): ns per dependent load and the
-// fraction of node --node's loads that missed the LLC model.
-int cmdChase(const Args& a) {
-  const int nodes[2] = {0, a.node};
-  uint64_t* bufs[2] = {chain(0, a.size, 42), chain(a.node, a.size, 43)};
-  uint64_t iters[2] = {0, 0}, pos[2] = {0, 0};
-  double misses[2] = {0, 0};
-  paired(
-      nodes, a.seconds,
-      [&](int k, std::atomic<bool>& stop) {
-        uint64_t p = pos[k], n = 0;
-        const uint64_t* b = bufs[k];
-        while (!stop.load(std::memory_order_relaxed)) {
-          for (int i = 0; i < 1024; ++i) p = b[p];
-          n += 1024;
-        }
-        pos[k] = p;
-        return n;
-      },
-      iters, misses);
+  // node 0: the median round; node 1: that plus the median of the rounds' node 1 - node 0
+  // differences (adjacent rounds share the host's load, so the difference is what is robust).
+  std::vector<double> diff;
+  for (int r = 0; r < a.reps; ++r) diff.push_back(times[1][r] - times[0][r]);
+  const double t[2] = {median(times[0]), median(times[0]) + median(diff)};
   for (int k = 0; k < 2; ++k) {
-    std::printf("chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (%lu loads in 2 x %.1f s, %lu)\n",
-                nodes[k], a.size >> 20, 2 * a.seconds * 1e9 / double(iters[k]), misses[k] / double(iters[k]), iters[k],
-                a.seconds, pos[k] % 2);
+    std::printf("chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (medians of %d interleaved rounds of %lu loads, %lu)\n",
+                nodes[k], a.size >> 20, t[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads,
+                pos[k] % 2);
     munmap(bufs[k], a.size);
   }
   return 0;
 }
 
-// GUPS on node 0 and --node at the same time (paired): random 64-bit XOR updates over a --size
-// table per node; updates/s and node --node's LLC-model misses per update.
+// GUPS on node 0 and --node in interleaved rounds of --loads random 64-bit XOR updates over a
+// --size table per node (like chase: median round and median difference): updates/s and the
+// LLC-model misses per update.
 int cmdGups(const Args& a) {
   const int nodes[2] = {0, a.node};
   const uint64_t words = a.size / 8;
   if (words & (words - 1)) die("gups --size must be a power of two");
   uint64_t* tables[2] = {allocOn(0, a.size), allocOn(a.node, a.size)};
-  uint64_t iters[2] = {0, 0}, rng[2] = {0x9E3779B97F4A7C15ull, 0xD1B54A32D192ED03ull};
+  uint64_t rng[2] = {0x9E3779B97F4A7C15ull, 0xD1B54A32D192ED03ull};
   double misses[2] = {0, 0};
-  paired(
-      nodes, a.seconds,
-      [&](int k, std::atomic<bool>& stop) {
-        uint64_t x = rng[k], n = 0;
-        uint64_t* t = tables[k];
-        while (!stop.load(std::memory_order_relaxed)) {
-          for (int i = 0; i < 1024; ++i) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            t[x & (words - 1)] ^= x;
-          }
-          n += 1024;
-        }
-        rng[k] = x;
-        return n;
-      },
-      iters, misses);
+  std::vector<double> times[2];  // ns per update
+  for (int r = 0; r < a.reps; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      Stats s0 = freshStats();
+      uint64_t x = rng[k];
+      uint64_t* t = tables[k];
+      const double t0 = nowSec();
+      for (uint64_t i = 0; i < a.loads; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t[x & (words - 1)] ^= x;
+      }
+      times[k].push_back((nowSec() - t0) * 1e9 / double(a.loads));
+      Stats s1 = freshStats();
+      rng[k] = x;
+      misses[k] += double(userReads(s1, nodes[k]) - userReads(s0, nodes[k]));
+    }
+  }
+  std::vector<double> diff;
+  for (int r = 0; r < a.reps; ++r) diff.push_back(times[1][r] - times[0][r]);
+  const double t[2] = {median(times[0]), median(times[0]) + median(diff)};
   for (int k = 0; k < 2; ++k) {
-    std::printf("gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (%lu updates in 2 x %.1f s)\n",
-                nodes[k], a.size >> 20, double(iters[k]) / (2 * a.seconds), misses[k] / double(iters[k]), iters[k],
-                a.seconds);
+    std::printf("gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (medians of %d interleaved rounds of %lu updates)\n",
+                nodes[k], a.size >> 20, 1e9 / t[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads);
     munmap(tables[k], a.size);
   }
   return 0;
@@ -511,7 +498,7 @@ int cmdCount(const Args& a) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: tierd-memsim mark FILE | mem [--since FILE] | heat PID [--since FILE] | ranges |\n"
-                 "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--seconds S]\n";
+                 "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n";
     return 2;
   }
   const std::string cmd = argv[1];

@@ -36,7 +36,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_SEGS 16
 #define FRAME_SHIFT 21
 #define USER_TOP 0x0000800000000000ull
-#define QUANTUM_NS 1000   /* debt paid in busy waits of at least this much */
+#define QUANTUM_NS 10000   /* debt paid in busy waits of at least this much */
 #define CREDIT_NS 100000000 /* most overrun of a wait carried over to later misses */
 
 struct seg {
@@ -49,7 +49,7 @@ struct vcpu {
   uint64_t miss[MAX_NODES][2][2]; /* [node][kernel?][write?] */
   uint64_t accesses, misses, other, io;
   int64_t debt_ns;
-  uint64_t delay_ns;
+  uint64_t delay_ns, charged_ns, waits;
   uint64_t *frame_acc, *frame_miss; /* per 2 MiB guest-physical frame */
   char pad[64];
 };
@@ -106,6 +106,7 @@ static void pay(struct vcpu *v) {
     t = now_ns();
   } while (t < end);
   v->delay_ns += t - start;
+  v->waits++;
   v->debt_ns -= (int64_t)(t - start);
   /* A wait that overran (the host preempted this thread) pays later misses, up to CREDIT_NS:
    * the vCPU was already delayed that long. With the credit, a vCPU that gets a share s of a host
@@ -146,6 +147,7 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
   v->miss[s->node][vaddr >= USER_TOP][qemu_plugin_mem_is_store(info)]++;
   if (mode_cost && charge_ns[s->node] > 0) {
     v->debt_ns += charge_ns[s->node];
+    v->charged_ns += (uint64_t)charge_ns[s->node];
     if (v->debt_ns >= QUANTUM_NS) pay(v);
   }
 }
@@ -167,7 +169,7 @@ static void publish(int final) {
     pthread_mutex_unlock(&write_lock);
     return;
   }
-  uint64_t miss[MAX_NODES][2][2] = {{{0}}}, acc = 0, misses = 0, other = 0, io = 0, delay = 0;
+  uint64_t miss[MAX_NODES][2][2] = {{{0}}}, acc = 0, misses = 0, other = 0, io = 0, delay = 0, charged = 0, waits = 0;
   for (int c = 0; c < nvcpus; c++) {
     struct vcpu *v = &vcpus[c];
     for (int n = 0; n < nnodes; n++)
@@ -178,6 +180,8 @@ static void publish(int final) {
     other += ld(&v->other);
     io += ld(&v->io);
     delay += ld(&v->delay_ns);
+    charged += ld(&v->charged_ns);
+    waits += ld(&v->waits);
   }
   fprintf(f, "memsim 1\nmode %s\nseq %" PRIu64 "\nfinal %d\ntime_ns %" PRIu64 "\n", mode_cost ? "cost" : "count",
           ++seq, final, now_ns());
@@ -190,9 +194,9 @@ static void publish(int final) {
     fprintf(f, "node %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", n, miss[n][0][0], miss[n][0][1],
             miss[n][1][0], miss[n][1][1]);
   fprintf(f,
-          "accesses %" PRIu64 "\nmisses %" PRIu64 "\nother_ram %" PRIu64 "\nio %" PRIu64 "\ndelay_ns %" PRIu64
-          "\n",
-          acc, misses, other, io, delay);
+          "accesses %" PRIu64 "\nmisses %" PRIu64 "\nother_ram %" PRIu64 "\nio %" PRIu64 "\ncharged_ns %" PRIu64
+          "\ndelay_ns %" PRIu64 "\nwaits %" PRIu64 "\n",
+          acc, misses, other, io, charged, delay, waits);
   fprintf(f, "# frame INDEX accesses misses (2 MiB guest-physical frames; INDEX = gpa >> 21; nonzero only)\n");
   for (uint64_t fr = 0; fr < nframes; fr++) {
     uint64_t a = 0, m = 0;
