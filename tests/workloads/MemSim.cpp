@@ -26,8 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <array>
