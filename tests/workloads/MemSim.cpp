@@ -7,8 +7,9 @@
 //   mem [--since FILE]        LLC-model misses per node, user/kernel reads/writes, since a mark
 //   heat PID [--since FILE]   per 2 MiB virtual region of PID: accesses and misses (from the
 //                             per-2 MiB-frame counts through /proc/PID/pagemap) and its node
-//   ranges                    the plugin's node ranges against /sys/devices/system/node/nodeN/memoryM
-//   chase --node N --size B [--reps R] [--loads L]   pointer chase on node 0 and node N in
+//   ranges                    the plugin's node ranges against
+//   /sys/devices/system/node/nodeN/memoryM chase --node N --size B [--reps R] [--loads L]   pointer
+//   chase on node 0 and node N in
 //                             interleaved rounds (a cycle that misses the LLC model on every
 //                             load over few pages): ns per dependent load, LLC-model miss fraction
 //   stream --node N --size B [--reps R]  sequential 8-byte loads over B bytes: MB/s
@@ -27,10 +28,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <array>
-#include <chrono>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -65,7 +66,8 @@ struct Stats {
   uint64_t seq = 0;
   bool final = false;
   std::vector<Range> ranges;
-  std::map<int, std::array<uint64_t, 4>> nodes;  // user reads, user writes, kernel reads, kernel writes
+  std::map<int, std::array<uint64_t, 4>>
+      nodes;  // user reads, user writes, kernel reads, kernel writes
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> frames;  // frame -> accesses, misses
   std::string text;
 
@@ -132,7 +134,8 @@ Stats readStats(const std::string& path) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  die("no complete memsim publication in " + path + " (is the scenario's header '# rig: memsim=count' or 'cost'?)");
+  die("no complete memsim publication in " + path +
+      " (is the scenario's header '# rig: memsim=count' or 'cost'?)");
 }
 
 /// A publication made after this call started: waits until seq advanced by 2 (one whole
@@ -186,7 +189,8 @@ uint64_t* allocOn(int node, uint64_t bytes) {
   madvise(p, bytes, MADV_HUGEPAGE);
   unsigned long mask[4] = {0, 0, 0, 0};
   mask[node / 64] = 1ul << (node % 64);
-  if (mbind(p, bytes, MPOL_BIND, mask, 256, 0) != 0) die("mbind: " + std::string(std::strerror(errno)));
+  if (mbind(p, bytes, MPOL_BIND, mask, 256, 0) != 0)
+    die("mbind: " + std::string(std::strerror(errno)));
   std::memset(p, 1, bytes);
   return static_cast<uint64_t*>(p);
 }
@@ -203,10 +207,14 @@ uint64_t parseSize(const std::string& s) {
   size_t used = 0;
   uint64_t v = std::stoull(s, &used, 0);
   std::string suf = s.substr(used);
-  if (suf == "K") v <<= 10;
-  else if (suf == "M") v <<= 20;
-  else if (suf == "G") v <<= 30;
-  else if (!suf.empty()) die("bad size " + s);
+  if (suf == "K")
+    v <<= 10;
+  else if (suf == "M")
+    v <<= 20;
+  else if (suf == "G")
+    v <<= 30;
+  else if (!suf.empty())
+    die("bad size " + s);
   return v;
 }
 
@@ -216,12 +224,18 @@ Args parseArgs(int argc, char** argv, int from) {
     std::string k = argv[i];
     if (i + 1 >= argc) die("missing value after " + k);
     std::string v = argv[++i];
-    if (k == "--node") a.node = std::stoi(v);
-    else if (k == "--size") a.size = parseSize(v);
-    else if (k == "--reps") a.reps = std::stoi(v);
-    else if (k == "--loads") a.loads = parseSize(v);
-    else if (k == "--since") a.since = v;
-    else die("unknown option " + k);
+    if (k == "--node")
+      a.node = std::stoi(v);
+    else if (k == "--size")
+      a.size = parseSize(v);
+    else if (k == "--reps")
+      a.reps = std::stoi(v);
+    else if (k == "--loads")
+      a.loads = parseSize(v);
+    else if (k == "--since")
+      a.since = v;
+    else
+      die("unknown option " + k);
   }
   return a;
 }
@@ -243,7 +257,8 @@ int cmdMem(const Args& a) {
   for (const auto& [n, c] : now.nodes) {
     auto b = base.nodes.count(n) ? base.nodes.at(n) : std::array<uint64_t, 4>{};
     std::cout << n;
-    for (int i = 0; i < 4; ++i) std::cout << " " << (c[i] - b[i]);
+    for (int i = 0; i < 4; ++i)
+      std::cout << " " << (c[i] - b[i]);
     std::cout << "\n";
   }
   return 0;
@@ -301,7 +316,8 @@ int cmdHeat(int pid, const Args& a) {
     per[h.node].first += h.acc;
     per[h.node].second += h.miss;
   }
-  for (const auto& [n, t] : per) std::printf("total node %d accesses %.0f misses %.0f\n", n, t.first, t.second);
+  for (const auto& [n, t] : per)
+    std::printf("total node %d accesses %.0f misses %.0f\n", n, t.first, t.second);
   return 0;
 }
 
@@ -315,7 +331,8 @@ int cmdRanges() {
   std::map<int, uint64_t> covered, declared;
   for (const auto& r : s.ranges) {
     declared[r.node] += r.end - r.start;
-    std::printf("memsim range node %d 0x%lx-0x%lx (%lu MiB)\n", r.node, r.start, r.end, (r.end - r.start) >> 20);
+    std::printf("memsim range node %d 0x%lx-0x%lx (%lu MiB)\n", r.node, r.start, r.end,
+                (r.end - r.start) >> 20);
   }
   DIR* d = opendir("/sys/devices/system/node");
   if (!d) die("no /sys/devices/system/node");
@@ -331,8 +348,8 @@ int cmdRanges() {
       for (const auto& r : s.ranges)
         if (lo >= r.start && hi <= r.end) in = r.node;
       if (in != n) {
-        std::printf("MISMATCH: memory%lu (0x%lx-0x%lx) is on node %d, memsim says %s\n", m, lo, hi, n,
-                    in < 0 ? "no single range" : ("node " + std::to_string(in)).c_str());
+        std::printf("MISMATCH: memory%lu (0x%lx-0x%lx) is on node %d, memsim says %s\n", m, lo, hi,
+                    n, in < 0 ? "no single range" : ("node " + std::to_string(in)).c_str());
         ++bad;
       }
       covered[n] += bs;
@@ -341,7 +358,8 @@ int cmdRanges() {
   }
   closedir(d);
   for (const auto& [n, bytes] : declared) {
-    std::printf("node %d: memsim %lu MiB, kernel memory blocks %lu MiB\n", n, bytes >> 20, covered[n] >> 20);
+    std::printf("node %d: memsim %lu MiB, kernel memory blocks %lu MiB\n", n, bytes >> 20,
+                covered[n] >> 20);
     if (covered[n] != bytes) ++bad;
   }
   for (const auto& [n, bytes] : covered)
@@ -364,10 +382,13 @@ uint64_t* conflictChain(int node, uint64_t bytes, unsigned groups, uint64_t seed
   const uint64_t mibs = bytes >> 20, step = kLine / 8;
   std::vector<uint64_t> slots;  // word index of each visited line
   for (uint64_t m = 0; m < mibs; ++m)
-    for (unsigned g = 0; g < groups; ++g) slots.push_back((m << 20) / 8 + g * step);
+    for (unsigned g = 0; g < groups; ++g)
+      slots.push_back((m << 20) / 8 + g * step);
   std::mt19937_64 rng(seed);
-  for (uint64_t i = slots.size() - 1; i > 0; --i) std::swap(slots[i], slots[rng() % i]);
-  for (uint64_t i = 0; i < slots.size(); ++i) buf[slots[i]] = slots[(i + 1) % slots.size()];
+  for (uint64_t i = slots.size() - 1; i > 0; --i)
+    std::swap(slots[i], slots[rng() % i]);
+  for (uint64_t i = 0; i < slots.size(); ++i)
+    buf[slots[i]] = slots[(i + 1) % slots.size()];
   return buf;
 }
 
@@ -385,7 +406,8 @@ int cmdChase(const Args& a) {
       uint64_t p = pos[k];
       const uint64_t* b = bufs[k];
       const double t0 = nowSec();
-      for (uint64_t i = 0; i < a.loads; ++i) p = b[p];
+      for (uint64_t i = 0; i < a.loads; ++i)
+        p = b[p];
       const double ns = (nowSec() - t0) * 1e9 / double(a.loads);
       Stats s1 = freshStats();
       pos[k] = p;
@@ -396,12 +418,15 @@ int cmdChase(const Args& a) {
   // node 0: the median round; node 1: that plus the median of the rounds' node 1 - node 0
   // differences (adjacent rounds share the host's load, so the difference is what is robust).
   std::vector<double> diff;
-  for (int r = 0; r < a.reps; ++r) diff.push_back(times[1][r] - times[0][r]);
+  for (int r = 0; r < a.reps; ++r)
+    diff.push_back(times[1][r] - times[0][r]);
   const double t[2] = {median(times[0]), median(times[0]) + median(diff)};
   for (int k = 0; k < 2; ++k) {
-    std::printf("chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (medians of %d interleaved rounds of %lu loads, %lu)\n",
-                nodes[k], a.size >> 20, t[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads,
-                pos[k] % 2);
+    std::printf(
+        "chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (medians of %d interleaved "
+        "rounds of %lu loads, %lu)\n",
+        nodes[k], a.size >> 20, t[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads,
+        pos[k] % 2);
     munmap(bufs[k], a.size);
   }
   return 0;
@@ -437,11 +462,15 @@ int cmdGups(const Args& a) {
     }
   }
   std::vector<double> diff;
-  for (int r = 0; r < a.reps; ++r) diff.push_back(times[1][r] - times[0][r]);
+  for (int r = 0; r < a.reps; ++r)
+    diff.push_back(times[1][r] - times[0][r]);
   const double t[2] = {median(times[0]), median(times[0]) + median(diff)};
   for (int k = 0; k < 2; ++k) {
-    std::printf("gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (medians of %d interleaved rounds of %lu updates)\n",
-                nodes[k], a.size >> 20, 1e9 / t[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads);
+    std::printf(
+        "gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (medians of %d "
+        "interleaved rounds of %lu updates)\n",
+        nodes[k], a.size >> 20, 1e9 / t[k], misses[k] / double(a.loads) / double(a.reps), a.reps,
+        a.loads);
     munmap(tables[k], a.size);
   }
   return 0;
@@ -455,11 +484,12 @@ int cmdStream(const Args& a) {
   for (int r = 0; r < a.reps; ++r) {
     const double t0 = nowSec();
     const volatile uint64_t* v = buf;
-    for (uint64_t i = 0; i < words; ++i) sum += v[i];
+    for (uint64_t i = 0; i < words; ++i)
+      sum += v[i];
     best = std::max(best, double(a.size) / (nowSec() - t0) / 1e6);
   }
-  std::printf("stream node %d size %lu MiB MB_per_s %.1f (best of %d, sum %lu)\n", a.node, a.size >> 20, best, a.reps,
-              sum % 2);
+  std::printf("stream node %d size %lu MiB MB_per_s %.1f (best of %d, sum %lu)\n", a.node,
+              a.size >> 20, best, a.reps, sum % 2);
   munmap(buf, a.size);
   return 0;
 }
@@ -473,18 +503,22 @@ int cmdCount(const Args& a) {
   // than the LLC model, so by the time the loop reaches a line it was evicted.
   Stats s0 = freshStats();
   uint64_t sum = 0;
-  for (uint64_t i = 0; i < lines; ++i) sum += v[i * step];
+  for (uint64_t i = 0; i < lines; ++i)
+    sum += v[i * step];
   Stats s1 = freshStats();
-  for (uint64_t i = 0; i < lines; ++i) v[i * step] = i;
+  for (uint64_t i = 0; i < lines; ++i)
+    v[i * step] = i;
   Stats s2 = freshStats();
   auto delta = [&](const Stats& x, const Stats& y, int k) {
     return double(y.nodes.at(a.node)[k]) - double(x.nodes.at(a.node)[k]);
   };
   const double reads = delta(s0, s1, 0), writes = delta(s1, s2, 1);
   const double n = double(lines);
-  std::printf("count node %d: %lu loads counted as %.0f user reads (%.2f%%), %lu stores as %.0f user writes "
-              "(%.2f%%) (sum %lu)\n",
-              a.node, lines, reads, 100 * (reads - n) / n, lines, writes, 100 * (writes - n) / n, sum % 2);
+  std::printf(
+      "count node %d: %lu loads counted as %.0f user reads (%.2f%%), %lu stores as %.0f user "
+      "writes "
+      "(%.2f%%) (sum %lu)\n",
+      a.node, lines, reads, 100 * (reads - n) / n, lines, writes, 100 * (writes - n) / n, sum % 2);
   if (std::abs(reads - n) > 0.01 * n) ++bad;
   if (std::abs(writes - n) > 0.01 * n) ++bad;
   munmap(buf, a.size);
@@ -495,8 +529,10 @@ int cmdCount(const Args& a) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: tierd-memsim mark FILE | mem [--since FILE] | heat PID [--since FILE] | ranges |\n"
-                 "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n";
+    std::cerr
+        << "usage: tierd-memsim mark FILE | mem [--since FILE] | heat PID [--since FILE] | ranges "
+           "|\n"
+           "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n";
     return 2;
   }
   const std::string cmd = argv[1];
