@@ -108,3 +108,34 @@ rig_done() {
   echo "scenario $RIG_SCENARIO: $rig_failed check(s) failed"
   exit 1
 }
+
+# --- memsim (scenarios with "# rig: memsim=count|cost"; tests/vm/memsim/README.md) -------------
+# The plugin publishes its counters to $RIG_OUT/memsim.stats at least 5 times a second.
+
+# rig_mem_mark NAME: remembers the counters now (a publication made after this call began) as
+# mark NAME (a file under /tmp).
+rig_mem_mark() {
+  "$RIG_BIN/tierd-memsim" mark "/tmp/memsim-mark.$1"
+}
+
+# rig_mem [NAME]: LLC-model misses per node since mark NAME (since boot without NAME), one line
+# per node: "NODE user_reads user_writes kernel_reads kernel_writes" after a header line.
+rig_mem() {
+  if [ -n "${1:-}" ]; then
+    "$RIG_BIN/tierd-memsim" mem --since "/tmp/memsim-mark.$1"
+  else
+    "$RIG_BIN/tierd-memsim" mem
+  fi
+}
+
+# rig_frame_heat PID [NAME]: accesses and misses per 2 MiB virtual region of PID (since mark NAME,
+# or since boot): lines "region 0xSTART NODE ACCESSES MISSES" (the region's per-frame counts
+# reached through /proc/PID/pagemap; a base page gets 1/512 of its frame's counts) and per node
+# "total node N accesses A misses M".
+rig_frame_heat() {
+  if [ -n "${2:-}" ]; then
+    "$RIG_BIN/tierd-memsim" heat "$1" --since "/tmp/memsim-mark.$2"
+  else
+    "$RIG_BIN/tierd-memsim" heat "$1"
+  fi
+}

@@ -9,11 +9,16 @@
 #   append=ARGS            extra kernel arguments (e.g. hugepagesz=1G hugepages=0:1,1:1)
 #   timeout=SECONDS        limit for the whole boot (default $TIERD_VM_TIMEOUT or 300)
 #   supply=VAR:FILE        copy FILE from the host folder in $VAR (when set) to $RIG_OUT/supplied
+#   memsim=off|count|cost  the memsim TCG plugin (tests/vm/memsim): off (default), count (an LLC
+#                          model counts every access per node and per 2 MiB frame) or cost (count,
+#                          and each LLC miss to node N delays the vCPU by LAT_N - LAT_cpu ns);
+#                          counters in $RIG_OUT/memsim.stats (guest-lib.sh: rig_mem, rig_frame_heat)
 # Environment:
 #   TIERD_VM_CACHE   kernel, initramfs, logs and results (default <repo>/build/vm)
 #   TIERD_BUILD_DIR  CMake build folder shared with the guest at /mnt/build (default <repo>/build)
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
+#   TIERD_VM_MEMSIM  overrides every scenario's memsim= (e.g. to measure the plugin's cost)
 #   TIERD_GAPBS_DIR  a built GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`
 #                    (its "# rig: supply=TIERD_GAPBS_DIR:pr")
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
@@ -67,6 +72,52 @@ header() {
   sed -n "s/^# rig: $2=//p" "$1" | head -n1
 }
 
+# memsim_mode SCENARIO_FILE -> off|count|cost ($TIERD_VM_MEMSIM overrides the header)
+memsim_mode() {
+  local m="${TIERD_VM_MEMSIM:-$(header "$1" memsim)}"
+  case "${m:-off}" in
+    off | count | cost) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): memsim=$m (use off, count or cost)" ;;
+  esac
+}
+
+# memsim_args NAME OUTDIR TOTAL_MIB: appends -plugin memsim.so,... to args (uses the topology in T,
+# NODES and $memsim, set by qemu_args' caller). Address ranges: QEMU q35 puts the first `lowmem`
+# bytes of RAM below 4 GiB (2 GiB when RAM >= 2.75 GiB, else all of it) and the rest from 4 GiB;
+# the nodes' memory backends fill RAM in node order. QEMU 7.2's qemu_plugin_hwaddr_phys_addr
+# returns the RAMBlock's ram_addr offset + the offset in the block + the backend's address in the
+# machine's RAM container; the backends are QEMU's first RAMBlocks, allocated in node order, so
+# both are the node's RAM offset `cum` and a container offset c of node i reads as cum_i + c. The
+# guest cross-checks the resulting guest-physical ranges with its memory blocks (memsim-calibrate).
+memsim_args() {
+  local name="$1" outdir="$2" total="$3" i cum=0 size c0 c1 lowmem charge cpu_lat line ways llc
+  [ "$memsim" != off ] || return 0
+  if [ "$total" -ge 2816 ]; then lowmem=2048; else lowmem="$total"; fi
+  llc="$(to_mib "${T[LLC]:?topology: LLC (last-level cache size, e.g. 16M) missing for memsim}")"
+  line="${T[LLC_LINE]:-64}" ways="${T[LLC_WAYS]:-16}"
+  cpu_lat="${T[LAT_0]}"
+  local pa="memsim.so,mode=$memsim,out=${outdir//,/,,}/memsim.stats,llc=${llc}M,line=$line,ways=$ways"
+  for ((i = 0; i < NODES; i++)); do
+    size="$(to_mib "${T[MEM_$i]}")"
+    c0=$cum c1=$((cum + size))
+    # the part below 4 GiB
+    if [ "$c0" -lt "$lowmem" ]; then
+      local e=$((c1 < lowmem ? c1 : lowmem))
+      pa+=",seg=$i:$(((cum + c0) << 20)):$((c0 << 20)):$(((e - c0) << 20))"
+      c0=$e
+    fi
+    # the part from 4 GiB
+    if [ "$c0" -lt "$c1" ]; then
+      pa+=",seg=$i:$(((cum + c0) << 20)):$(((c0 - lowmem + 4096) << 20)):$(((c1 - c0) << 20))"
+    fi
+    charge=$((${T[LAT_$i]} - cpu_lat))
+    [ "$charge" -ge 0 ] || charge=0
+    pa+=",charge=$i:$charge"
+    cum=$c1
+  done
+  args+=(-plugin "${cache//,/,,}/memsim/$pa")
+}
+
 # qemu_args SCENARIO_FILE NAME OUTDIR -> fills the global array args
 qemu_args() {
   local file="$1" name="$2" outdir="$3"
@@ -81,7 +132,7 @@ qemu_args() {
     case "$k" in
       NODES) NODES="$v" ;;
       DIST) DIST="${v//\"/}" ;;
-      CPUS_* | MEM_* | LAT_* | BW_*) T[$k]="$v" ;;
+      CPUS_* | MEM_* | LAT_* | BW_* | LLC | LLC_LINE | LLC_WAYS) T[$k]="$v" ;;
       '' | \#*) ;;
       *) die "topology $topo: unknown key '$k'" ;;
     esac
@@ -108,6 +159,7 @@ qemu_args() {
     fi
   done
   args+=(-m "${total}M")
+  memsim_args "$name" "$outdir" "$total"
   local d pair
   for d in $DIST; do # "A-B=D"
     pair="${d%%=*}"
@@ -148,6 +200,10 @@ boot() {
       cp "${!var}/$want" "$outdir/supplied/"
     fi
   fi
+  memsim="$(memsim_mode "$file")"
+  if [ "$memsim" != off ]; then
+    "$here/memsim/build.sh" || die "$name: cannot build the memsim plugin (see above)"
+  fi
   qemu_args "$file" "$name" "$outdir"
   echo "# $qemu ${args[*]}" >"$log"
   timeout -k 10 "$limit" "$qemu" "${args[@]}" </dev/null >>"$log" 2>&1 || status=$?
@@ -170,7 +226,8 @@ for name in "$@"; do
   log="$runs/$name.log"
   outdir="$runs/$name"
   rm -f "$runs/$name.attempt1.log"
-  echo "vm: booting $name (timeout ${limit}s, log $log)"
+  memsim="$(memsim_mode "$file")"
+  echo "vm: booting $name (timeout ${limit}s, memsim=$memsim, log $log)"
   start=$SECONDS
   status=0
   boot "$name" "$file" "$log" "$outdir" "$limit" || status=$?
@@ -211,6 +268,11 @@ for name in "$@"; do
   esac
   if ! grep -q "$marker" "$log"; then
     reason="${reason:-?}; the boot never reached /init"
+  fi
+  if grep -q '^memsim: ERROR' "$log"; then
+    reason="${reason:-?}; $(grep -m1 '^memsim: ERROR' "$log")"
+  elif [ "$memsim" != off ] && ! grep -qx 'final 1' "$outdir/memsim.stats" 2>/dev/null; then
+    reason="${reason:+$reason; }memsim=$memsim but the plugin wrote no final $outdir/memsim.stats"
   fi
   if [ -z "$reason" ]; then
     echo "vm: PASS $name (${secs}s$note)"

@@ -1,0 +1,337 @@
+/*
+ * memsim: a QEMU TCG plugin that gives the rig's NUMA nodes real access costs and counts where
+ * every guest memory access went (tests/vm/memsim/README.md has the model and the file format).
+ *
+ * Built by tests/vm/memsim/build.sh against the qemu-plugin.h of the INSTALLED QEMU's Debian
+ * source package (never vendored). Loaded by tests/vm/run.sh for scenarios with
+ * "# rig: memsim=count|cost":
+ *   -plugin memsim.so,mode=cost,out=FILE,llc=BYTES,line=BYTES,ways=N,interval_ms=MS,
+ *           seg=NODE:HW:GPA:LEN,...,charge=NODE:NS,...
+ * seg: QEMU's "physical address" of a RAM access (qemu_plugin_hwaddr_phys_addr, which in 7.2 is
+ *      the RAMBlock's ram_addr offset + offset in the block + the block's MemoryRegion address)
+ *      in [HW, HW+LEN) is guest-physical GPA + (value - HW) on node NODE. run.sh computes the
+ *      segments from the node sizes and q35's RAM layout.
+ * charge: ns added to the accessing vCPU for each miss of the LLC model to NODE (cost mode).
+ * Every data access (loads and stores, user and kernel) goes through a shared set-associative
+ * LRU last-level-cache model indexed by guest-physical line; misses are counted per node, split
+ * read/write and user/kernel (user: virtual address in the lower half). Accesses and misses are
+ * also counted per 2 MiB guest-physical frame. A thread publishes the counters to FILE every
+ * interval_ms (written to FILE.tmp, then renamed) and at exit (with "final 1").
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <qemu-plugin.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+#define MAX_NODES 8
+#define MAX_SEGS 16
+#define FRAME_SHIFT 21
+#define USER_TOP 0x0000800000000000ull
+#define QUANTUM_NS 10000   /* debt paid in busy waits of at least this much */
+#define CREDIT_NS 100000000 /* most overrun of a wait carried over to later misses */
+
+struct seg {
+  uint64_t hw, gpa, len;
+  int node;
+};
+
+/* Per-vCPU counters (only that vCPU's thread writes them; the publisher reads them relaxed). */
+struct vcpu {
+  uint64_t miss[MAX_NODES][2][2]; /* [node][kernel?][write?] */
+  uint64_t accesses, misses, other, io;
+  int64_t debt_ns;
+  uint64_t delay_ns, charged_ns, waits;
+  uint64_t *frame_acc, *frame_miss; /* per 2 MiB guest-physical frame */
+  char pad[64];
+};
+
+static int mode_cost;
+static const char *out_path;
+static char *tmp_path;
+static uint64_t llc_bytes = 16ull << 20, line_bytes = 64, ways = 16;
+static unsigned line_shift, interval_ms = 200;
+static uint64_t sets, set_mask;
+static uint64_t *tags; /* sets * ways line numbers + 1 (0 = empty), MRU first */
+static struct seg segs[MAX_SEGS];
+static int nsegs, nnodes;
+static int64_t charge_ns[MAX_NODES];
+static uint64_t nframes;
+static struct vcpu *vcpus;
+static int nvcpus;
+static volatile int stopping;
+static pthread_t publisher;
+static uint64_t seq;
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* LRU lookup of LINE in the shared model; returns whether it hit. Races between vCPUs may
+ * duplicate or drop a tag (a model inaccuracy, never a crash). */
+static bool llc_access(uint64_t line) {
+  uint64_t *set = tags + (line & set_mask) * ways;
+  uint64_t want = line + 1;
+  uint64_t prev = ld(&set[0]);
+  if (prev == want) return true;
+  for (uint64_t w = 1; w < ways; w++) {
+    uint64_t cur = ld(&set[w]);
+    __atomic_store_n(&set[w], prev, __ATOMIC_RELAXED);
+    if (cur == want) {
+      __atomic_store_n(&set[0], want, __ATOMIC_RELAXED);
+      return true;
+    }
+    prev = cur;
+  }
+  __atomic_store_n(&set[0], want, __ATOMIC_RELAXED);
+  return false;
+}
+
+static void pay(struct vcpu *v) {
+  uint64_t start = now_ns(), end = start + (uint64_t)v->debt_ns, t;
+  do {
+    t = now_ns();
+  } while (t < end);
+  v->delay_ns += t - start;
+  v->waits++;
+  v->debt_ns -= (int64_t)(t - start);
+  /* A wait that overran (the host preempted this thread) pays later misses, up to CREDIT_NS:
+   * the vCPU was already delayed that long. With the credit, a vCPU that gets a share s of a host
+   * core spends s * charge of CPU on waits per miss and the charge in wall time stays the
+   * charge, so host load slows emulation but leaves the charged difference between nodes as
+   * declared (memsim-calibrate measures it). */
+  if (v->debt_ns < -CREDIT_NS) v->debt_ns = -CREDIT_NS;
+}
+
+static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+  (void)udata;
+  struct vcpu *v = &vcpus[vcpu_index];
+  struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+  if (!hw) return;
+  if (qemu_plugin_hwaddr_is_io(hw)) {
+    v->io++;
+    return;
+  }
+  uint64_t a = qemu_plugin_hwaddr_phys_addr(hw);
+  const struct seg *s = NULL;
+  for (int i = 0; i < nsegs; i++) {
+    if (a - segs[i].hw < segs[i].len) {
+      s = &segs[i];
+      break;
+    }
+  }
+  v->accesses++;
+  if (!s) {
+    v->other++;
+    return;
+  }
+  uint64_t gpa = s->gpa + (a - s->hw);
+  uint64_t frame = gpa >> FRAME_SHIFT;
+  if (frame < nframes) v->frame_acc[frame]++;
+  if (llc_access(gpa >> line_shift)) return;
+  v->misses++;
+  if (frame < nframes) v->frame_miss[frame]++;
+  v->miss[s->node][vaddr >= USER_TOP][qemu_plugin_mem_is_store(info)]++;
+  if (mode_cost && charge_ns[s->node] > 0) {
+    v->debt_ns += charge_ns[s->node];
+    v->charged_ns += (uint64_t)charge_ns[s->node];
+    if (v->debt_ns >= QUANTUM_NS) pay(v);
+  }
+}
+
+static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
+  (void)id;
+  size_t n = qemu_plugin_tb_n_insns(tb);
+  for (size_t i = 0; i < n; i++) {
+    qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i), on_mem, QEMU_PLUGIN_CB_NO_REGS,
+                                     QEMU_PLUGIN_MEM_RW, NULL);
+  }
+}
+
+static void publish(int final) {
+  pthread_mutex_lock(&write_lock);
+  FILE *f = fopen(tmp_path, "w");
+  if (!f) {
+    fprintf(stderr, "memsim: cannot write %s: %s\n", tmp_path, strerror(errno));
+    pthread_mutex_unlock(&write_lock);
+    return;
+  }
+  uint64_t miss[MAX_NODES][2][2] = {{{0}}}, acc = 0, misses = 0, other = 0, io = 0, delay = 0, charged = 0, waits = 0;
+  for (int c = 0; c < nvcpus; c++) {
+    struct vcpu *v = &vcpus[c];
+    for (int n = 0; n < nnodes; n++)
+      for (int k = 0; k < 2; k++)
+        for (int w = 0; w < 2; w++) miss[n][k][w] += ld(&v->miss[n][k][w]);
+    acc += ld(&v->accesses);
+    misses += ld(&v->misses);
+    other += ld(&v->other);
+    io += ld(&v->io);
+    delay += ld(&v->delay_ns);
+    charged += ld(&v->charged_ns);
+    waits += ld(&v->waits);
+  }
+  fprintf(f, "memsim 1\nmode %s\nseq %" PRIu64 "\nfinal %d\ntime_ns %" PRIu64 "\n", mode_cost ? "cost" : "count",
+          ++seq, final, now_ns());
+  fprintf(f, "llc %" PRIu64 " line %" PRIu64 " ways %" PRIu64 "\n", llc_bytes, line_bytes, ways);
+  for (int i = 0; i < nsegs; i++)
+    fprintf(f, "range %d 0x%" PRIx64 " 0x%" PRIx64 "\n", segs[i].node, segs[i].gpa, segs[i].gpa + segs[i].len);
+  for (int n = 0; n < nnodes; n++) fprintf(f, "charge %d %" PRId64 "\n", n, charge_ns[n]);
+  fprintf(f, "# node N user_reads user_writes kernel_reads kernel_writes (misses of the LLC model)\n");
+  for (int n = 0; n < nnodes; n++)
+    fprintf(f, "node %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", n, miss[n][0][0], miss[n][0][1],
+            miss[n][1][0], miss[n][1][1]);
+  fprintf(f,
+          "accesses %" PRIu64 "\nmisses %" PRIu64 "\nother_ram %" PRIu64 "\nio %" PRIu64 "\ncharged_ns %" PRIu64
+          "\ndelay_ns %" PRIu64 "\nwaits %" PRIu64 "\n",
+          acc, misses, other, io, charged, delay, waits);
+  fprintf(f, "# frame INDEX accesses misses (2 MiB guest-physical frames; INDEX = gpa >> 21; nonzero only)\n");
+  for (uint64_t fr = 0; fr < nframes; fr++) {
+    uint64_t a = 0, m = 0;
+    for (int c = 0; c < nvcpus; c++) {
+      a += ld(&vcpus[c].frame_acc[fr]);
+      m += ld(&vcpus[c].frame_miss[fr]);
+    }
+    if (a) fprintf(f, "frame %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", fr, a, m);
+  }
+  fprintf(f, "end\n");
+  if (fclose(f) != 0 || rename(tmp_path, out_path) != 0)
+    fprintf(stderr, "memsim: cannot publish %s: %s\n", out_path, strerror(errno));
+  pthread_mutex_unlock(&write_lock);
+}
+
+static void *publisher_main(void *arg) {
+  (void)arg;
+  while (!stopping) {
+    struct timespec ts = {interval_ms / 1000, (long)(interval_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    if (!stopping) publish(0);
+  }
+  return NULL;
+}
+
+static void on_exit_cb(qemu_plugin_id_t id, void *p) {
+  (void)id;
+  (void)p;
+  stopping = 1;
+  publish(1);
+}
+
+static int bad(const char *what, const char *arg) {
+  fprintf(stderr, "memsim: ERROR: %s: '%s'\n", what, arg);
+  return -1;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || end == s) return -1;
+  switch (*end) {
+    case 'K': v <<= 10; end++; break;
+    case 'M': v <<= 20; end++; break;
+    case 'G': v <<= 30; end++; break;
+    default: break;
+  }
+  if (*end) return -1;
+  *out = v;
+  return 0;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv) {
+  /* The API version this plugin was compiled against must be one the running QEMU offers. */
+  if (QEMU_PLUGIN_VERSION < info->version.min || QEMU_PLUGIN_VERSION > info->version.cur) {
+    fprintf(stderr,
+            "memsim: ERROR: built against plugin API version %d, the running QEMU supports %d..%d: rebuild "
+            "against the qemu-plugin.h of the installed QEMU (tests/vm/memsim/build.sh)\n",
+            QEMU_PLUGIN_VERSION, info->version.min, info->version.cur);
+    return -1;
+  }
+  if (!info->system_emulation) {
+    fprintf(stderr, "memsim: ERROR: needs full system emulation (physical addresses)\n");
+    return -1;
+  }
+  uint64_t max_gpa = 0;
+  for (int i = 0; i < argc; i++) {
+    char *a = argv[i], *eq = strchr(a, '=');
+    if (!eq) return bad("argument without '='", a);
+    *eq = '\0';
+    const char *k = a, *val = eq + 1;
+    uint64_t u;
+    if (!strcmp(k, "mode")) {
+      if (!strcmp(val, "cost")) mode_cost = 1;
+      else if (strcmp(val, "count")) return bad("mode must be count or cost", val);
+    } else if (!strcmp(k, "out")) {
+      out_path = val;
+    } else if (!strcmp(k, "llc")) {
+      if (parse_u64(val, &llc_bytes)) return bad("bad llc size", val);
+    } else if (!strcmp(k, "line")) {
+      if (parse_u64(val, &line_bytes)) return bad("bad line size", val);
+    } else if (!strcmp(k, "ways")) {
+      if (parse_u64(val, &ways) || ways == 0 || ways > 64) return bad("bad ways", val);
+    } else if (!strcmp(k, "interval_ms")) {
+      if (parse_u64(val, &u) || u == 0 || u > 1000) return bad("bad interval_ms (1..1000)", val);
+      interval_ms = (unsigned)u;
+    } else if (!strcmp(k, "seg")) {
+      int node;
+      unsigned long long hw, gpa, len;
+      if (nsegs == MAX_SEGS) return bad("too many segments", val);
+      if (sscanf(val, "%d:%lli:%lli:%lli", &node, &hw, &gpa, &len) != 4 || node < 0 || node >= MAX_NODES || !len)
+        return bad("seg must be NODE:HW:GPA:LEN", val);
+      segs[nsegs++] = (struct seg){hw, gpa, len, node};
+      if (node + 1 > nnodes) nnodes = node + 1;
+      if (gpa + len > max_gpa) max_gpa = gpa + len;
+    } else if (!strcmp(k, "charge")) {
+      int node;
+      long long ns;
+      if (sscanf(val, "%d:%lld", &node, &ns) != 2 || node < 0 || node >= MAX_NODES || ns < 0)
+        return bad("charge must be NODE:NS", val);
+      charge_ns[node] = ns;
+    } else {
+      return bad("unknown argument", k);
+    }
+  }
+  if (!out_path) return bad("missing argument", "out=FILE");
+  if (!nsegs) return bad("missing argument", "seg=NODE:HW:GPA:LEN");
+  if (line_bytes < 8 || (line_bytes & (line_bytes - 1))) return bad("line must be a power of two >= 8", "line");
+  sets = llc_bytes / line_bytes / ways;
+  if (!sets || (sets & (sets - 1)) || sets * line_bytes * ways != llc_bytes)
+    return bad("llc / (line * ways) must be a power of two", "llc");
+  set_mask = sets - 1;
+  line_shift = (unsigned)__builtin_ctzll(line_bytes);
+  tags = calloc(sets * ways, sizeof(*tags));
+  nvcpus = info->system.max_vcpus;
+  nframes = (max_gpa + (1ull << FRAME_SHIFT) - 1) >> FRAME_SHIFT;
+  vcpus = calloc((size_t)nvcpus, sizeof(*vcpus));
+  tmp_path = malloc(strlen(out_path) + 5);
+  if (!tags || !vcpus || !tmp_path) return bad("out of memory", "");
+  sprintf(tmp_path, "%s.tmp", out_path);
+  for (int c = 0; c < nvcpus; c++) {
+    vcpus[c].frame_acc = calloc(nframes, sizeof(uint64_t));
+    vcpus[c].frame_miss = calloc(nframes, sizeof(uint64_t));
+    if (!vcpus[c].frame_acc || !vcpus[c].frame_miss) return bad("out of memory", "");
+  }
+  publish(0);
+  if (pthread_create(&publisher, NULL, publisher_main, NULL) != 0) return bad("cannot start the publisher", "");
+  pthread_detach(publisher);
+  qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
+  qemu_plugin_register_atexit_cb(id, on_exit_cb, NULL);
+  fprintf(stderr,
+          "memsim: mode=%s llc=%" PRIu64 " line=%" PRIu64 " ways=%" PRIu64 " segments=%d nodes=%d vcpus=%d "
+          "out=%s (plugin API %d, QEMU offers %d..%d)\n",
+          mode_cost ? "cost" : "count", llc_bytes, line_bytes, ways, nsegs, nnodes, nvcpus, out_path,
+          QEMU_PLUGIN_VERSION, info->version.min, info->version.cur);
+  return 0;
+}
