@@ -57,6 +57,16 @@ RegionView region(pid_t pid, uint64_t index, NodeId where, double heat, uint64_t
   return r;
 }
 
+// A context for `cfg` with a fast node 0 and a slow node 1, each 64 GiB with 32 GiB free: room is
+// never what limits a plan.
+TickContext roomyTwoTiers(std::shared_ptr<const CompiledConfig> cfg) {
+  TickContext ctx;
+  ctx.config = std::move(cfg);
+  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
+               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  return ctx;
+}
+
 std::string render(const ArbiterDecision& d) {
   std::ostringstream out;
   for (size_t i = 0; i < d.plan.moves.size(); ++i) {
@@ -246,10 +256,7 @@ TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat")
 TEST_CASE("PromotionCut: hot_threshold, raised to hot_ratio x the mean heat on known nodes") {
   auto cfg = makeConfig(
       "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\nhot_ratio = 2.0\n");
-  TickContext ctx;
-  ctx.config = cfg;
-  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
-               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  TickContext ctx = roomyTwoTiers(cfg);
   WorkloadView w{0, {}};
   for (uint64_t i = 0; i < 4; ++i)
     w.regions.push_back(region(7, i, 1, i == 0 ? 10.0 : 1.0));  // mean 3.25
@@ -272,10 +279,7 @@ TEST_CASE("PromotionCut: each process's regions against that process's own mean 
   // hot region; its own mean (~3.7, cut ~7.4) does, and 7's cut stays at 2 x its own mean (31).
   auto cfg = makeConfig(
       "[[workload]]\nname = \"fleet\"\npids = [7, 8]\nhot_threshold = 1.0\nhot_ratio = 2.0\n");
-  TickContext ctx;
-  ctx.config = cfg;
-  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
-               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  TickContext ctx = roomyTwoTiers(cfg);
   WorkloadView w{0, {}};
   for (uint64_t i = 0; i < 4; ++i)
     w.regions.push_back(region(7, i, 1, i == 0 ? 38.0 : 8.0));
