@@ -524,8 +524,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     proc.samples += samples.size();
     heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
     if (std::string st = proc.source->state(); !st.empty())
-      report.sourceStates.push_back("pid " + std::to_string(pid) + " " + proc.source->name() + " " +
-                                    st);
+      report.sourceStates.push_back({pid, proc.source->name(), std::move(st)});
   }
   heat_.decay(nowNs);
   totals_.samples += report.samples;
@@ -575,12 +574,23 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-      if (r.heat >= hot.of(r.pid)) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+      const bool isHot = r.heat >= hot.of(r.pid);
+      if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
       if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
+      auto st = std::find_if(report.sourceStates.begin(), report.sourceStates.end(),
+                             [&](const SourceState& s) { return s.pid == r.pid; });
+      if (st == report.sourceStates.end()) continue;
+      ++st->regions;
+      st->meanHeat += r.heat;  // a sum until the loop below
+      st->maxHeat = std::max(st->maxHeat, r.heat);
+      st->cut = hot.of(r.pid);
+      if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
   }
+  for (SourceState& st : report.sourceStates)
+    if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
   phase(report.cpu.policyNs);
   report.arbiter = decision.stats;

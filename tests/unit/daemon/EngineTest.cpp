@@ -45,6 +45,7 @@ class ScriptedSource final : public telemetry::HotnessSource {
   }
   void stop() override { *stopped = true; }
   telemetry::SourceStats stats() const override { return stats_; }
+  std::string state() const override { return "scripted " + std::to_string(hot_) + " hot"; }
   /// Outlives the source (the engine destroys a source when its process leaves).
   std::shared_ptr<bool> stopped = std::make_shared<bool>(false);
 
@@ -202,6 +203,22 @@ TEST_CASE("the engine promotes the sampled hot set of a scoped process, and only
   CHECK(later.workloads[0].hotFastBytes == 4 * 2 * kMiB);
   CHECK(later.workloads[0].hotSlowBytes == 0);
   CHECK(later.promotedBytes == 0);  // settled: no ping-pong
+}
+
+TEST_CASE("each sampled process's source state comes with its heat against its promotion cut") {
+  Rig rig;
+  TickReport first = rig.tick(1);
+  REQUIRE(first.sourceStates.size() == 1);  // the stranger is in no workload: no source
+  const SourceState& st = first.sourceStates[0];
+  CHECK(st.pid == kPid);
+  CHECK(st.source == "scripted");
+  CHECK(st.state == "scripted 4 hot");
+  CHECK(st.regions == 32);  // every located 2 MiB region of the table, sampled or not
+  CHECK(st.maxHeat == doctest::Approx(8.0));
+  CHECK(st.meanHeat == doctest::Approx(4.0 * 8 / 32));
+  CHECK(st.cut == doctest::Approx(2.0));  // hot_threshold (no hot_ratio)
+  CHECK(st.hotSlowBytes == 4 * 2 * kMiB);
+  CHECK(st.hotFastBytes == 0);
 }
 
 TEST_CASE("the migration step still runs when the earlier steps used up the tick") {
