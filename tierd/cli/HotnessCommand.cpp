@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "telemetry/hotness/HeatRegions.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
@@ -99,14 +100,17 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
       return fail(spec, trace.error(), 2);
     }
     sourceName = "replay:" + trace->header.source;
-    const bool weighted = trace->header.source == "damon-vaddr";
+    const bool weighted =
+        telemetry::weightKindOf(trace->header.source) == telemetry::WeightKind::Weighted;
     telemetry::ReplaySource replay(std::move(trace.value()));
     auto all = replay.drain(UINT64_MAX);
     telemetry::addSamples(heat, all.value(), pid, weighted);
     stats = replay.stats();
   } else {
     std::string only = *parsed->get("source");
-    if (only == "damon") only = "damon-vaddr";
+    const telemetry::SourceInfo& damonVaddr =
+        telemetry::sourceInfo(telemetry::SourceKind::DamonVaddr);
+    if (only == damonVaddr.configName) only = damonVaddr.name;
     auto secs = parsed->integer("seconds", 30, 1, 1ull << 32);
     if (!secs) return fail(spec, secs.error(), 2);
     seconds = secs.value();
@@ -122,7 +126,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     }
     auto& src = *started->source;
     sourceName = src.name();
-    const bool weighted = sourceName == "damon-vaddr";
+    const bool weighted = src.weightKind() == telemetry::WeightKind::Weighted;
     const uint64_t end = monotonicNs() + seconds * 1000000000u;
     for (;;) {
       const uint64_t now = monotonicNs();
@@ -175,7 +179,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
                         {"hot_threshold", score.cut.threshold},
                         {"precision", score.precision},
                         {"recall", score.recall}};
-    if (sourceName == "damon-vaddr")
+    if (telemetry::sourceKindOf(sourceName) == telemetry::SourceKind::DamonVaddr)
       j["damon"] = {{"sample_us", damon.sampleUs},     {"aggr_us", damon.aggrUs},
                     {"update_us", damon.updateUs},     {"min_regions", damon.minRegions},
                     {"max_regions", damon.maxRegions}, {"snapshot_ns", damon.snapshotNs}};

@@ -36,8 +36,9 @@ std::string statusKey(int s) {
 
 /// Bytes of one VMA (or the whole process) by node and page kind, plus negative statuses.
 struct Usage {
-  std::map<int, std::map<std::string, uint64_t>> nodes;  // node -> "4k"/"thp"/"2M"/"1G" -> bytes
-  std::map<std::string, uint64_t> absent;                // status key -> bytes
+  // node -> page kind (pageKindName: "4k", "thp", "hugetlb-2M", "hugetlb-1G") -> bytes
+  std::map<int, std::map<std::string, uint64_t>> nodes;
+  std::map<std::string, uint64_t> absent;  // status key -> bytes
   void add(const Usage& o) {
     for (const auto& [n, kinds] : o.nodes)
       for (const auto& [k, b] : kinds)
@@ -73,8 +74,8 @@ struct Usage {
 int locateCommand(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {"tierctl locate",
                             "usage: tierctl locate --pid PID [--json] [--verbose]\n\nBytes of "
-                            "the process's memory per node and page size (4k, thp, hugetlb "
-                            "2M/1G).\n",
+                            "the process's memory per node and page kind (4k, thp, "
+                            "hugetlb-2M, hugetlb-1G).\n",
                             {
                                 {"pid", true, "process id", "PID"},
                                 kMigrateJsonOption,
@@ -123,9 +124,10 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
       const uint64_t ce = std::min(e, v.end);
       Usage& u = perVma[vi];
       if (run.status >= 0) {
-        std::string kind = v.hugetlb()                          ? pageSizeName(v.kernelPageSize)
-                           : run.pageSize == thp && thp != base ? "thp"
-                                                                : pageSizeName(base);
+        std::string kind = v.hugetlb() ? pageKindName(PageKind::Hugetlb, v.kernelPageSize)
+                           : run.pageSize == thp && thp != base
+                               ? pageKindName(PageKind::Thp, thp)
+                               : pageKindName(PageKind::Base, base);
         u.nodes[run.status][kind] += ce - s;
       } else {
         u.absent[statusKey(run.status)] += ce - s;
@@ -136,14 +138,15 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
   // A VMA answered from numa_maps (all on one node) holds its AnonHugePages as THP on that node.
   for (size_t i = 0; i < vmas.size(); ++i) {
     Usage& u = perVma[i];
-    const std::string baseName = pageSizeName(base);
+    const std::string baseName = pageKindName(PageKind::Base, base);
+    const std::string thpName = pageKindName(PageKind::Thp, thp);
     if (vmas[i].anonHugePages > 0 && u.nodes.size() == 1) {
       auto& kinds = u.nodes.begin()->second;
-      uint64_t counted = kinds.count("thp") ? kinds["thp"] : 0;
+      uint64_t counted = kinds.count(thpName) ? kinds[thpName] : 0;
       if (counted < vmas[i].anonHugePages && kinds.count(baseName)) {
         uint64_t shift = std::min(kinds[baseName], vmas[i].anonHugePages - counted);
         kinds[baseName] -= shift;
-        kinds["thp"] += shift;
+        kinds[thpName] += shift;
         if (kinds[baseName] == 0) kinds.erase(baseName);
       }
     }
@@ -188,10 +191,10 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     return s;
   };
   std::cout << "pid " << pid << ": " << formatBytes(total.present()) << " present\n";
-  std::printf("  %-6s %-5s %14s\n", "node", "page", "bytes");
+  std::printf("  %-6s %-10s %14s\n", "node", "page", "bytes");
   for (const auto& [n, kinds] : total.nodes)
     for (const auto& [k, b] : kinds)
-      std::printf("  %-6d %-5s %14s\n", n, k.c_str(), formatBytes(b).c_str());
+      std::printf("  %-6d %-10s %14s\n", n, k.c_str(), formatBytes(b).c_str());
   for (const auto& [k, b] : total.absent)
     std::printf("  %-12s %14s\n", k.c_str(), formatBytes(b).c_str());
   std::cout << "  (" << loc->queriedPages << " pages queried in " << loc->queryCalls

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <string_view>
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
@@ -16,6 +17,7 @@
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
 #include "telemetry/metrics/PrometheusSink.h"
@@ -166,23 +168,25 @@ bool dropCapabilities(DaemonLog& log) {
 
 std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
                          std::string& why) {
-  auto available = [&](const std::string& name) {
+  auto available = [&](std::string_view name) {
     for (const auto& s : probe.sources)
       if (s.name == name) return s.available;
     return false;
   };
+  using telemetry::sourceInfo;
+  using telemetry::SourceKind;
   switch (c.sampling.source) {
     case policy::SampleSource::Damon:
       why = "configured";
-      return "damon-vaddr";
+      return std::string(sourceInfo(SourceKind::DamonVaddr).name);
     case policy::SampleSource::Perf:
       why = "configured";
-      for (const char* n : {"perf-pebs", "perf-ibs"})
-        if (available(n)) return n;
-      return "perf-pebs";
+      for (SourceKind k : {SourceKind::PerfPebs, SourceKind::PerfIbs})
+        if (available(sourceInfo(k).name)) return std::string(sourceInfo(k).name);
+      return std::string(sourceInfo(SourceKind::PerfPebs).name);
     case policy::SampleSource::Replay:
       why = "configured";
-      return "replay";
+      return std::string(sourceInfo(SourceKind::Replay).name);
     case policy::SampleSource::Auto:
       break;
   }
@@ -191,8 +195,8 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   // page faults.
   for (const auto& s : probe.sources) {
     if (!s.available) continue;
-    if (s.name == "perf-pebs" || s.name == "perf-ibs" || s.name == "damon-vaddr" ||
-        s.name == "perf-sw-page-faults") {
+    const auto kind = telemetry::sourceKindOf(s.name);
+    if (kind && *kind != SourceKind::Replay) {
       why = s.why;
       return s.name;
     }
@@ -308,14 +312,16 @@ int runDaemon(const DaemonOptions& options) {
     publishTopology(topo.value(), *sink);
   }
   metrics.start(initial, pageSizes, sourceName);
-  auto available = [&](const char* name) {
+  auto available = [&](std::string_view name) {
     for (const auto& s : probe.sources)
       if (s.name == name) return s.available;
     return false;
   };
-  metrics.capability("perf_pebs", available("perf-pebs"));
-  metrics.capability("perf_ibs", available("perf-ibs"));
-  metrics.capability("perf_software", available("perf-sw-page-faults"));
+  for (telemetry::SourceKind k : {telemetry::SourceKind::PerfPebs, telemetry::SourceKind::PerfIbs,
+                                  telemetry::SourceKind::PerfSoftware}) {
+    const telemetry::SourceInfo& s = telemetry::sourceInfo(k);
+    metrics.capability(std::string(s.capability), available(s.name));
+  }
   metrics.capability("move_pages", movePagesWorks(*migrate::makeLinuxPageSystem(root)));
 
   Engine engine(root,

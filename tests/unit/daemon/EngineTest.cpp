@@ -1,4 +1,4 @@
-// The tick engine end to end on fakes: the rig guest's topology (captured), a FakeMigrator
+// The tick engine end to end on fakes: the rig guest's topology (captured), a ModelKernelMigrator
 // holding the workload's pages, and a scripted hotness source.
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Engine.h"
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 
 using namespace tierd;
 using namespace tierd::daemon;
@@ -58,7 +58,7 @@ class ScriptedSource final : public telemetry::HotnessSource {
 // The fake migrator with a hook run at the start of execute(): after planning, before moving.
 class HookedMigrator final : public migrate::Migrator {
  public:
-  migrate::FakeMigrator fake;
+  migrate::ModelKernelMigrator fake;
   std::function<void()> beforeExecute;
   int executes = 0;
   BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
@@ -77,7 +77,7 @@ class HookedMigrator final : public migrate::Migrator {
 
 struct Rig {
   fs::path root;
-  migrate::FakeMigrator* fake = nullptr;
+  migrate::ModelKernelMigrator* fake = nullptr;
   HookedMigrator* hooked = nullptr;
   std::unique_ptr<Engine> engine;
   std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
@@ -247,7 +247,7 @@ TEST_CASE("dry-run decides but moves nothing") {
 }
 
 TEST_CASE("a reloaded config's rate limits and latency target reach the migrator") {
-  // (The migrator paces execute() by its config(): FakeMigratorTest, "limits set between
+  // (The migrator paces execute() by its config(): ModelKernelMigratorTest, "limits set between
   // batches".)
   Rig rig;
   rig.tick(1);
