@@ -128,6 +128,18 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
                 ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   line += tail;
+  // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.
+  const policy::ArbiterStats& a = r.arbiter;
+  std::string left;
+  for (const auto& [n, why] : {std::pair{a.skippedBudget, "budget"},
+                               {a.skippedNoRoom, "no-room"},
+                               {a.skippedQuota, "quota"},
+                               {a.skippedNotAllowed, "not-allowed"},
+                               {a.skippedNotCloser, "not-closer"},
+                               {a.coolingDown, "cooling-down"},
+                               {a.held, "held"}})
+    if (n) left += std::string(left.empty() ? "" : " ") + why + "=" + std::to_string(n);
+  if (!left.empty()) line += " left: " + left;
   for (const SourceState& st : r.sourceStates) {
     line += " [pid " + std::to_string(st.pid) + " " + st.source + " " + st.state;
     if (st.regions) {
