@@ -61,9 +61,13 @@ class HookedMigrator final : public migrate::Migrator {
   migrate::ModelKernelMigrator fake;
   std::function<void()> beforeExecute;
   int executes = 0;
+  int64_t lastDeadlineNs = 0;  ///< the deadline of the last execute()
+  int64_t lastStartNs = 0;     ///< the clock when the last execute() began
   BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
                       const std::atomic<bool>* stop) override {
     ++executes;
+    lastDeadlineNs = deadlineNs;
+    lastStartNs = fake.nowNs();
     if (beforeExecute) beforeExecute();
     return fake.execute(batch, deadlineNs, stop);
   }
@@ -231,6 +235,23 @@ TEST_CASE("the migration step still runs when the earlier steps used up the tick
   }
   CHECK(rig.regionsOn(kPid, 0) == 4);
   CHECK(rig.engine->totals().promotedBytes == 4 * 2 * kMiB);
+}
+
+TEST_CASE("a tick whose earlier steps took long gives the moves a quarter of its wall time") {
+  Rig rig;
+  // Locate of the workload takes 12 s of wall time (a loaded machine), at a 1 s interval.
+  rig.beforeSmaps = [&](pid_t) {
+    rig.fake->kernel().sleepUntilNs(rig.fake->nowNs() + 12 * static_cast<int64_t>(kSecond),
+                                    nullptr);
+  };
+  const int64_t before = rig.fake->nowNs();
+  auto r = rig.engine->tick(1 * kSecond, /*deadlineNs=*/before + 1, nullptr);
+  REQUIRE_MESSAGE(r.ok(), r.error().describe());
+  REQUIRE(rig.hooked->executes == 1);
+  const int64_t spent = rig.hooked->lastStartNs - before;
+  CHECK(spent >= 12 * static_cast<int64_t>(kSecond));
+  // A third of the 12 s before it (4 s), not the quarter interval (0.25 s).
+  CHECK(rig.hooked->lastDeadlineNs - rig.hooked->lastStartNs == spent / 3);
 }
 
 TEST_CASE("dry-run decides but moves nothing") {
