@@ -249,29 +249,35 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
     auto w = workloads_.find(p.workload);
     uint64_t cooldown = w == workloads_.end() ? 0 : w->second.params.cooldownNs;
     switch (o.result) {
-      case MoveResult::Moved:
+      case MoveOutcome::Moved:
         ++recordStats_.moved;
         break;
-      case MoveResult::AlreadyThere:
+      case MoveOutcome::AlreadyThere:
         ++recordStats_.moved;
         break;
-      case MoveResult::Busy:
+      case MoveOutcome::Busy:
         ++recordStats_.busy;
         break;
-      case MoveResult::Gone:
+      case MoveOutcome::Gone:
         ++recordStats_.gone;
         break;
-      case MoveResult::NoMemory:
+      case MoveOutcome::NoMemory:
         ++recordStats_.noMemory;
         break;
-      case MoveResult::Denied:
+      case MoveOutcome::Denied:
         ++recordStats_.denied;
         break;
-      case MoveResult::NotAllowed:
+      case MoveOutcome::NodeNotAllowed:
         ++recordStats_.notAllowed;
         break;
+      case MoveOutcome::NotPresent:
+      case MoveOutcome::NotMigrated:
+      case MoveOutcome::OtherError:
+      case MoveOutcome::NotAttempted:
+        break;  // dominantOutcome never gives these
     }
-    if (o.result == MoveResult::Gone) {
+    const PolicyReaction reaction = moveOutcomeInfo(o.result).reaction;
+    if (reaction == PolicyReaction::Drop) {
       std::erase_if(p.regions, [&](const Region& r) {
         return r.start >= o.start && r.start < o.start + o.length;
       });
@@ -286,12 +292,12 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
       if (prev->start + len > o.start) first = prev;
     }
     for (auto r = first; r != p.regions.end() && r->start < o.start + o.length; ++r) {
-      switch (o.result) {
-        case MoveResult::AlreadyThere:
+      switch (reaction) {
+        case PolicyReaction::Placed:
           r->node = static_cast<int16_t>(o.target);
           r->flags &= static_cast<uint8_t>((1u << kBusyShift) - 1);  // busy back-off ends
           break;
-        case MoveResult::Moved: {
+        case PolicyReaction::Moved: {
           bool promote = o.direction == Direction::Promote;
           if (r->flags & kMovedOnce) {
             bool reversed = ((r->flags & kLastPromote) != 0) != promote;
@@ -309,19 +315,20 @@ void HeatModel::recordResults(std::span<const RangeOutcome> outcomes, uint64_t n
           }
           break;
         }
-        case MoveResult::Busy:
-        case MoveResult::NotAllowed: {
+        case PolicyReaction::BackOff: {
           r->lastMoveNs = nowNs;
           const int n = std::min(busyStreak(*r) + 1, kMaxBusyDoublings + 1);
           r->flags =
               static_cast<uint8_t>((r->flags & ((1u << kBusyShift) - 1)) | (n << kBusyShift));
           break;
         }
-        case MoveResult::Denied:
+        case PolicyReaction::Hold:
           r->lastMoveNs = nowNs;
           r->flags |= kHeld;
           break;
-        default:
+        case PolicyReaction::Drop:
+        case PolicyReaction::Count:
+        case PolicyReaction::None:
           break;
       }
     }

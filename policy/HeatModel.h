@@ -101,11 +101,12 @@ class HeatModel {
   /// Unknown regions are created with heat 0 so that cold memory on the fast tier is visible.
   void setLocations(pid_t pid, std::vector<std::pair<uint64_t, NodeId>> regionNodes);
 
-  /// Feeds back executed moves: Moved/AlreadyThere set the node (Moved also the move time and
+  /// Feeds back executed moves, each by the PolicyReaction of its outcome (kMoveOutcomes in
+  /// tierd/core/Migration.h): Moved/AlreadyThere set the node (Moved also the move time and
   /// ping-pong state) and end a busy back-off; Busy starts a back-off that doubles with each
   /// Busy result in a row (1, 2, 4 ... cooldowns, capped at 2^kMaxBusyDoublings; RegionView::
-  /// retryAtNs), and so does NotAllowed (counted apart: the cpuset may change); Gone drops the
-  /// regions, Denied holds them, NoMemory only counts.
+  /// retryAtNs), and so does NodeNotAllowed (counted apart: the cpuset may change); Gone drops
+  /// the regions, Denied holds them, NoMemory only counts.
   void recordResults(std::span<const RangeOutcome> outcomes, uint64_t nowNs);
 
   /// The workload's regions at `nowNs`, sorted by (pid, start).

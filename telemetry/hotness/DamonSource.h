@@ -156,7 +156,9 @@ class DamonSource final : public HotnessSource {
   DamonSource(DamonConfig config, DamonFs& fs, DamonPool& pool);
   ~DamonSource() override;
 
-  std::string name() const override { return "damon-vaddr"; }
+  std::string name() const override { return std::string(sourceInfo(SourceKind::DamonVaddr).name); }
+  /// Weighted: a sample's weight is its region's nr_accesses.
+  WeightKind weightKind() const override { return sourceInfo(SourceKind::DamonVaddr).weight; }
   /// Errors: Environment "DAMON busy: kdamond N is not ours ..." when another kdamond exists;
   /// Unsupported when the kernel lacks vaddr or tried_regions; any write failure (after which
   /// our kdamond is removed again).

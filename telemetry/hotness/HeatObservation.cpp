@@ -6,13 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include "telemetry/hotness/SourceNames.h"
 #include "tierd/core/Clock.h"
 
 namespace tierd::telemetry {
 
 Status observeHeat(HotnessSource& source, pid_t pid, uint64_t seconds, RegionHeatMap& heat,
                    SourceStats& stats) {
-  const bool weighted = source.name() == "damon-vaddr";
+  const bool weighted = source.weightKind() == WeightKind::Weighted;
   const uint64_t end = monotonicNs() + seconds * 1000000000u;
   for (;;) {
     const uint64_t now = monotonicNs();
@@ -32,7 +33,7 @@ Status observeHeat(HotnessSource& source, pid_t pid, uint64_t seconds, RegionHea
 }
 
 SourceStats replayHeat(Trace trace, pid_t pid, RegionHeatMap& heat) {
-  const bool weighted = trace.header.source == "damon-vaddr";
+  const bool weighted = weightKindOf(trace.header.source) == WeightKind::Weighted;
   ReplaySource replay(std::move(trace));
   auto all = replay.drain(UINT64_MAX);
   addSamples(heat, all.value(), pid, weighted);

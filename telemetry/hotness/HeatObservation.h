@@ -20,14 +20,16 @@ namespace tierd::telemetry {
 inline constexpr uint64_t kObservePollNs = 100'000'000;
 
 /// Adds the samples of `pid` that a started `source` yields over `seconds` to `heat`: drains it
-/// every kObservePollNs on the monotonic clock, the last drain at or after the end, weighing
-/// DAMON samples by their nr_accesses (addSamples). Stops the source in every case; `stats` gets
-/// its statistics after a successful run. Errors: the first failed drain (as the source gave it).
+/// every kObservePollNs on the monotonic clock, the last drain at or after the end, counting
+/// samples as the source's weightKind() says (Weighted, DAMON: by their nr_accesses; addSamples).
+/// Stops the source in every case; `stats` gets its statistics after a successful run.
+/// Errors: the first failed drain (as the source gave it).
 Status observeHeat(HotnessSource& source, pid_t pid, uint64_t seconds, RegionHeatMap& heat,
                    SourceStats& stats);
 
 /// Adds the samples of `pid` in a recorded trace to `heat` (all of it at once, weighted as its
-/// header's source would be live) and returns the replay's statistics.
+/// header's source would be live: weightKindOf(header.source)) and returns the replay's
+/// statistics.
 SourceStats replayHeat(Trace trace, pid_t pid, RegionHeatMap& heat);
 
 /// Writes one line per region of `heat`, hottest first (ties in address order): its 2 MiB start

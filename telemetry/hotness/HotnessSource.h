@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "telemetry/hotness/SourceNames.h"
 #include "tierd/core/Result.h"
 #include "tierd/core/Types.h"
 
@@ -27,9 +28,12 @@ class HotnessSource {
  public:
   virtual ~HotnessSource() = default;
 
-  /// Short stable name used in traces, metrics labels and probe output ("perf-pebs",
-  /// "perf-ibs", "perf-sw-page-faults", "damon-vaddr", "replay").
+  /// Short stable name used in traces, logs and probe output: a kSources name ("perf-pebs",
+  /// "perf-ibs", "perf-sw-page-faults", "damon-vaddr", "replay"; SourceNames.h).
   virtual std::string name() const = 0;
+
+  /// How the heat model counts this source's samples. Default: one access per sample.
+  virtual WeightKind weightKind() const { return WeightKind::PerSample; }
 
   /// Opens kernel resources (perf events, a kdamond). Errors say what is missing and what to do;
   /// on error nothing stays open.

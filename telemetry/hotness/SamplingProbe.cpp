@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "telemetry/hotness/PerfSampler.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::telemetry {
@@ -30,15 +31,17 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
 
   // 1. Hardware sampling.
   SourceProbe hw;
-  hw.name =
-      p.cpu.vendor == "AuthenticAMD" || p.cpu.vendor == "HygonGenuine" ? "perf-ibs" : "perf-pebs";
+  hw.name = sourceInfo(p.cpu.vendor == "AuthenticAMD" || p.cpu.vendor == "HygonGenuine"
+                           ? SourceKind::PerfIbs
+                           : SourceKind::PerfPebs)
+                .name;
   if (!cpu) {
     hw.why = "cannot identify the CPU: " + cpu.error().describe();
   } else if (!pmus) {
     hw.why = "cannot read event sources: " + pmus.error().describe();
   } else if (!pmus->hasCpu && !pmus->hasCpuCore && !pmus->hasIbsOp) {
     hw.why = std::string("no PMU: no `cpu` PMU") +
-             (hw.name == "perf-ibs" ? " and no `ibs_op`" : "") +
+             (sourceKindOf(hw.name) == SourceKind::PerfIbs ? " and no `ibs_op`" : "") +
              " in /sys/bus/event_source/devices (virtual machine without PMU passthrough?)";
   } else {
     auto events = chooseHardwareEvents(p.cpu, pmus.value(), options);
@@ -56,7 +59,7 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
   // 2. DAMON vaddr.
   p.damon = probeDamon(fs);
   SourceProbe damon;
-  damon.name = "damon-vaddr";
+  damon.name = sourceInfo(SourceKind::DamonVaddr).name;
   damon.available = p.damon.usable && privileged && p.damon.vaddr != "no";
   damon.why = !privileged && p.damon.usable ? "writing DAMON sysfs needs root" : p.damon.why;
   if (p.damon.present && p.damon.vaddr == "no") {
@@ -74,7 +77,7 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
 
   // 3. Software page-fault sampling.
   SourceProbe sw;
-  sw.name = "perf-sw-page-faults";
+  sw.name = sourceInfo(SourceKind::PerfSoftware).name;
   sw.events.push_back(pageFaultEvent().name);
   const bool hasSoftware = pmus && std::find(pmus->devices.begin(), pmus->devices.end(),
                                              "software") != pmus->devices.end();
@@ -104,7 +107,8 @@ Result<std::unique_ptr<HotnessSource>> makeSource(
     const PerfTuning& perf, DamonPool* damonPool) {
   if (target.cgroupPath.empty() == (target.pid == 0))
     return Error::input("give exactly one of a cgroup or a pid", "sampling target");
-  if (name == "damon-vaddr") {
+  const std::optional<SourceKind> kind = sourceKindOf(name);
+  if (kind == SourceKind::DamonVaddr) {
     if (target.pid == 0)
       return Error::input("DAMON vaddr monitors a pid, not a cgroup", "sampling target");
     DamonConfig c = damon;
@@ -118,12 +122,12 @@ Result<std::unique_ptr<HotnessSource>> makeSource(
   c.cgroupPath = target.cgroupPath;
   c.pid = target.pid;
   c.cpuBudget = perf.cpuBudget;
-  if (name == "perf-sw-page-faults") {
+  if (kind == SourceKind::PerfSoftware) {
     c.events = {pageFaultEvent()};
     c.period = 1;  // every fault: faults are already rare compared to accesses
     c.sampleType =
         PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_ADDR;
-  } else if (name == "perf-pebs" || name == "perf-ibs") {
+  } else if (kind == SourceKind::PerfPebs || kind == SourceKind::PerfIbs) {
     auto pmus = readPmus(root);
     if (!pmus) return pmus.error();
     auto events = chooseHardwareEvents(probe.cpu, pmus.value(), {});

@@ -57,7 +57,7 @@ Status checkTraceFile(const std::string& path);
 class ReplaySource final : public HotnessSource {
  public:
   explicit ReplaySource(Trace trace);
-  std::string name() const override { return "replay"; }
+  std::string name() const override { return std::string(sourceInfo(SourceKind::Replay).name); }
   Status start() override { return Ok{}; }
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override;
   void stop() override {}

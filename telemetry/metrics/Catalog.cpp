@@ -1,7 +1,10 @@
 #include "telemetry/metrics/Catalog.h"
 
+#include "tierd/core/Migration.h"
+
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <sstream>
@@ -26,16 +29,20 @@ LabelDef pageSize() {
   return {"page_size",
           LabelDomain::Fixed,
           {"4k", "16k", "64k", "2M", "32M", "512M", "1G", "other"},
-          "size of the pages moved: base page, THP (2M) or hugetlb (2M, 1G)"};
+          "size of the pages, not their kind: base page, THP (2M) or hugetlb (2M, 1G); THP and "
+          "hugetlb-2M pages are both 2M here (tierctl locate names the kind: thp, hugetlb-2M)"};
 }
 LabelDef migrateResult() {
-  return {"result",
-          LabelDomain::Fixed,
-          {"moved", "already_placed", "busy", "gone", "denied", "no_memory", "node_not_allowed",
-           "failed"},
-          "per-page outcome from move_pages(2) status[]: moved; already on the target node; "
-          "-EBUSY; -ENOENT/-EFAULT or process exited; -EACCES/-EPERM; -ENOMEM; target node "
-          "outside the task's cpuset.mems (call-level -EACCES); anything else"};
+  // The values are the move-outcome vocabulary's metric labels (kMoveOutcomes), once each.
+  std::vector<std::string> values;
+  for (const MoveOutcomeInfo& o : kMoveOutcomes)
+    if (*o.metricLabel && std::find(values.begin(), values.end(), o.metricLabel) == values.end())
+      values.emplace_back(o.metricLabel);
+  return {"result", LabelDomain::Fixed, std::move(values),
+          "per-page outcome from move_pages(2) status[] (tierctl's JSON names, except failed): "
+          "moved; already on the target node; -EBUSY; -ENOENT/-EFAULT or process exited; "
+          "-EACCES/-EPERM; -ENOMEM; not migrated (kernel gave up) or anything else; target node "
+          "outside the task's cpuset.mems (call-level -EACCES)"};
 }
 LabelDef errnoName() {
   return {"errno",

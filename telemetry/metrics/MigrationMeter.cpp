@@ -33,7 +33,7 @@ void MigrationMeter::record(const MovePagesCallStats& call, MetricsSink& sink) {
     sink.add(metric::kMigrateBytes, {dir, ps, result}, static_cast<double>(n) * pageBytes);
   };
   pages("moved", call.movedPages);
-  pages("already_placed", call.alreadyPlaced);
+  pages(moveOutcomeInfo(MoveOutcome::AlreadyThere).metricLabel, call.alreadyThere);
   for (const auto& [err, n] : call.errorPages) {
     pages(migrateResultLabel(err), n);
     sink.add(metric::kDaemonErrors, {"migrate", errnoLabel(err)}, static_cast<double>(n));
@@ -55,29 +55,7 @@ void MigrationMeter::record(const MovePagesCallStats& call, MetricsSink& sink) {
 }
 
 std::string outcomeResultLabel(MoveOutcome o) {
-  switch (o) {
-    case MoveOutcome::Moved:
-      return "moved";
-    case MoveOutcome::AlreadyThere:
-      return "already_placed";
-    case MoveOutcome::Busy:
-      return "busy";
-    case MoveOutcome::Gone:
-      return "gone";
-    case MoveOutcome::Denied:
-      return "denied";
-    case MoveOutcome::NoMemory:
-      return "no_memory";
-    case MoveOutcome::NodeNotAllowed:
-      return "node_not_allowed";
-    case MoveOutcome::NotMigrated:
-    case MoveOutcome::OtherError:
-      return "failed";
-    case MoveOutcome::NotPresent:
-    case MoveOutcome::NotAttempted:
-      return "";
-  }
-  return "";
+  return static_cast<size_t>(o) < kMoveOutcomes.size() ? moveOutcomeInfo(o).metricLabel : "";
 }
 
 void MigrationMeter::recordBatch(const BatchResult& batch,

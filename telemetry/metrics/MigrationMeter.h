@@ -32,7 +32,7 @@ struct MovePagesCallStats {
   double wallSeconds = 0;              ///< CLOCK_MONOTONIC around the call
   double systemCpuSeconds = 0;         ///< getrusage(RUSAGE_THREAD) ru_stime delta around the call
   uint64_t movedPages = 0;             ///< status[i] == target node after the call
-  uint64_t alreadyPlaced = 0;          ///< pages that were on the target node before the call
+  uint64_t alreadyThere = 0;           ///< pages that were on the target node before the call
   std::map<int, uint64_t> errorPages;  ///< positive errno from status[i] (-EBUSY...) -> pages
   int callErrno = 0;  ///< errno when move_pages itself returned -1 (then no page moved)
 };
@@ -42,10 +42,11 @@ struct MovePagesCallStats {
 /// anything else -> failed (REFERENCE.md section 2).
 std::string migrateResultLabel(int err);
 
-/// The `result` label of a migrator outcome (tierd/core/Migration.h): Moved -> moved,
-/// AlreadyThere -> already_placed, Busy/Gone/Denied/NoMemory -> busy/gone/denied/no_memory,
-/// NodeNotAllowed -> node_not_allowed, NotMigrated/OtherError -> failed; "" for NotPresent and
-/// NotAttempted (no page was moved or refused: nothing to count).
+/// The `result` label of a migrator outcome: its kMoveOutcomes metricLabel
+/// (tierd/core/Migration.h): Moved -> moved, AlreadyThere -> already_there,
+/// Busy/Gone/Denied/NoMemory -> busy/gone/denied/no_memory, NodeNotAllowed -> node_not_allowed,
+/// NotMigrated/OtherError -> failed; "" for NotPresent and NotAttempted (no page was moved or
+/// refused: nothing to count).
 std::string outcomeResultLabel(MoveOutcome o);
 
 class MigrationMeter {

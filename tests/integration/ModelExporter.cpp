@@ -9,9 +9,10 @@
 // slow node; a scripted source (named "replay": it replays a fixed access pattern) samples 40
 // of its 2 MiB regions, switching between two hot sets every 4 ticks, so hot regions are
 // promoted, cooled ones demoted and some moved up, down and up again (ping-pong). The migrator
-// is the production MovePagesMigrator engine on FakePageSystem (tierd/simulate/FakeMigrator.h).
-// Simulated time: 1 s per tick. It runs --warmup-ticks ticks (default 24), prints "listening on
-// port N", then one tick every 100 ms until SIGTERM/SIGINT or --max-seconds (default 300).
+// is the production MovePagesMigrator engine on FakePageSystem
+// (tierd/simulate/ModelKernelMigrator.h). Simulated time: 1 s per tick. It runs --warmup-ticks
+// ticks (default 24), prints "listening on port N", then one tick every 100 ms until SIGTERM/SIGINT
+// or --max-seconds (default 300).
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@
 #include "tierd/daemon/DaemonMetrics.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/TopologyMetrics.h"
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 #include "tierd/sys/Vmstat.h"
 
 namespace fs = std::filesystem;
@@ -155,7 +156,7 @@ cooldown = "2s"
   }
   auto config = std::make_shared<const policy::CompiledConfig>(*compiled.config);
 
-  auto migrator = std::make_unique<migrate::FakeMigrator>();
+  auto migrator = std::make_unique<migrate::ModelKernelMigrator>();
   migrate::FakePageSystem* kernel = &migrator->kernel();
   kernel->map(kPid, kBase, kTable, migrate::FakeBacking::Thp);
   kernel->populate(kPid, kBase, kTable, 1);  // everything starts on the slow node

@@ -32,14 +32,15 @@ constexpr uint64_t kMaxRuns = 1u << 20;
 int benchMigrate(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {
       "tierctl bench migrate",
-      "usage: tierctl bench migrate [--size 1GiB] [--page 4k|thp|2m|1g] [--from N] [--to M] "
-      "[--runs R] [--json]\n\nMoves a first-touched anonymous buffer from node N to node M with "
+      "usage: tierctl bench migrate [--size 1GiB] [--page 4k|thp|hugetlb-2M|hugetlb-1G] "
+      "[--from N] [--to M] [--runs R] [--json]\n\nMoves a first-touched anonymous buffer from node "
+      "N to node M with "
       "tierd's migrator, one raw move_pages call and one address per 4 KiB, side by side; GiB/s "
       "mean ± stddev; checksum checked after every run.\n",
       {
           {"size", true, "buffer size (default 1GiB; B, KiB, MiB, GiB, TiB as in tierd.toml)",
            "SIZE"},
-          {"page", true, "4k | thp | 2m | 1g (default thp)", "PAGE"},
+          {"page", true, "4k | thp | hugetlb-2M | hugetlb-1G (default thp)", "PAGE"},
           {"from", true, "source node (default 0)", "NODE"},
           {"to", true, "target node (default 0)", "NODE"},
           {"runs", true, "measured runs (default 5)", "N"},

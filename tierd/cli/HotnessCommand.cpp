@@ -9,6 +9,7 @@
 
 #include "telemetry/hotness/HeatObservation.h"
 #include "telemetry/hotness/HeatRegions.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
@@ -66,7 +67,7 @@ void printJson(const Observation& o, pid_t pid, const telemetry::HotSetScore& sc
                       {"hot_threshold", score.cut.threshold},
                       {"precision", score.precision},
                       {"recall", score.recall}};
-  if (o.sourceName == "damon-vaddr")
+  if (telemetry::sourceKindOf(o.sourceName) == telemetry::SourceKind::DamonVaddr)
     j["damon"] = {{"sample_us", damon.sampleUs},     {"aggr_us", damon.aggrUs},
                   {"update_us", damon.updateUs},     {"min_regions", damon.minRegions},
                   {"max_regions", damon.maxRegions}, {"snapshot_ns", damon.snapshotNs}};
@@ -151,7 +152,9 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     o.stats = telemetry::replayHeat(std::move(trace.value()), pid, o.heat);
   } else {
     std::string only = *parsed->get("source");
-    if (only == "damon") only = "damon-vaddr";
+    const telemetry::SourceInfo& damonVaddr =
+        telemetry::sourceInfo(telemetry::SourceKind::DamonVaddr);
+    if (only == damonVaddr.configName) only = damonVaddr.name;
     auto secs = parsed->integer("seconds", 30, 1, 1ull << 32);
     if (!secs) return fail(spec, secs.error(), 2);
     o.seconds = secs.value();

@@ -48,8 +48,8 @@ nlohmann::json usageJson(const migrate::PageUsage& u) {
 int locateCommand(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {"tierctl locate",
                             "usage: tierctl locate --pid PID [--json] [--verbose]\n\nBytes of "
-                            "the process's memory per node and page size (4k, thp, hugetlb "
-                            "2M/1G).\n",
+                            "the process's memory per node and page kind (4k, thp, "
+                            "hugetlb-2M, hugetlb-1G).\n",
                             {
                                 {"pid", true, "process id", "PID"},
                                 kMigrateJsonOption,
@@ -125,10 +125,10 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     return s;
   };
   std::cout << "pid " << pid << ": " << formatBytes(total.present()) << " present\n";
-  std::printf("  %-6s %-5s %14s\n", "node", "page", "bytes");
+  std::printf("  %-6s %-10s %14s\n", "node", "page", "bytes");
   for (const auto& [n, kinds] : total.nodes)
     for (const auto& [k, b] : kinds)
-      std::printf("  %-6d %-5s %14s\n", n, k.c_str(), formatBytes(b).c_str());
+      std::printf("  %-6d %-10s %14s\n", n, k.c_str(), formatBytes(b).c_str());
   for (const auto& [k, b] : total.absent)
     std::printf("  %-12s %14s\n", k.c_str(), formatBytes(b).c_str());
   std::cout << "  (" << loc->queriedPages << " pages queried in " << loc->queryCalls

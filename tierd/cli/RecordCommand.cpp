@@ -9,6 +9,7 @@
 
 #include "telemetry/hotness/PerfSampler.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
@@ -31,7 +32,7 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
       if (!only.empty()) return Error::env(s.name + " is not available: " + s.why, "sampling");
       continue;
     }
-    if (s.name == "damon-vaddr" && target.pid == 0) {
+    if (telemetry::sourceKindOf(s.name) == telemetry::SourceKind::DamonVaddr && target.pid == 0) {
       log << "skipping damon-vaddr: it monitors a pid, not a cgroup\n";
       continue;
     }

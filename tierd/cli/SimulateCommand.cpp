@@ -1,6 +1,6 @@
 // tierctl simulate: replay a recorded trace through a config on a modelled machine (the tick
-// engine with a FakeMigrator; tierd/simulate/Simulator.h) and print what the policy would do over
-// time. docs/simulate.md describes the model, the columns and the JSON.
+// engine with a ModelKernelMigrator; tierd/simulate/Simulator.h) and print what the policy would do
+// over time. docs/simulate.md describes the model, the columns and the JSON.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -62,7 +62,7 @@ int simulateCommand(const std::vector<std::string>& args, size_t begin) {
   if (!every) return fail(spec, every.error(), 2);
   auto tail = parsed->durationNs("tail", 0);
   if (!tail) return fail(spec, tail.error(), 2);
-  auto window = parsed->durationNs("pingpong-window", 60'000'000'000);
+  auto window = parsed->durationNs("pingpong-window", policy::kPingPongWindowNs);
   if (!window) return fail(spec, window.error(), 2);
 
   const std::string configPath = *parsed->get("config");

@@ -4,32 +4,17 @@
 
 namespace tierd {
 
+namespace {
+constexpr bool vocabularyInEnumOrder() {
+  for (size_t i = 0; i < kMoveOutcomes.size(); ++i)
+    if (kMoveOutcomes[i].outcome != static_cast<MoveOutcome>(i)) return false;
+  return true;
+}
+static_assert(vocabularyInEnumOrder(), "kMoveOutcomes must list every MoveOutcome in enum order");
+}  // namespace
+
 const char* moveOutcomeName(MoveOutcome o) {
-  switch (o) {
-    case MoveOutcome::Moved:
-      return "moved";
-    case MoveOutcome::AlreadyThere:
-      return "already_there";
-    case MoveOutcome::NotPresent:
-      return "not_present";
-    case MoveOutcome::Busy:
-      return "busy";
-    case MoveOutcome::Gone:
-      return "gone";
-    case MoveOutcome::Denied:
-      return "denied";
-    case MoveOutcome::NoMemory:
-      return "no_memory";
-    case MoveOutcome::NotMigrated:
-      return "not_migrated";
-    case MoveOutcome::OtherError:
-      return "other_error";
-    case MoveOutcome::NotAttempted:
-      return "not_attempted";
-    case MoveOutcome::NodeNotAllowed:
-      return "node_not_allowed";
-  }
-  return "unknown";
+  return static_cast<size_t>(o) < kMoveOutcomes.size() ? moveOutcomeInfo(o).name : "unknown";
 }
 
 uint64_t OutcomeCounts::total() const {
@@ -37,6 +22,20 @@ uint64_t OutcomeCounts::total() const {
   for (uint64_t p : pages)
     n += p;
   return n;
+}
+
+std::optional<MoveOutcome> dominantOutcome(const RangeResult& r) {
+  const OutcomeCounts& c = r.outcomes;
+  if (r.dropped || c[MoveOutcome::Gone] > 0) return MoveOutcome::Gone;
+  // Outside the cpuset: back off (the arbiter plans inside Mems_allowed from the next tick on).
+  if (c[MoveOutcome::NodeNotAllowed] > 0) return MoveOutcome::NodeNotAllowed;
+  if (c[MoveOutcome::Denied] > 0) return MoveOutcome::Denied;
+  if (c[MoveOutcome::NoMemory] > 0) return MoveOutcome::NoMemory;
+  if (c[MoveOutcome::Busy] > 0 || !r.busy.empty() || c[MoveOutcome::NotMigrated] > 0)
+    return MoveOutcome::Busy;
+  if (c[MoveOutcome::Moved] > 0) return MoveOutcome::Moved;
+  if (c[MoveOutcome::AlreadyThere] > 0) return MoveOutcome::AlreadyThere;
+  return std::nullopt;
 }
 
 double MigrationStats::gibPerSecond() const {

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "tierd/core/Types.h"
@@ -42,7 +43,52 @@ enum class MoveOutcome {
 /// Number of MoveOutcome values (for arrays indexed by outcome).
 inline constexpr size_t kMoveOutcomeCount = 11;
 
-/// Stable lower-case name used in JSON and metrics labels: "moved", "already_there",
+/// What the policy's heat model (policy/HeatModel.cpp recordResults) does with the regions of a
+/// range whose outcome (the one the engine reduces a RangeResult to) is this.
+enum class PolicyReaction {
+  Moved,    ///< the region is on the target now: node, move history (ping-pong guard), busy
+            ///< back-off ends
+  Placed,   ///< the region was on the target already: node, busy back-off ends (no history)
+  BackOff,  ///< back off for a cooldown, doubling with each repeat (the cpuset or page may change)
+  Drop,     ///< forget the range's regions: the memory or the process is gone
+  Hold,     ///< hold the regions: the move will never succeed
+  Count,    ///< counted only (no free page of that size: the arbiter's headroom sees it next tick)
+  None,     ///< nothing to learn: no range is reduced to this outcome
+};
+
+/// One row of the move-outcome vocabulary: every spelling of one MoveOutcome in one place.
+struct MoveOutcomeInfo {
+  MoveOutcome outcome;
+  /// Stable lower-case name: JSON (tierctl bench migrate `statuses`, tierctl move `pages`).
+  const char* name;
+  /// The `result` label of tierd_migrate_pages_total / _bytes_total: the name, except that the
+  /// two failures without a cause of their own share "failed", and "" where no page was moved or
+  /// refused (not counted).
+  const char* metricLabel;
+  PolicyReaction reaction;  ///< what the heat model does (folded outcomes: see dominantOutcome)
+};
+
+/// The move-outcome vocabulary, indexed by MoveOutcome.
+inline constexpr std::array<MoveOutcomeInfo, kMoveOutcomeCount> kMoveOutcomes = {{
+    {MoveOutcome::Moved, "moved", "moved", PolicyReaction::Moved},
+    {MoveOutcome::AlreadyThere, "already_there", "already_there", PolicyReaction::Placed},
+    {MoveOutcome::NotPresent, "not_present", "", PolicyReaction::None},
+    {MoveOutcome::Busy, "busy", "busy", PolicyReaction::BackOff},
+    {MoveOutcome::Gone, "gone", "gone", PolicyReaction::Drop},
+    {MoveOutcome::Denied, "denied", "denied", PolicyReaction::Hold},
+    {MoveOutcome::NoMemory, "no_memory", "no_memory", PolicyReaction::Count},
+    {MoveOutcome::NotMigrated, "not_migrated", "failed", PolicyReaction::BackOff},
+    {MoveOutcome::OtherError, "other_error", "failed", PolicyReaction::None},
+    {MoveOutcome::NotAttempted, "not_attempted", "", PolicyReaction::None},
+    {MoveOutcome::NodeNotAllowed, "node_not_allowed", "node_not_allowed", PolicyReaction::BackOff},
+}};
+
+/// The vocabulary row of `o`.
+constexpr const MoveOutcomeInfo& moveOutcomeInfo(MoveOutcome o) {
+  return kMoveOutcomes[static_cast<size_t>(o)];
+}
+
+/// Stable lower-case name used in JSON (kMoveOutcomes `name`): "moved", "already_there",
 /// "not_present", "busy", "gone", "denied", "no_memory", "not_migrated", "other_error",
 /// "not_attempted", "node_not_allowed".
 const char* moveOutcomeName(MoveOutcome o);
@@ -65,6 +111,12 @@ struct RangeResult {
   bool dropped = false;        ///< the range (or its process) is gone: do not plan it again
   std::vector<uint64_t> busy;  ///< addresses still -EBUSY after the retry (caller backs off)
 };
+
+/// The one outcome the policy learns from for a range, first of: Gone (or dropped),
+/// NodeNotAllowed, Denied, NoMemory, Busy (also for addresses still busy and NotMigrated pages),
+/// Moved, AlreadyThere. nullopt: nothing to learn (not attempted before the deadline, nothing
+/// present to move, or only other errors).
+std::optional<MoveOutcome> dominantOutcome(const RangeResult& r);
 
 /// One move_pages(2) call with target nodes (not the nodes=NULL status queries): what the
 /// per-call metrics observe. Each call carries pages of one direction only (the migrator splits

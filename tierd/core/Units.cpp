@@ -18,6 +18,18 @@ std::string formatBytes(uint64_t bytes) {
   return buf;
 }
 
+std::string pageKindName(PageKind kind, uint64_t bytes) {
+  switch (kind) {
+    case PageKind::Base:
+      return pageSizeName(bytes);
+    case PageKind::Thp:
+      return "thp";
+    case PageKind::Hugetlb:
+      return "hugetlb-" + pageSizeName(bytes);
+  }
+  return pageSizeName(bytes);
+}
+
 std::string pageSizeName(uint64_t bytes) {
   if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "G";
   if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "M";

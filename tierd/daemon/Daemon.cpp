@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
@@ -17,6 +18,7 @@
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
 #include "telemetry/metrics/PrometheusSink.h"
@@ -81,12 +83,14 @@ std::string statusText(uint64_t tickNo, const policy::CompiledConfig& c) {
          " workloads" + (c.daemon.dryRun ? ", dry run" : "");
 }
 
-// DAMON monitoring attributes for one process: 2 ms sampling (at DAMON's default 5 ms every
-// cold 2 MiB THP of a fast GUPS was seen accessed in every check, so all regions looked equally
-// hot; tests/vm/scenarios/hotness needed 2 ms too), 100 ms aggregation, DAMON's default 10..1000
-// adaptive regions, tried regions read once per second. Denser regions (min_nr_regions = size /
-// 2 or 4 MiB) cost more kdamond and tierd CPU under emulation and converged more slowly.
-// Adapting the sampling interval to the workload's access rate is still to be built.
+// DAMON monitoring attributes for one process: 2 ms sampling to start with (at DAMON's default
+// 5 ms every cold 2 MiB THP of a fast GUPS was seen accessed in every check, so all regions
+// looked equally hot; tests/vm/scenarios/hotness needed 2 ms too), then adapted to the access
+// ratio; 100 ms aggregation; 100..1000 adaptive regions; tried regions read once per second.
+// Denser regions (min_nr_regions = size / 2 or 4 MiB) cost more kdamond and tierd CPU under
+// emulation and converged more slowly; tried again on 2026-12-01 for a fleet of three 512 MiB
+// GUPS (one region per 2 MiB, up to 500): the hottest chunk still read only ~2x its process's
+// mean heat, and under load two of the three kdamonds gave one snapshot in 150 s.
 telemetry::DamonConfig damonConfigFor() {
   telemetry::DamonConfig c;
   c.sampleUs = 2000;
@@ -125,8 +129,30 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
                 ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   line += tail;
-  for (const std::string& st : r.sourceStates)
-    line += " [" + st + "]";
+  // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.
+  const policy::ArbiterStats& a = r.arbiter;
+  std::string left;
+  for (const auto& [n, why] : {std::pair{a.skippedBudget, "budget"},
+                               {a.skippedNoRoom, "no-room"},
+                               {a.skippedQuota, "quota"},
+                               {a.skippedNotAllowed, "not-allowed"},
+                               {a.skippedNotCloser, "not-closer"},
+                               {a.coolingDown, "cooling-down"},
+                               {a.held, "held"}})
+    if (n) left += std::string(left.empty() ? "" : " ") + why + "=" + std::to_string(n);
+  if (!left.empty()) line += " left: " + left;
+  for (const SourceState& st : r.sourceStates) {
+    line += " [pid " + std::to_string(st.pid) + " " + st.source + " " + st.state;
+    if (st.regions) {
+      char heat[160];
+      std::snprintf(heat, sizeof heat, " | heat mean=%.1f max=%.1f cut=%.1f hot=%s (%s slow)",
+                    st.meanHeat, st.maxHeat, st.cut,
+                    formatBytes(st.hotFastBytes + st.hotSlowBytes).c_str(),
+                    formatBytes(st.hotSlowBytes).c_str());
+      line += heat;
+    }
+    line += "]";
+  }
   return line;
 }
 
@@ -155,23 +181,25 @@ bool dropCapabilities(DaemonLog& log) {
 
 std::string chooseSource(const policy::CompiledConfig& c, const telemetry::SamplingProbe& probe,
                          std::string& why) {
-  auto available = [&](const std::string& name) {
+  auto available = [&](std::string_view name) {
     for (const auto& s : probe.sources)
       if (s.name == name) return s.available;
     return false;
   };
+  using telemetry::sourceInfo;
+  using telemetry::SourceKind;
   switch (c.sampling.source) {
     case policy::SampleSource::Damon:
       why = "configured";
-      return "damon-vaddr";
+      return std::string(sourceInfo(SourceKind::DamonVaddr).name);
     case policy::SampleSource::Perf:
       why = "configured";
-      for (const char* n : {"perf-pebs", "perf-ibs"})
-        if (available(n)) return n;
-      return "perf-pebs";
+      for (SourceKind k : {SourceKind::PerfPebs, SourceKind::PerfIbs})
+        if (available(sourceInfo(k).name)) return std::string(sourceInfo(k).name);
+      return std::string(sourceInfo(SourceKind::PerfPebs).name);
     case policy::SampleSource::Replay:
       why = "configured";
-      return "replay";
+      return std::string(sourceInfo(SourceKind::Replay).name);
     case policy::SampleSource::Auto:
       break;
   }
@@ -180,8 +208,8 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   // page faults.
   for (const auto& s : probe.sources) {
     if (!s.available) continue;
-    if (s.name == "perf-pebs" || s.name == "perf-ibs" || s.name == "damon-vaddr" ||
-        s.name == "perf-sw-page-faults") {
+    const auto kind = telemetry::sourceKindOf(s.name);
+    if (kind && *kind != SourceKind::Replay) {
       why = s.why;
       return s.name;
     }
@@ -362,14 +390,16 @@ class Daemon {
       publishTopology(topo.value(), *sink_);
     }
     metrics_->start(initial_, pageSizes, sourceName_);
-    auto available = [&](const char* name) {
+    auto available = [&](std::string_view name) {
       for (const auto& s : probe_.sources)
         if (s.name == name) return s.available;
       return false;
     };
-    metrics_->capability("perf_pebs", available("perf-pebs"));
-    metrics_->capability("perf_ibs", available("perf-ibs"));
-    metrics_->capability("perf_software", available("perf-sw-page-faults"));
+    for (telemetry::SourceKind k : {telemetry::SourceKind::PerfPebs, telemetry::SourceKind::PerfIbs,
+                                    telemetry::SourceKind::PerfSoftware}) {
+      const telemetry::SourceInfo& s = telemetry::sourceInfo(k);
+      metrics_->capability(std::string(s.capability), available(s.name));
+    }
     metrics_->capability("move_pages", movePagesWorks(*migrate::makeLinuxPageSystem(root_)));
   }
 

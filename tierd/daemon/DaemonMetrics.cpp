@@ -7,6 +7,7 @@
 
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfSampler.h"
+#include "telemetry/hotness/SourceNames.h"
 #include "telemetry/metrics/Catalog.h"
 #include "tierd/sys/Parsers.h"
 
@@ -15,12 +16,8 @@ namespace tierd::daemon {
 using namespace telemetry::metric;
 
 std::string sourceLabel(const std::string& sourceName) {
-  if (sourceName == "perf-pebs") return "pebs";
-  if (sourceName == "perf-ibs") return "ibs";
-  if (sourceName == "perf-sw-page-faults") return "perf_software";
-  if (sourceName == "damon-vaddr") return "damon";
-  if (sourceName == "replay") return "replay";
-  return "";
+  const auto kind = telemetry::sourceKindOf(sourceName);
+  return kind ? std::string(telemetry::sourceInfo(*kind).metricLabel) : "";
 }
 
 std::optional<double> taskCpuSeconds(const sys::SysRoot& root, pid_t pid) {

@@ -53,7 +53,8 @@
 
 namespace tierd::daemon {
 
-/// The `source` label of a hotness source name: perf-pebs -> pebs, perf-ibs -> ibs,
+/// The `source` label of a hotness source name (its kSources metricLabel,
+/// telemetry/hotness/SourceNames.h): perf-pebs -> pebs, perf-ibs -> ibs,
 /// perf-sw-page-faults -> perf_software, damon-vaddr -> damon, replay -> replay; "" otherwise.
 std::string sourceLabel(const std::string& sourceName);
 

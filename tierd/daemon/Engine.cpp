@@ -44,22 +44,6 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
   return o;
 }
 
-// The migrator's per-range result, reduced to what the heat model learns from. nullopt: nothing
-// to learn (not attempted before the deadline, or nothing present to move).
-std::optional<policy::MoveResult> reduce(const RangeResult& r) {
-  const OutcomeCounts& c = r.outcomes;
-  if (r.dropped || c[MoveOutcome::Gone] > 0) return policy::MoveResult::Gone;
-  // Outside the cpuset: back off (the arbiter plans inside Mems_allowed from the next tick on).
-  if (c[MoveOutcome::NodeNotAllowed] > 0) return policy::MoveResult::NotAllowed;
-  if (c[MoveOutcome::Denied] > 0) return policy::MoveResult::Denied;
-  if (c[MoveOutcome::NoMemory] > 0) return policy::MoveResult::NoMemory;
-  if (c[MoveOutcome::Busy] > 0 || !r.busy.empty() || c[MoveOutcome::NotMigrated] > 0)
-    return policy::MoveResult::Busy;
-  if (c[MoveOutcome::Moved] > 0) return policy::MoveResult::Moved;
-  if (c[MoveOutcome::AlreadyThere] > 0) return policy::MoveResult::AlreadyThere;
-  return std::nullopt;
-}
-
 }  // namespace
 
 // Mappings tierd manages: private anonymous memory (heap, anonymous mmap, and anonymous mmap named
@@ -522,10 +506,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
                   samples.end());
     report.samples += samples.size();
     proc.samples += samples.size();
-    heat_.ingest(samples, nowNs, proc.source->name() == "damon-vaddr");
+    heat_.ingest(samples, nowNs, proc.source->weightKind() == telemetry::WeightKind::Weighted);
     if (std::string st = proc.source->state(); !st.empty())
-      report.sourceStates.push_back("pid " + std::to_string(pid) + " " + proc.source->name() + " " +
-                                    st);
+      report.sourceStates.push_back({pid, proc.source->name(), std::move(st)});
   }
   heat_.decay(nowNs);
   totals_.samples += report.samples;
@@ -575,12 +558,23 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-      if (r.heat >= hot.of(r.pid)) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+      const bool isHot = r.heat >= hot.of(r.pid);
+      if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
       if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
+      auto st = std::find_if(report.sourceStates.begin(), report.sourceStates.end(),
+                             [&](const SourceState& s) { return s.pid == r.pid; });
+      if (st == report.sourceStates.end()) continue;
+      ++st->regions;
+      st->meanHeat += r.heat;  // a sum until the loop below
+      st->maxHeat = std::max(st->maxHeat, r.heat);
+      st->cut = hot.of(r.pid);
+      if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
   }
+  for (SourceState& st : report.sourceStates)
+    if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
   phase(report.cpu.policyNs);
   report.arbiter = decision.stats;
@@ -619,9 +613,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     for (const RangeResult& r : report.batch.ranges) {
       (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
           r.bytesMoved;
-      auto result = reduce(r);
+      auto result = dominantOutcome(r);
       if (!result) continue;
-      if (*result == policy::MoveResult::Moved) rememberMovedThp(r.range, topo.value());
+      if (*result == MoveOutcome::Moved) rememberMovedThp(r.range, topo.value());
       outcomes.push_back(
           {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
     }

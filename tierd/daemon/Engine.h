@@ -108,6 +108,21 @@ struct WorkloadReport {
   MemorySource memorySource = MemorySource::NumaMaps;
 };
 
+/// One sampled process's source and heat at the end of a tick (the progress line prints it, so
+/// an SRE can tell a process whose sampler sees no difference between its regions from one whose
+/// hot regions wait for the arbiter).
+struct SourceState {
+  pid_t pid = 0;
+  std::string source;   ///< HotnessSource::name(): "damon-vaddr", "pebs", ...
+  std::string state;    ///< HotnessSource::state(): "sample_us=500 access=23% regions=412 ..."
+  size_t regions = 0;   ///< the process's tracked regions on known nodes (HeatModel)
+  double meanHeat = 0;  ///< their mean heat, heat units (HeatModel)
+  double maxHeat = 0;   ///< the hottest one's heat
+  double cut = 0;       ///< policy::PromotionCut for this process: at or above it a region is hot
+  uint64_t hotFastBytes = 0;  ///< bytes of its regions at or above `cut` on the fast tier
+  uint64_t hotSlowBytes = 0;  ///< ... on the slow tier (promotion candidates)
+};
+
 /// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
 struct PhaseCpu {
   uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
@@ -146,9 +161,8 @@ struct TickReport {
   /// nothing was moved (`kernelTieringHeld`).
   std::string kernelTiering;
   bool kernelTieringHeld = false;
-  /// Per sampled process with something to say (HotnessSource::state): "pid 42 damon-vaddr
-  /// sample_us=500 access=23%".
-  std::vector<std::string> sourceStates;
+  /// Per sampled process with something to say (HotnessSource::state), in pid order.
+  std::vector<SourceState> sourceStates;
   PhaseCpu cpu;                 ///< where this tick's CPU went
   topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
 };

@@ -196,23 +196,22 @@ std::vector<void*> addresses(char* data, uint64_t size, uint64_t step) {
 }  // namespace
 
 Result<BenchPage> parseBenchPage(const std::string& text) {
-  if (text == "4k") return BenchPage::Base4k;
-  if (text == "thp") return BenchPage::Thp;
-  if (text == "2m") return BenchPage::Hugetlb2M;
-  if (text == "1g") return BenchPage::Hugetlb1G;
-  return Error::input("expected 4k, thp, 2m or 1g, got '" + text + "'", "--page");
+  for (BenchPage p :
+       {BenchPage::Base4k, BenchPage::Thp, BenchPage::Hugetlb2M, BenchPage::Hugetlb1G})
+    if (text == benchPageName(p)) return p;
+  return Error::input("expected 4k, thp, hugetlb-2M or hugetlb-1G, got '" + text + "'", "--page");
 }
 
-const char* benchPageName(BenchPage p) {
+std::string benchPageName(BenchPage p) {
   switch (p) {
     case BenchPage::Base4k:
-      return "4k";
+      return pageKindName(PageKind::Base, 4 * kKiB);
     case BenchPage::Thp:
-      return "thp";
+      return pageKindName(PageKind::Thp, 2 * kMiB);
     case BenchPage::Hugetlb2M:
-      return "2m";
+      return pageKindName(PageKind::Hugetlb, 2 * kMiB);
     case BenchPage::Hugetlb1G:
-      return "1g";
+      return pageKindName(PageKind::Hugetlb, kGiB);
   }
   return "?";
 }

@@ -18,14 +18,15 @@ namespace tierd::migrate {
 enum class BenchPage {
   Base4k,     ///< "4k": anonymous, MADV_NOHUGEPAGE
   Thp,        ///< "thp": anonymous, 2 MiB aligned, MADV_HUGEPAGE
-  Hugetlb2M,  ///< "2m": MAP_HUGETLB | MAP_HUGE_2MB (reserved on the source node by the bench)
-  Hugetlb1G,  ///< "1g": MAP_HUGETLB | MAP_HUGE_1GB
+  Hugetlb2M,  ///< "hugetlb-2M": MAP_HUGETLB | MAP_HUGE_2MB (reserved on the source node)
+  Hugetlb1G,  ///< "hugetlb-1G": MAP_HUGETLB | MAP_HUGE_1GB
 };
 
-/// Parses "4k" | "thp" | "2m" | "1g". Errors: Input naming the accepted values.
+/// Parses "4k" | "thp" | "hugetlb-2M" | "hugetlb-1G" (the page kinds `tierctl locate` prints,
+/// pageKindName). Errors: Input naming the accepted values.
 Result<BenchPage> parseBenchPage(const std::string& text);
-/// The name parseBenchPage accepts.
-const char* benchPageName(BenchPage p);
+/// The name parseBenchPage accepts (pageKindName of the bench's memory).
+std::string benchPageName(BenchPage p);
 
 /// mean and sample standard deviation (n-1; 0 for one value) of `v`.
 struct MeanStd {

@@ -49,9 +49,10 @@ std::vector<PageUsage> attributeRuns(const LocateResult& loc,
       const uint64_t ce = std::min(e, v.end);
       PageUsage& u = perVma[vi];
       if (run.status >= 0) {
-        std::string kind = v.hugetlb()                          ? pageSizeName(v.kernelPageSize)
-                           : run.pageSize == thp && thp != base ? "thp"
-                                                                : pageSizeName(base);
+        std::string kind = v.hugetlb() ? pageKindName(PageKind::Hugetlb, v.kernelPageSize)
+                           : run.pageSize == thp && thp != base
+                               ? pageKindName(PageKind::Thp, thp)
+                               : pageKindName(PageKind::Base, base);
         u.nodes[run.status][kind] += ce - s;
       } else {
         u.absent[locateStatusKey(run.status)] += ce - s;
@@ -62,14 +63,15 @@ std::vector<PageUsage> attributeRuns(const LocateResult& loc,
   // A VMA answered from numa_maps (all on one node) holds its AnonHugePages as THP on that node.
   for (size_t i = 0; i < vmas.size(); ++i) {
     PageUsage& u = perVma[i];
-    const std::string baseName = pageSizeName(base);
+    const std::string baseName = pageKindName(PageKind::Base, base);
+    const std::string thpName = pageKindName(PageKind::Thp, thp);
     if (vmas[i].anonHugePages > 0 && u.nodes.size() == 1) {
       auto& kinds = u.nodes.begin()->second;
-      uint64_t counted = kinds.count("thp") ? kinds["thp"] : 0;
+      uint64_t counted = kinds.count(thpName) ? kinds[thpName] : 0;
       if (counted < vmas[i].anonHugePages && kinds.count(baseName)) {
         uint64_t shift = std::min(kinds[baseName], vmas[i].anonHugePages - counted);
         kinds[baseName] -= shift;
-        kinds["thp"] += shift;
+        kinds[thpName] += shift;
         if (kinds[baseName] == 0) kinds.erase(baseName);
       }
     }

@@ -7,7 +7,7 @@
 /// answers which node holds each page.
 ///
 /// PageSystem: the kernel surface the migrator needs (move_pages, /proc/PID/{maps,smaps,numa_maps},
-/// the clocks). LinuxPageSystem is the real one; FakePageSystem (FakeMigrator.h) models the
+/// the clocks). LinuxPageSystem is the real one; FakePageSystem (ModelKernelMigrator.h) models the
 /// kernel's page table and error behaviour, so the same engine runs in unit tests.
 
 #include <sys/types.h>

@@ -16,7 +16,7 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/Tuning.h"
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 #include "tierd/topology/Topology.h"
 
 namespace tierd::daemon {
@@ -32,25 +32,27 @@ struct DrainCounters {
 };
 
 // Replays one pid's samples and classifies each drained sample by the tier its page is on at
-// drain time (before the tick's moves). Named after the trace's source so that the engine weighs
-// DAMON samples exactly as it would live.
+// drain time (before the tick's moves). Named after the trace's source and weighing its samples
+// as that source does (weightKind), so that the engine weighs DAMON samples exactly as it would
+// live.
 class ClassifyingReplay final : public telemetry::HotnessSource {
  public:
   ClassifyingReplay(telemetry::Trace trace, const migrate::FakePageSystem& kernel,
                     const std::set<NodeId>& fast, DrainCounters& counters)
       : name_(trace.header.source),
-        weighted_(trace.header.source == "damon-vaddr"),
+        weight_(telemetry::weightKindOf(trace.header.source)),
         replay_(std::move(trace)),
         kernel_(kernel),
         fast_(fast),
         counters_(counters) {}
   std::string name() const override { return name_; }
+  telemetry::WeightKind weightKind() const override { return weight_; }
   Status start() override { return replay_.start(); }
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override {
     auto batch = replay_.drain(untilNs);
     if (!batch) return batch;
     for (const AccessSample& s : batch.value()) {
-      const uint64_t weight = weighted_ ? s.weight : 1;
+      const uint64_t weight = weight_ == telemetry::WeightKind::Weighted ? s.weight : 1;
       auto node = kernel_.nodeOf(s.pid, s.vaddr);
       const bool onFast = node && fast_.count(*node) != 0;
       ++counters_.samples;
@@ -67,7 +69,7 @@ class ClassifyingReplay final : public telemetry::HotnessSource {
 
  private:
   std::string name_;
-  bool weighted_;
+  telemetry::WeightKind weight_;
   telemetry::ReplaySource replay_;
   const migrate::FakePageSystem& kernel_;
   const std::set<NodeId>& fast_;
@@ -78,7 +80,7 @@ class ClassifyingReplay final : public telemetry::HotnessSource {
 // pid reuse lands after the tick's scope scan and plan, before its first move call.
 class HookedMigrator final : public migrate::Migrator {
  public:
-  explicit HookedMigrator(std::unique_ptr<migrate::FakeMigrator> m) : m_(std::move(m)) {}
+  explicit HookedMigrator(std::unique_ptr<migrate::ModelKernelMigrator> m) : m_(std::move(m)) {}
   BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
                       const std::atomic<bool>* stop) override {
     runHook();
@@ -100,7 +102,7 @@ class HookedMigrator final : public migrate::Migrator {
   std::function<void()> hook;
 
  private:
-  std::unique_ptr<migrate::FakeMigrator> m_;
+  std::unique_ptr<migrate::ModelKernelMigrator> m_;
 };
 
 // /proc/PID/stat of a traced process; `startTime` is field 22.
@@ -313,7 +315,7 @@ class Simulation {
 
   // The memory model: sampled 2 MiB regions, THP-backed, on the slow tier.
   Status modelMemory() {
-    auto fakeOwned = std::make_unique<migrate::FakeMigrator>(migratorConfig(config_));
+    auto fakeOwned = std::make_unique<migrate::ModelKernelMigrator>(migratorConfig(config_));
     kernel_ = &fakeOwned->kernel();
     migratorOwned_ = std::make_unique<HookedMigrator>(std::move(fakeOwned));
     migrator_ = migratorOwned_.get();
@@ -540,10 +542,11 @@ class Simulation {
       if (r.bytesMoved == 0) continue;
       const Direction d = r.range.direction;
       (d == Direction::Promote ? t.promotions : t.demotions) += 1;
-      // Ping-pong (policy/PingPong.h): this move reverses the previous one, which reversed the
-      // one before, and the three happened within the window (up-down-up or down-up-down).
-      if (pingPong_.record(r.range.pid, r.range.start, d, now)) ++t.pingPongMoves;
     }
+    // Ping-pong exactly as the daemon's metric counts it (policy/PingPong.h): moves that reverse
+    // the previous one, which reversed the one before, all within the window.
+    const policy::PingPongCounts pp = pingPong_.recordBatch(report.batch.ranges, now);
+    t.pingPongMoves = pp.promote + pp.demote;
   }
 
   // Modelled bytes per tier and the fast tier's free memory after the tick.

@@ -24,7 +24,8 @@
 ///    returns the samples with time <= that. Ticks continue until the last sample is drained,
 ///    then `tailNs` longer. The migrator's clock is simulated: it is advanced to the tick's time
 ///    before the tick and each tick's migration deadline is one interval later.
-///  - Migration: the production MovePagesMigrator engine on a FakePageSystem (FakeMigrator.h),
+///  - Migration: the production MovePagesMigrator engine on a FakePageSystem
+///  (ModelKernelMigrator.h),
 ///    tuned by the config exactly as the daemon tunes it (Tuning.h migratorConfig()).
 ///  - Pid reuse (SimulationOptions::pidReuses, `tierctl simulate --reuse-pid PID@TIME`): in the
 ///    first tick at or after TIME, after its scope scan and plan and before its first move call
@@ -52,6 +53,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/Config.h"
+#include "policy/PingPong.h"
 #include "telemetry/hotness/Trace.h"
 #include "tierd/core/Result.h"
 #include "tierd/core/Types.h"
@@ -70,7 +72,7 @@ struct SimulationOptions {
   std::string defaultWorkload;  ///< workload of pids no `pids` selector names ("" = first)
   uint64_t tailNs = 0;          ///< simulated time after the last sample, nanoseconds
   /// Window of a ping-pong (see the file comment; policy::kPingPongWindowNs, policy/PingPong.h).
-  uint64_t pingPongWindowNs = 60'000'000'000;
+  uint64_t pingPongWindowNs = policy::kPingPongWindowNs;
   std::vector<SimPidReuse> pidReuses;  ///< pid reuses to model (see the file comment)
   /// Names printed for the inputs (the paths as the operator gave them); never read.
   std::string traceLabel, configLabel, topologyLabel;

@@ -2,10 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 
+#include "telemetry/hotness/SourceNames.h"
+#include "telemetry/metrics/Catalog.h"
 #include "telemetry/metrics/MetricsSink.h"
 
 using namespace tierd;
@@ -306,4 +309,31 @@ TEST_CASE("source names map to the bounded source label") {
   CHECK(sourceLabel("perf-ibs") == "ibs");
   CHECK(sourceLabel("damon-vaddr") == "damon");
   CHECK(sourceLabel("something") == "");
+}
+
+TEST_CASE("every hotness source is spelled from one table: name, source label, capability") {
+  const auto& sourceValues = telemetry::findMetric("tierd_sampler_samples_total")->labels[0].values;
+  const auto& capValues =
+      telemetry::findMetric("tierd_kernel_capability_available")->labels[0].values;
+  std::vector<std::string> configNames;  // the `[sampling] source` values
+  for (policy::SampleSource c : {policy::SampleSource::Auto, policy::SampleSource::Perf,
+                                 policy::SampleSource::Damon, policy::SampleSource::Replay})
+    configNames.emplace_back(policy::sampleSourceName(c));
+  auto in = [](const std::vector<std::string>& v, std::string_view s) {
+    return std::find(v.begin(), v.end(), std::string(s)) != v.end();
+  };
+  for (const telemetry::SourceInfo& s : telemetry::kSources) {
+    INFO(s.name);
+    CHECK(telemetry::sourceKindOf(s.name) == s.kind);
+    CHECK(sourceLabel(std::string(s.name)) == s.metricLabel);
+    CHECK(in(sourceValues, s.metricLabel));
+    if (!s.capability.empty()) CHECK(in(capValues, s.capability));
+    if (!s.configName.empty()) CHECK(in(configNames, s.configName));
+  }
+  // Only DAMON weighs its samples; the names the rig greps for stay as they were.
+  CHECK(telemetry::weightKindOf("damon-vaddr") == telemetry::WeightKind::Weighted);
+  CHECK(telemetry::weightKindOf("perf-pebs") == telemetry::WeightKind::PerSample);
+  CHECK(telemetry::weightKindOf("something") == telemetry::WeightKind::PerSample);
+  CHECK(sourceLabel("perf-sw-page-faults") == "perf_software");
+  CHECK(sourceLabel("replay") == "replay");
 }

@@ -1,4 +1,4 @@
-// The tick engine end to end on fakes: the rig guest's topology (captured), a FakeMigrator
+// The tick engine end to end on fakes: the rig guest's topology (captured), a ModelKernelMigrator
 // holding the workload's pages, and a scripted hotness source.
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Engine.h"
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 
 using namespace tierd;
 using namespace tierd::daemon;
@@ -45,6 +45,7 @@ class ScriptedSource final : public telemetry::HotnessSource {
   }
   void stop() override { *stopped = true; }
   telemetry::SourceStats stats() const override { return stats_; }
+  std::string state() const override { return "scripted " + std::to_string(hot_) + " hot"; }
   /// Outlives the source (the engine destroys a source when its process leaves).
   std::shared_ptr<bool> stopped = std::make_shared<bool>(false);
 
@@ -57,7 +58,7 @@ class ScriptedSource final : public telemetry::HotnessSource {
 // The fake migrator with a hook run at the start of execute(): after planning, before moving.
 class HookedMigrator final : public migrate::Migrator {
  public:
-  migrate::FakeMigrator fake;
+  migrate::ModelKernelMigrator fake;
   std::function<void()> beforeExecute;
   int executes = 0;
   BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
@@ -76,7 +77,7 @@ class HookedMigrator final : public migrate::Migrator {
 
 struct Rig {
   fs::path root;
-  migrate::FakeMigrator* fake = nullptr;
+  migrate::ModelKernelMigrator* fake = nullptr;
   HookedMigrator* hooked = nullptr;
   std::unique_ptr<Engine> engine;
   std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
@@ -204,6 +205,22 @@ TEST_CASE("the engine promotes the sampled hot set of a scoped process, and only
   CHECK(later.promotedBytes == 0);  // settled: no ping-pong
 }
 
+TEST_CASE("each sampled process's source state comes with its heat against its promotion cut") {
+  Rig rig;
+  TickReport first = rig.tick(1);
+  REQUIRE(first.sourceStates.size() == 1);  // the stranger is in no workload: no source
+  const SourceState& st = first.sourceStates[0];
+  CHECK(st.pid == kPid);
+  CHECK(st.source == "scripted");
+  CHECK(st.state == "scripted 4 hot");
+  CHECK(st.regions == 32);  // every located 2 MiB region of the table, sampled or not
+  CHECK(st.maxHeat == doctest::Approx(8.0));
+  CHECK(st.meanHeat == doctest::Approx(4.0 * 8 / 32));
+  CHECK(st.cut == doctest::Approx(2.0));  // hot_threshold (no hot_ratio)
+  CHECK(st.hotSlowBytes == 4 * 2 * kMiB);
+  CHECK(st.hotFastBytes == 0);
+}
+
 TEST_CASE("the migration step still runs when the earlier steps used up the tick") {
   // On a loaded machine with many processes, scope + locate + sampling can take longer than the
   // interval (the fleet-safety rig: 5 s ticks at a 1 s interval). The moves must still start.
@@ -230,7 +247,7 @@ TEST_CASE("dry-run decides but moves nothing") {
 }
 
 TEST_CASE("a reloaded config's rate limits and latency target reach the migrator") {
-  // (The migrator paces execute() by its config(): FakeMigratorTest, "limits set between
+  // (The migrator paces execute() by its config(): ModelKernelMigratorTest, "limits set between
   // batches".)
   Rig rig;
   rig.tick(1);

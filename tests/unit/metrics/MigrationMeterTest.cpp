@@ -28,13 +28,13 @@ TEST_CASE("MigrationMeter reports each call and the per-tick gauges") {
   call.wallSeconds = 0.02;
   call.systemCpuSeconds = 0.015;
   call.movedPages = 16;  // 32 MiB
-  call.alreadyPlaced = 2;
+  call.alreadyThere = 2;
   call.errorPages = {{EBUSY, 3}, {ENOMEM, 1}};
   m.record(call, s);
   CHECK(s.rejectedUpdates() == 0);
   CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "moved"}) == 16);
   CHECK(s.value("tierd_migrate_bytes_total", {"promote", "2M", "moved"}) == 32 << 20);
-  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "already_placed"}) == 2);
+  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "already_there"}) == 2);
   CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "busy"}) == 3);
   CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "no_memory"}) == 1);
   CHECK(s.value("tierd_daemon_errors_total", {"migrate", "EBUSY"}) == 3);
@@ -99,7 +99,7 @@ TEST_CASE("recordBatch: exact page counts by result; latency, throughput and CPU
   CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "moved"}) == 8);
   CHECK(s.value("tierd_migrate_bytes_total", {"promote", "2M", "moved"}) == 16 << 20);
   CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "busy"}) == 2);
-  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "already_placed"}) == 1);
+  CHECK(s.value("tierd_migrate_pages_total", {"promote", "2M", "already_there"}) == 1);
   CHECK(s.seriesCount("tierd_migrate_pages_total") == 5);  // not-present pages are not counted
   CHECK(s.value("tierd_migrate_pages_total", {"demote", "4k", "moved"}) == 1024);
   CHECK(s.value("tierd_migrate_bytes_total", {"demote", "4k", "failed"}) == 4096);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tierd/core/Units.h"
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 
 using namespace tierd;
 using namespace tierd::migrate;
@@ -39,7 +39,7 @@ MoveRange range(uint64_t start, uint64_t length, NodeId to, pid_t pid = kPid) {
 TEST_CASE("a call failing with -ENOMEM after moving some pages: moved ones count as moved") {
   MigratorConfig cfg;
   cfg.initialBytesPerCall = 4 * kGiB;  // the three 1 GiB pages go in one move call
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kHuge, 3 * kGiB, FakeBacking::Hugetlb, kGiB);
   k.populate(kPid, kHuge, 3 * kGiB, 1);
@@ -67,7 +67,7 @@ TEST_CASE("a call failing with -ENOMEM after moving some pages: moved ones count
 TEST_CASE("after a call-level -ENOMEM that size is not sent to that node again in the batch") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;  // pages 3 and 4 come in a later query/move
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kHuge, 4 * kGiB, FakeBacking::Hugetlb, kGiB);
   k.populate(kPid, kHuge, 4 * kGiB, 1);
@@ -82,7 +82,7 @@ TEST_CASE("after a call-level -ENOMEM that size is not sent to that node again i
 }
 
 TEST_CASE("-ENOMEM in a call with several target nodes: later node groups are sent again") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 32 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 32 * kKiB, 1);
@@ -108,7 +108,7 @@ TEST_CASE("-ENOMEM in a call with several target nodes: later node groups are se
 }
 
 TEST_CASE("call-level -EACCES (target outside the cpuset): node_not_allowed, not denied or gone") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 24 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 24 * kKiB, 1);
@@ -133,7 +133,7 @@ TEST_CASE("call-level -EACCES (target outside the cpuset): node_not_allowed, not
 }
 
 TEST_CASE("a target outside Mems_allowed read before the batch is not sent: no call, no error") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 0);
@@ -154,7 +154,7 @@ TEST_CASE("a target outside Mems_allowed read before the batch is not sent: no c
 TEST_CASE("an exited but unreaped process (-EINVAL, empty maps) is gone, not an error") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   for (pid_t p : {100, 300}) {
     k.map(p, kBase, 16 * kKiB, FakeBacking::Base);
@@ -261,7 +261,7 @@ TEST_CASE("model kernel: a reused pid answers for its new process, not the one t
 }
 
 TEST_CASE("a pid reused after the plan: the identity check refuses every call, nothing moves") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 1);

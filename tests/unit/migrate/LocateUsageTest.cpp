@@ -36,7 +36,8 @@ TEST_CASE("locate runs that span two VMAs are split between them by page kind an
                                                                           {1, {{"4k", 0x200000}}}});
   CHECK(perVma[1].nodes == std::map<int, std::map<std::string, uint64_t>>{{1, {{"4k", 0x100000}}}});
   CHECK(perVma[1].absent == std::map<std::string, uint64_t>{{"not_present", 0x100000}});
-  CHECK(perVma[2].nodes == std::map<int, std::map<std::string, uint64_t>>{{1, {{"1G", kGiB}}}});
+  CHECK(perVma[2].nodes ==
+        std::map<int, std::map<std::string, uint64_t>>{{1, {{"hugetlb-1G", kGiB}}}});
   PageUsage total;
   for (const auto& u : perVma)
     total.add(u);

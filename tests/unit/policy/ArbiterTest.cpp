@@ -559,7 +559,7 @@ TEST_CASE(
         freeB[from] += static_cast<int64_t>(m.length);
         CHECK(freeB[m.target] >= 0);
         cumulative[m.direction] += m.length;
-        results.push_back({m.pid, m.start, m.length, m.direction, m.target, MoveResult::Moved});
+        results.push_back({m.pid, m.start, m.length, m.direction, m.target, MoveOutcome::Moved});
       }
       totalMoves += results.size();
       model.recordResults(results, now);

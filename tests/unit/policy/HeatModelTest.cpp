@@ -160,7 +160,7 @@ TEST_CASE("recorded moves set the node and history; ping-pong is held and counte
   const uint64_t cooldown = 1 * kSec;
   HeatModel m = oneWorkload(10 * kSec, cooldown);
   m.setLocations(100, {{kBase, 1}, {kBase + 2 * kMiB, 1}});
-  auto move = [&](Direction d, NodeId to, uint64_t now, MoveResult res = MoveResult::Moved) {
+  auto move = [&](Direction d, NodeId to, uint64_t now, MoveOutcome res = MoveOutcome::Moved) {
     RangeOutcome o{100, kBase, 2 * kMiB, d, to, res};
     m.recordResults(std::span<const RangeOutcome>(&o, 1), now);
   };
@@ -190,11 +190,11 @@ TEST_CASE("busy backs off, gone drops, denied holds, no-memory only counts") {
   HeatModel m = oneWorkload(10 * kSec, 1 * kSec);
   m.setLocations(100, {{kBase, 1}, {kBase + 2 * kMiB, 1}, {kBase + 4 * kMiB, 1}});
   std::vector<RangeOutcome> o = {
-      {100, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Busy},
-      {100, kBase + 2 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveResult::Gone},
-      {100, kBase + 4 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveResult::Denied},
-      {100, kBase + 4 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveResult::NoMemory},
-      {555, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Moved},  // unknown pid: ignored
+      {100, kBase, 2 * kMiB, Direction::Promote, 0, MoveOutcome::Busy},
+      {100, kBase + 2 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveOutcome::Gone},
+      {100, kBase + 4 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveOutcome::Denied},
+      {100, kBase + 4 * kMiB, 2 * kMiB, Direction::Promote, 0, MoveOutcome::NoMemory},
+      {555, kBase, 2 * kMiB, Direction::Promote, 0, MoveOutcome::Moved},  // unknown pid: ignored
   };
   m.recordResults(o, 5 * kSec);
   auto r = m.regions(0, 5 * kSec);
@@ -254,8 +254,8 @@ TEST_CASE("the zipf generator is deterministic and zipfian") {
 TEST_CASE("a range busy again and again backs off exponentially, capped, reset by a move") {
   HeatModel m = oneWorkload(10 * kSec, 1 * kSec);  // cooldown 1 s
   m.setLocations(100, {{kBase, 1}});
-  const RangeOutcome busy{100, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Busy};
-  const RangeOutcome moved{100, kBase, 2 * kMiB, Direction::Promote, 0, MoveResult::Moved};
+  const RangeOutcome busy{100, kBase, 2 * kMiB, Direction::Promote, 0, MoveOutcome::Busy};
+  const RangeOutcome moved{100, kBase, 2 * kMiB, Direction::Promote, 0, MoveOutcome::Moved};
   // A pinned page (RDMA/VFIO) answers -EBUSY each time: 1, 2, 4, 8, 16, 16 cooldowns.
   uint64_t t = 10 * kSec;
   const uint64_t expect[] = {1, 2, 4, 8, 16, 16};

@@ -9,12 +9,14 @@ using namespace tierd::telemetry;
 
 namespace {
 
-// A started source that yields its samples on the first drain, or fails every drain.
+// A started source that yields its samples on the first drain, or fails every drain; it weighs
+// its samples as the source it is named after (weightKindOf).
 class OneBatchSource final : public HotnessSource {
  public:
   OneBatchSource(std::string name, std::vector<AccessSample> samples, bool fail = false)
       : name_(std::move(name)), samples_(std::move(samples)), fail_(fail) {}
   std::string name() const override { return name_; }
+  WeightKind weightKind() const override { return weightKindOf(name_); }
   Status start() override { return Ok{}; }
   Result<std::vector<AccessSample>> drain(uint64_t) override {
     ++drains;

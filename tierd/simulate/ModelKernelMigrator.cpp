@@ -1,4 +1,4 @@
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -412,10 +412,12 @@ Result<std::vector<sys::NumaMapsVma>> FakePageSystem::numaMaps(pid_t pid) {
   return out;
 }
 
-FakeMigrator::FakeMigrator(MigratorConfig config, uint64_t basePageSize, uint64_t thpSize)
-    : FakeMigrator(config, std::make_unique<FakePageSystem>(basePageSize, thpSize)) {}
+ModelKernelMigrator::ModelKernelMigrator(MigratorConfig config, uint64_t basePageSize,
+                                         uint64_t thpSize)
+    : ModelKernelMigrator(config, std::make_unique<FakePageSystem>(basePageSize, thpSize)) {}
 
-FakeMigrator::FakeMigrator(MigratorConfig config, std::unique_ptr<FakePageSystem> kernel)
+ModelKernelMigrator::ModelKernelMigrator(MigratorConfig config,
+                                         std::unique_ptr<FakePageSystem> kernel)
     : kernel_(kernel.get()), engine_(config, std::move(kernel)) {}
 
 }  // namespace tierd::migrate

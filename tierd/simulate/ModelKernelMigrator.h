@@ -15,8 +15,8 @@
 /// smaps and numa_maps from the same table. Time is simulated: each call advances the clock (and
 /// the thread's kernel CPU time) by a fixed cost, and sleeps jump the clock.
 ///
-/// FakeMigrator: the real MovePagesMigrator engine running on a FakePageSystem. Every operation
-/// is appended to an ordered log of strings for golden tests.
+/// ModelKernelMigrator: the real MovePagesMigrator engine running on a FakePageSystem. Every
+/// operation is appended to an ordered log of strings for golden tests.
 
 #include <functional>
 #include <map>
@@ -172,10 +172,10 @@ class FakePageSystem final : public PageSystem {
 };
 
 /// The MovePagesMigrator engine on a FakePageSystem (see the file comment).
-class FakeMigrator final : public Migrator {
+class ModelKernelMigrator final : public Migrator {
  public:
-  explicit FakeMigrator(MigratorConfig config = {}, uint64_t basePageSize = 4096,
-                        uint64_t thpSize = 2ull << 20);
+  explicit ModelKernelMigrator(MigratorConfig config = {}, uint64_t basePageSize = 4096,
+                               uint64_t thpSize = 2ull << 20);
 
   /// The modelled kernel, for set-up and inspection.
   FakePageSystem& kernel() { return *kernel_; }
@@ -196,7 +196,7 @@ class FakeMigrator final : public Migrator {
   MovePagesMigrator& engine() { return engine_; }
 
  private:
-  FakeMigrator(MigratorConfig config, std::unique_ptr<FakePageSystem> kernel);
+  ModelKernelMigrator(MigratorConfig config, std::unique_ptr<FakePageSystem> kernel);
   FakePageSystem* kernel_;
   MovePagesMigrator engine_;
 };

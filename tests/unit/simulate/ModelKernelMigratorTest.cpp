@@ -6,7 +6,7 @@
 #include <cerrno>
 
 #include "tierd/core/Units.h"
-#include "tierd/simulate/FakeMigrator.h"
+#include "tierd/simulate/ModelKernelMigrator.h"
 
 using namespace tierd;
 using namespace tierd::migrate;
@@ -43,7 +43,7 @@ size_t countLines(const std::vector<std::string>& log, const std::string& prefix
 }  // namespace
 
 TEST_CASE("one address per page: base pages, THP per 2 MiB, hugetlb per huge page (golden log)") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.map(kPid, kBase + 2 * kMiB, 4 * kMiB, FakeBacking::Thp);
@@ -79,7 +79,7 @@ TEST_CASE("one address per page: base pages, THP per 2 MiB, hugetlb per huge pag
 }
 
 TEST_CASE("already there pages are not sent; not present pages are skipped, not failures") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 8 * kKiB * 4, FakeBacking::Base);
   k.populate(kPid, kBase, 8 * kKiB, 1);             // 2 pages already on node 1
@@ -103,7 +103,7 @@ TEST_CASE("already there pages are not sent; not present pages are skipped, not 
 }
 
 TEST_CASE("a range without a VMA at planning is gone and dropped") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   m.kernel().map(kPid, kBase, 8 * kKiB, FakeBacking::Base);
   m.kernel().populate(kPid, kBase, 8 * kKiB, 0);
   auto res = m.execute({range(kBase, 16 * kKiB, 1)}, kNoDeadline);
@@ -113,7 +113,7 @@ TEST_CASE("a range without a VMA at planning is gone and dropped") {
 }
 
 TEST_CASE("-EFAULT from the zero page inside a live VMA is not present, the range stays") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 8 * kKiB, 0);
@@ -130,7 +130,7 @@ TEST_CASE("-EFAULT from the zero page inside a live VMA is not present, the rang
 TEST_CASE("a range unmapped between planning and moving: -EFAULT drops it") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 6 * 4 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 6 * 4 * kKiB, 0);
@@ -158,7 +158,7 @@ TEST_CASE("a range unmapped between planning and moving: -EFAULT drops it") {
 TEST_CASE("a process that exits mid-batch: ESRCH, its ranges drop, other pids continue") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   for (pid_t p : {100, 300}) {
     k.map(p, kBase, 16 * kKiB, FakeBacking::Base);
@@ -182,7 +182,7 @@ TEST_CASE("a process that exits mid-batch: ESRCH, its ranges drop, other pids co
 TEST_CASE("-ENOMEM stops sending that page size to that node for the rest of the batch") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 3;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 10 * kMiB, FakeBacking::Thp);
   k.populate(kPid, kBase, 10 * kMiB, 0);
@@ -205,7 +205,7 @@ TEST_CASE("-ENOMEM stops sending that page size to that node for the rest of the
 TEST_CASE("-EBUSY pages are retried after a back-off, then reported for the caller to back off") {
   MigratorConfig cfg;
   cfg.busyBackoffNs = 5'000'000;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 0);
@@ -228,7 +228,7 @@ TEST_CASE("-EBUSY pages are retried after a back-off, then reported for the call
 }
 
 TEST_CASE("every address of a THP: later subpages are -EBUSY, the THP moves whole") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 2 * kMiB, FakeBacking::Thp);
   k.populate(kPid, kBase, 2 * kMiB, 0);
@@ -244,7 +244,7 @@ TEST_CASE("every address of a THP: later subpages are -EBUSY, the THP moves whol
 }
 
 TEST_CASE("a positive return: unreached statuses are not trusted, pages are re-queried") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 0);
@@ -265,7 +265,7 @@ TEST_CASE("a positive return: unreached statuses are not trusted, pages are re-q
 }
 
 TEST_CASE("a positive return: statuses the kernel did write are kept, not re-queried away") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 0);
@@ -284,7 +284,7 @@ TEST_CASE("a positive return: statuses the kernel did write are kept, not re-que
 }
 
 TEST_CASE("denied, other per-page errnos and failed calls are counted per errno") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 0);
@@ -309,7 +309,7 @@ TEST_CASE("denied, other per-page errnos and failed calls are counted per errno"
 TEST_CASE("deadline and stop flag are checked between calls") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 2;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 32 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 32 * kKiB, 0);
@@ -331,7 +331,7 @@ TEST_CASE("the per-direction byte budget paces calls and respects the deadline")
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 64;             // 256 KiB per call
   cfg.demoteBytesPerSecond = 1 * kMiB;  // promote unlimited
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 2 * kMiB, FakeBacking::Base);
   k.populate(kPid, kBase, 1 * kMiB, 0);
@@ -363,7 +363,7 @@ TEST_CASE("each move call is recorded with its own time and direction, waits and
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 64;             // 256 KiB per call
   cfg.demoteBytesPerSecond = 1 * kMiB;  // demotion waits 0.25 s before each call after the first
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 2 * kMiB, FakeBacking::Base);
   k.populate(kPid, kBase, 1 * kMiB, 0);
@@ -399,7 +399,7 @@ TEST_CASE("limits set between batches (a config reload) pace the next batch") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 64;             // 256 KiB per call
   cfg.demoteBytesPerSecond = 1 * kMiB;  // 1 MiB of demotion: 3 waits of 0.25 s
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
   k.populate(kPid, kBase, 1 * kMiB, 0);
@@ -432,7 +432,7 @@ TEST_CASE("a stop during a rate-budget wait ends the wait, and the rest is not a
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 64;             // 256 KiB per call
   cfg.demoteBytesPerSecond = 1 * kMiB;  // each call after the first waits 0.25 s
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 1 * kMiB, FakeBacking::Base);
   k.populate(kPid, kBase, 1 * kMiB, 0);
@@ -460,7 +460,7 @@ TEST_CASE("a stop during a rate-budget wait ends the wait, and the rest is not a
 TEST_CASE("a stop during the busy back-off ends the back-off, and the busy pages stay Busy") {
   MigratorConfig cfg;
   cfg.busyBackoffNs = 1'000'000'000;  // a long back-off, to be cut short
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.map(kPid, kBase, 64 * 4096, FakeBacking::Base);
   k.populate(kPid, kBase, 64 * 4096, 0);
@@ -479,7 +479,7 @@ TEST_CASE("call size adapts to the latency target from measured time per byte") 
   MigratorConfig cfg;
   cfg.callLatencyTargetNs = 1'000'000;  // 1 ms
   cfg.initialBytesPerCall = 4 * kMiB;
-  FakeMigrator m(cfg);
+  ModelKernelMigrator m(cfg);
   auto& k = m.kernel();
   k.nsPerByteMoved = 1;  // ~1 GB/s
   k.map(kPid, kBase, 8 * kMiB, FakeBacking::Base);
@@ -496,7 +496,7 @@ TEST_CASE("call size adapts to the latency target from measured time per byte") 
 }
 
 TEST_CASE("locate on the model equals the naive per-base-page query") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   // Base pages on two nodes with holes; a fully present base VMA; THP partly present;
   // hugetlb partly present; unmapped gaps between them.
@@ -547,7 +547,7 @@ TEST_CASE("locate on the model equals the naive per-base-page query") {
 }
 
 TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
   k.populate(kPid, kBase + 4 * kKiB, 4 * kKiB, 1);
@@ -565,7 +565,7 @@ TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages")
 
   MigratorConfig small;
   small.locateMaxScanBytes = 1 * kMiB;
-  FakeMigrator capped(small);
+  ModelKernelMigrator capped(small);
   capped.kernel().map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
   capped.kernel().populate(kPid, kBase, 4 * kKiB, 0);
   auto c = capped.locate(kPid, {{kBase - 8 * kKiB, 64 * kMiB + 8 * kKiB}});
@@ -577,7 +577,7 @@ TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages")
 }
 
 TEST_CASE("execute on sparse memory sends only mapped pages; an empty VMA costs no call") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);
   k.populate(kPid, kBase + 4 * kKiB, 4 * kKiB, 0);
@@ -603,7 +603,7 @@ TEST_CASE("a range planned in base pages sends every base page address of its TH
   // page_granularity = "base": the arbiter plans THP memory with the base page size; the
   // addresses sent must be every base page, not one per THP (which "huge" and 0 send).
   auto firstMove = [](uint64_t pageSize) {
-    FakeMigrator m;
+    ModelKernelMigrator m;
     auto& k = m.kernel();
     k.map(kPid, kBase, 2 * kMiB, FakeBacking::Thp);
     k.populate(kPid, kBase, 2 * kMiB, 0);
@@ -622,7 +622,7 @@ TEST_CASE("a range planned in base pages sends every base page address of its TH
 }
 
 TEST_CASE("a split THP is base pages to the model kernel: smaps and move_pages see 4 KiB pages") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 4 * kMiB, FakeBacking::Thp);
   k.populate(kPid, kBase, 4 * kMiB, 0);
@@ -647,7 +647,7 @@ TEST_CASE("a split THP is base pages to the model kernel: smaps and move_pages s
 }
 
 TEST_CASE("a partly huge VMA is moved per 2 MiB chunk: THP heads whole, base pages one by one") {
-  FakeMigrator m;
+  ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 8 * kMiB, FakeBacking::Thp);
   k.populate(kPid, kBase, 8 * kMiB, 0);
