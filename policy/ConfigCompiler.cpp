@@ -481,43 +481,28 @@ WorkloadPolicy policyFrom(const Values& v) {
   return p;
 }
 
-}  // namespace
+// One [[workload]] entry as read: its values, the keys it set, where it starts.
+struct WorkloadIn {
+  Values values;
+  std::set<std::string> seen;
+  Pos pos;
+  std::string prefix;
+};
 
-CompileOutcome compileConfigText(std::string_view text, const std::string& path,
-                                 const CompileOptions& options) {
-  Compiler c;
-  c.trustedUid = options.trustedUid;
-  CompileOutcome out;
-  auto finish = [&]() {
-    std::stable_sort(c.errors.begin(), c.errors.end(),
-                     [&](const ConfigError& a, const ConfigError& b) {
-                       return std::make_tuple(a.file != path, a.file, a.line, a.column) <
-                              std::make_tuple(b.file != path, b.file, b.line, b.column);
-                     });
-    out.errors = std::move(c.errors);
-    if (!out.errors.empty()) out.config.reset();
-    return out;
-  };
-  auto root = c.parseText(text, path);
-  if (!root) return finish();
+// The file's sections as read against the schema: [daemon], [tiers], [sampling], [migration]
+// (defaults filled in) and the [[workload]] entries.
+struct SectionsIn {
+  std::map<std::string, Values> sections;
+  std::vector<WorkloadIn> workloads;
+};
 
-  std::vector<std::string> dirs = options.profileDirs;
-  if (dirs.empty()) {
-    dirs.push_back((std::filesystem::path(path).parent_path() / "profiles").string());
-    dirs.push_back("/etc/tierd/profiles");
-  }
-
+// Reads the top-level keys of `root`: unknown sections and sections of the wrong shape are
+// errors.
+SectionsIn readSections(Compiler& c, const toml::table& root, const std::string& path) {
   const std::vector<std::string> kSections = {"daemon", "tiers", "sampling", "migration",
                                               "workload"};
-  std::map<std::string, Values> sections;
-  struct WorkloadIn {
-    Values values;
-    std::set<std::string> seen;
-    Pos pos;
-    std::string prefix;
-  };
-  std::vector<WorkloadIn> workloads;
-  for (auto&& [k, node] : *root) {
+  SectionsIn in;
+  for (auto&& [k, node] : root) {
     std::string key(k.str());
     if (std::find(kSections.begin(), kSections.end(), key) == kSections.end()) {
       c.error(path, posOf(k.source()), key, "unknown section" + suggest(key, kSections));
@@ -537,7 +522,7 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
         w.pos = posOf((*arr)[i].source());
         c.parseTable(*(*arr)[i].as_table(), path, w.prefix + ".", sectionKeys("workload"), w.values,
                      &w.seen);
-        workloads.push_back(std::move(w));
+        in.workloads.push_back(std::move(w));
       }
       continue;
     }
@@ -546,144 +531,214 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
               std::string("expected a table [") + key + "], got " + typeName(node.type()));
       continue;
     }
-    c.parseTable(*node.as_table(), path, key + ".", sectionKeys(key), sections[key]);
+    c.parseTable(*node.as_table(), path, key + ".", sectionKeys(key), in.sections[key]);
   }
   for (const char* s : {"daemon", "tiers", "sampling", "migration"})
-    c.applyDefaults(sectionKeys(s), sections[s]);
+    c.applyDefaults(sectionKeys(s), in.sections[s]);
+  return in;
+}
 
-  CompiledConfig cfg;
-  cfg.sourcePath = path;
-  Values& d = sections["daemon"];
-  cfg.daemon.intervalNs = d["interval"].ns;
-  cfg.daemon.metricsListen = d["metrics_listen"].s;
-  cfg.daemon.dryRun = d["dry_run"].b;
+// [daemon]; a relative metrics_basic_auth_file is relative to the config file's directory.
+void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig& out) {
+  out.intervalNs = d["interval"].ns;
+  out.metricsListen = d["metrics_listen"].s;
+  out.dryRun = d["dry_run"].b;
   if (d.count("metrics_basic_auth_file")) {
     std::filesystem::path auth = d["metrics_basic_auth_file"].s;
     if (auth.is_relative()) auth = std::filesystem::path(path).parent_path() / auth;
-    cfg.daemon.metricsBasicAuthFile = auth.lexically_normal();
-    if (cfg.daemon.metricsListen.empty())
+    out.metricsBasicAuthFile = auth.lexically_normal();
+    if (out.metricsListen.empty())
       c.error(path, d["metrics_basic_auth_file"].pos, "daemon.metrics_basic_auth_file",
               "the metrics exporter is off (metrics_listen = \"\"): nothing to protect");
   }
+}
 
-  Values& t = sections["tiers"];
+// [tiers]: no node in both lists.
+void compileTiers(Compiler& c, Values& t, const std::string& path, TiersConfig& out) {
   for (int64_t n : t["fast_nodes"].list)
-    cfg.tiers.fastNodes.insert(static_cast<int>(n));
+    out.fastNodes.insert(static_cast<int>(n));
   for (int64_t n : t["slow_nodes"].list) {
-    if (cfg.tiers.fastNodes.count(static_cast<int>(n)))
+    if (out.fastNodes.count(static_cast<int>(n)))
       c.error(path, t["slow_nodes"].pos, "tiers.slow_nodes",
               "node " + std::to_string(n) + " is also in fast_nodes");
-    cfg.tiers.slowNodes.insert(static_cast<int>(n));
+    out.slowNodes.insert(static_cast<int>(n));
   }
+}
 
-  Values& s = sections["sampling"];
+// [sampling]: trace goes with source = "replay" and only with it (checked by
+// CompileOptions::checkTrace when set); a relative trace is relative to the config file.
+void compileSampling(Compiler& c, Values& s, const std::string& path, const CompileOptions& options,
+                     SamplingConfig& out) {
   const std::string& src = s["source"].s;
-  cfg.sampling.source = src == "perf"     ? SampleSource::Perf
-                        : src == "damon"  ? SampleSource::Damon
-                        : src == "replay" ? SampleSource::Replay
-                                          : SampleSource::Auto;
-  cfg.sampling.cpuBudgetPercent = s["cpu_budget_percent"].d;
-  cfg.sampling.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
-  cfg.sampling.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);
-  cfg.sampling.disableDamonStat = s["damon_stat"].s == "disable";
+  out.source = src == "perf"     ? SampleSource::Perf
+               : src == "damon"  ? SampleSource::Damon
+               : src == "replay" ? SampleSource::Replay
+                                 : SampleSource::Auto;
+  out.cpuBudgetPercent = s["cpu_budget_percent"].d;
+  out.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
+  out.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);
+  out.disableDamonStat = s["damon_stat"].s == "disable";
   if (s.count("trace")) {
-    cfg.sampling.trace = s["trace"].s;
-    if (std::filesystem::path(cfg.sampling.trace).is_relative())  // relative to the config file
-      cfg.sampling.trace =
-          (std::filesystem::path(path).parent_path() / cfg.sampling.trace).lexically_normal();
-    if (cfg.sampling.source != SampleSource::Replay)
+    out.trace = s["trace"].s;
+    if (std::filesystem::path(out.trace).is_relative())  // relative to the config file
+      out.trace = (std::filesystem::path(path).parent_path() / out.trace).lexically_normal();
+    if (out.source != SampleSource::Replay)
       c.error(path, s["trace"].pos, "sampling.trace", "only used with source = \"replay\"");
     else if (options.checkTrace)
-      if (std::string why = options.checkTrace(cfg.sampling.trace); !why.empty())
+      if (std::string why = options.checkTrace(out.trace); !why.empty())
         c.error(path, s["trace"].pos, "sampling.trace", why);
-  } else if (cfg.sampling.source == SampleSource::Replay) {
+  } else if (out.source == SampleSource::Replay) {
     c.error(path, s["source"].pos, "sampling.source", "source = \"replay\" needs sampling.trace");
   }
+}
 
-  Values& m = sections["migration"];
-  cfg.migration.pageGranularity =
+// [migration].
+void compileMigration(Values& m, MigrationConfig& out) {
+  out.pageGranularity =
       m["page_granularity"].s == "base" ? PageGranularity::Base : PageGranularity::Huge;
-  cfg.migration.maxPromoteMiBPerS = static_cast<uint64_t>(m["max_promote_mib_per_s"].i);
-  cfg.migration.maxDemoteMiBPerS = static_cast<uint64_t>(m["max_demote_mib_per_s"].i);
-  cfg.migration.callLatencyTargetNs = m["call_latency_target"].ns;
-  cfg.migration.fastHeadroom = m["fast_headroom"].amount;
-  cfg.migration.allowKernelTiering = m["allow_kernel_tiering"].b;
+  out.maxPromoteMiBPerS = static_cast<uint64_t>(m["max_promote_mib_per_s"].i);
+  out.maxDemoteMiBPerS = static_cast<uint64_t>(m["max_demote_mib_per_s"].i);
+  out.callLatencyTargetNs = m["call_latency_target"].ns;
+  out.fastHeadroom = m["fast_headroom"].amount;
+  out.allowKernelTiering = m["allow_kernel_tiering"].b;
+}
 
+// Names, cgroups, pids and commands already taken, each by the index of its workload.
+struct TakenSelectors {
   std::map<std::string, size_t> names;
   std::map<std::string, size_t> cgroups, commands;
   std::map<int64_t, size_t> pids;
-  for (size_t i = 0; i < workloads.size(); ++i) {
-    WorkloadIn& w = workloads[i];
-    Values& v = w.values;
-    const std::set<std::string>& seen = w.seen;
-    WorkloadConfig wc;
-    if (!seen.count("name")) {
-      c.error(path, w.pos, w.prefix, "missing required key 'name'");
-    } else if (v.count("name")) {
-      wc.name = v["name"].s;
-      if (auto [it, fresh] = names.emplace(wc.name, i); !fresh)
-        c.error(path, v["name"].pos, w.prefix + ".name",
-                "name '" + wc.name + "' is already used by workload[" + std::to_string(it->second) +
-                    "]");
-    }
-    int selectors =
-        static_cast<int>(seen.count("cgroup") + seen.count("pids") + seen.count("command"));
-    if (selectors != 1) {
-      c.error(path, w.pos, w.prefix,
-              selectors == 0 ? "needs one of cgroup, pids or command"
-                             : "set only one of cgroup, pids or command");
-    } else if (v.count("cgroup")) {
-      wc.selector.kind = WorkloadSelector::Kind::Cgroup;
-      wc.selector.cgroup = v["cgroup"].s;
-      if (auto [it, fresh] = cgroups.emplace(wc.selector.cgroup, i); !fresh)
-        c.error(path, v["cgroup"].pos, w.prefix + ".cgroup",
-                "cgroup also selected by workload[" + std::to_string(it->second) + "]");
-    } else if (v.count("pids")) {
-      wc.selector.kind = WorkloadSelector::Kind::Pids;
-      for (int64_t p : v["pids"].list) {
-        wc.selector.pids.push_back(static_cast<pid_t>(p));
-        if (auto [it, fresh] = pids.emplace(p, i); !fresh)
-          c.error(path, v["pids"].pos, w.prefix + ".pids",
-                  "pid " + std::to_string(p) + " also selected by workload[" +
-                      std::to_string(it->second) + "]");
-      }
-      std::sort(wc.selector.pids.begin(), wc.selector.pids.end());
-    } else if (v.count("command")) {
-      wc.selector.kind = WorkloadSelector::Kind::Command;
-      wc.selector.command = v["command"].s;
-      if (auto [it, fresh] = commands.emplace(wc.selector.command, i); !fresh)
-        c.error(path, v["command"].pos, w.prefix + ".command",
-                "command also selected by workload[" + std::to_string(it->second) + "]");
-    }
-    if (v.count("uid")) wc.selector.uid = static_cast<uint32_t>(v["uid"].i);
-    // Layers: defaults < profile < workload.
-    std::vector<const KeySpec*> layered;
-    for (const KeySpec* k : sectionKeys("workload"))
-      if (k->inProfile) layered.push_back(k);
-    Values eff;
-    c.applyDefaults(layered, eff);
-    if (v.count("profile")) {
-      wc.profile = v["profile"].s;
-      if (const Values* pv = c.profile(wc.profile, dirs, v["profile"], wc.profilePath))
-        for (auto& [key, val] : *pv)
-          if (key != "description") eff[key] = val;
-    }
-    for (const KeySpec* k : layered)
-      if (v.count(k->key)) eff[k->key] = v[k->key];
-    if (eff.size() < layered.size()) continue;  // a default failed: reported as internal
-    wc.policy = policyFrom(eff);
-    if (wc.policy.coldThreshold >= wc.policy.hotThreshold) {
-      const Parsed& at = eff["cold_threshold"];
-      c.error(at.file == "<schema>" ? path : at.file, at.file == "<schema>" ? w.pos : at.pos,
-              at.file == "<schema>" ? w.prefix + ".cold_threshold" : at.keyPath,
-              "cold_threshold " + num(wc.policy.coldThreshold) + " must be below hot_threshold " +
-                  num(wc.policy.hotThreshold) +
-                  (wc.profile.empty() ? "" : " (after applying profile '" + wc.profile + "')"));
-    }
-    cfg.workloads.push_back(std::move(wc));
+};
+
+// workload[i]'s name, selector (exactly one of cgroup, pids, command; none taken by an earlier
+// workload) and uid.
+void compileSelector(Compiler& c, WorkloadIn& w, size_t i, const std::string& path,
+                     TakenSelectors& taken, WorkloadConfig& wc) {
+  Values& v = w.values;
+  const std::set<std::string>& seen = w.seen;
+  if (!seen.count("name")) {
+    c.error(path, w.pos, w.prefix, "missing required key 'name'");
+  } else if (v.count("name")) {
+    wc.name = v["name"].s;
+    if (auto [it, fresh] = taken.names.emplace(wc.name, i); !fresh)
+      c.error(
+          path, v["name"].pos, w.prefix + ".name",
+          "name '" + wc.name + "' is already used by workload[" + std::to_string(it->second) + "]");
   }
-  if (c.errors.empty()) out.config = std::move(cfg);
-  return finish();
+  int selectors =
+      static_cast<int>(seen.count("cgroup") + seen.count("pids") + seen.count("command"));
+  if (selectors != 1) {
+    c.error(path, w.pos, w.prefix,
+            selectors == 0 ? "needs one of cgroup, pids or command"
+                           : "set only one of cgroup, pids or command");
+  } else if (v.count("cgroup")) {
+    wc.selector.kind = WorkloadSelector::Kind::Cgroup;
+    wc.selector.cgroup = v["cgroup"].s;
+    if (auto [it, fresh] = taken.cgroups.emplace(wc.selector.cgroup, i); !fresh)
+      c.error(path, v["cgroup"].pos, w.prefix + ".cgroup",
+              "cgroup also selected by workload[" + std::to_string(it->second) + "]");
+  } else if (v.count("pids")) {
+    wc.selector.kind = WorkloadSelector::Kind::Pids;
+    for (int64_t p : v["pids"].list) {
+      wc.selector.pids.push_back(static_cast<pid_t>(p));
+      if (auto [it, fresh] = taken.pids.emplace(p, i); !fresh)
+        c.error(path, v["pids"].pos, w.prefix + ".pids",
+                "pid " + std::to_string(p) + " also selected by workload[" +
+                    std::to_string(it->second) + "]");
+    }
+    std::sort(wc.selector.pids.begin(), wc.selector.pids.end());
+  } else if (v.count("command")) {
+    wc.selector.kind = WorkloadSelector::Kind::Command;
+    wc.selector.command = v["command"].s;
+    if (auto [it, fresh] = taken.commands.emplace(wc.selector.command, i); !fresh)
+      c.error(path, v["command"].pos, w.prefix + ".command",
+              "command also selected by workload[" + std::to_string(it->second) + "]");
+  }
+  if (v.count("uid")) wc.selector.uid = static_cast<uint32_t>(v["uid"].i);
+}
+
+// workload[i]'s policy. Layers: defaults < profile < workload; cold_threshold must stay below
+// hot_threshold after them. False when a default failed (reported as internal): the workload is
+// left out.
+bool compileWorkloadPolicy(Compiler& c, WorkloadIn& w, const std::vector<std::string>& dirs,
+                           const std::string& path, WorkloadConfig& wc) {
+  Values& v = w.values;
+  std::vector<const KeySpec*> layered;
+  for (const KeySpec* k : sectionKeys("workload"))
+    if (k->inProfile) layered.push_back(k);
+  Values eff;
+  c.applyDefaults(layered, eff);
+  if (v.count("profile")) {
+    wc.profile = v["profile"].s;
+    if (const Values* pv = c.profile(wc.profile, dirs, v["profile"], wc.profilePath))
+      for (auto& [key, val] : *pv)
+        if (key != "description") eff[key] = val;
+  }
+  for (const KeySpec* k : layered)
+    if (v.count(k->key)) eff[k->key] = v[k->key];
+  if (eff.size() < layered.size()) return false;
+  wc.policy = policyFrom(eff);
+  if (wc.policy.coldThreshold >= wc.policy.hotThreshold) {
+    const Parsed& at = eff["cold_threshold"];
+    c.error(at.file == "<schema>" ? path : at.file, at.file == "<schema>" ? w.pos : at.pos,
+            at.file == "<schema>" ? w.prefix + ".cold_threshold" : at.keyPath,
+            "cold_threshold " + num(wc.policy.coldThreshold) + " must be below hot_threshold " +
+                num(wc.policy.hotThreshold) +
+                (wc.profile.empty() ? "" : " (after applying profile '" + wc.profile + "')"));
+  }
+  return true;
+}
+
+// Where profiles are looked up: CompileOptions::profileDirs, else profiles/ beside the config
+// file, then /etc/tierd/profiles.
+std::vector<std::string> profileDirs(const CompileOptions& options, const std::string& path) {
+  std::vector<std::string> dirs = options.profileDirs;
+  if (dirs.empty()) {
+    dirs.push_back((std::filesystem::path(path).parent_path() / "profiles").string());
+    dirs.push_back("/etc/tierd/profiles");
+  }
+  return dirs;
+}
+
+// The [[workload]] entries, in file order.
+void compileWorkloads(Compiler& c, std::vector<WorkloadIn>& workloads,
+                      const std::vector<std::string>& dirs, const std::string& path,
+                      std::vector<WorkloadConfig>& out) {
+  TakenSelectors taken;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    WorkloadConfig wc;
+    compileSelector(c, workloads[i], i, path, taken, wc);
+    if (!compileWorkloadPolicy(c, workloads[i], dirs, path, wc)) continue;
+    out.push_back(std::move(wc));
+  }
+}
+
+}  // namespace
+
+CompileOutcome compileConfigText(std::string_view text, const std::string& path,
+                                 const CompileOptions& options) {
+  Compiler c;
+  c.trustedUid = options.trustedUid;
+  CompileOutcome out;
+  if (auto root = c.parseText(text, path)) {
+    SectionsIn in = readSections(c, *root, path);
+    CompiledConfig cfg;
+    cfg.sourcePath = path;
+    compileDaemon(c, in.sections["daemon"], path, cfg.daemon);
+    compileTiers(c, in.sections["tiers"], path, cfg.tiers);
+    compileSampling(c, in.sections["sampling"], path, options, cfg.sampling);
+    compileMigration(in.sections["migration"], cfg.migration);
+    compileWorkloads(c, in.workloads, profileDirs(options, path), path, cfg.workloads);
+    if (c.errors.empty()) out.config = std::move(cfg);
+  }
+  std::stable_sort(c.errors.begin(), c.errors.end(),
+                   [&](const ConfigError& a, const ConfigError& b) {
+                     return std::make_tuple(a.file != path, a.file, a.line, a.column) <
+                            std::make_tuple(b.file != path, b.file, b.line, b.column);
+                   });
+  out.errors = std::move(c.errors);
+  if (!out.errors.empty()) out.config.reset();
+  return out;
 }
 
 CompileOutcome compileConfigFile(const std::string& path, const CompileOptions& options) {

@@ -1,14 +1,13 @@
 // tierctl hotness: run a hotness source (or replay a trace) against a process and score the hot
 // 2 MiB regions it finds against ground truth (tierd-gups --hot-set-out). Used by the rig's
 // `hotness` scenario: precision and recall must both reach 0.8 with DAMON.
-#include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "telemetry/hotness/HeatObservation.h"
 #include "telemetry/hotness/HeatRegions.h"
 #include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
@@ -16,10 +15,77 @@
 #include "tierd/cli/Command.h"
 #include "tierd/cli/Sampling.h"
 #include "tierd/cli/ValueParsers.h"
-#include "tierd/core/Clock.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::cli {
+namespace {
+
+// The DAMON attributes of a live run: DamonConfig's defaults, changed by the --damon-* options.
+Result<telemetry::DamonConfig> damonOptions(const ParsedArgs& parsed) {
+  telemetry::DamonConfig damon;
+  const std::pair<const char*, uint64_t*> knobs[] = {
+      {"damon-sample-us", &damon.sampleUs},     {"damon-aggr-us", &damon.aggrUs},
+      {"damon-update-us", &damon.updateUs},     {"damon-min-regions", &damon.minRegions},
+      {"damon-max-regions", &damon.maxRegions},
+  };
+  for (const auto& [name, field] : knobs) {
+    auto n = parsed.integer(name, *field, 0, UINT64_MAX);
+    if (!n) return n.error();
+    *field = n.value();
+  }
+  // At most 2^32 ms: the snapshot interval in nanoseconds stays inside 64 bits.
+  auto ms = parsed.integer("damon-snapshot-ms", damon.snapshotNs / 1000000u, 0, 1ull << 32);
+  if (!ms) return ms.error();
+  damon.snapshotNs = ms.value() * 1000000u;
+  return damon;
+}
+
+// What was observed: the heat of the process's regions and where it came from.
+struct Observation {
+  telemetry::RegionHeatMap heat;
+  telemetry::SourceStats stats;
+  std::string sourceName;
+  uint64_t seconds = 0;  // 0 for a trace
+};
+
+void printJson(const Observation& o, pid_t pid, const telemetry::HotSetScore& score,
+               const telemetry::DamonConfig& damon) {
+  nlohmann::json j = {{"source", o.sourceName},
+                      {"pid", pid},
+                      {"seconds", o.seconds},
+                      {"samples", o.stats.samples},
+                      {"lost", o.stats.lost},
+                      {"regions_with_heat", o.heat.size()},
+                      {"truth_regions", score.actual},
+                      {"predicted_regions", score.predicted},
+                      {"true_positives", score.truePositive},
+                      {"heat_median", score.cut.median},
+                      {"heat_mad", score.cut.mad},
+                      {"outlier_threshold", score.cut.outlierThreshold},
+                      {"cold_level", score.cut.coldLevel},
+                      {"hot_level", score.cut.hotLevel},
+                      {"hot_threshold", score.cut.threshold},
+                      {"precision", score.precision},
+                      {"recall", score.recall}};
+  if (telemetry::sourceKindOf(o.sourceName) == telemetry::SourceKind::DamonVaddr)
+    j["damon"] = {{"sample_us", damon.sampleUs},     {"aggr_us", damon.aggrUs},
+                  {"update_us", damon.updateUs},     {"min_regions", damon.minRegions},
+                  {"max_regions", damon.maxRegions}, {"snapshot_ns", damon.snapshotNs}};
+  std::cout << j.dump(2) << "\n";
+}
+
+void printText(const Observation& o, pid_t pid, const telemetry::HotSetScore& score) {
+  std::cout << "source " << o.sourceName << ", pid " << pid << ", " << o.stats.samples
+            << " samples, " << o.heat.size() << " regions with heat\n"
+            << "hot 2 MiB regions: truth " << score.actual << ", predicted " << score.predicted
+            << ", correct " << score.truePositive << "\nhot: heat > " << score.cut.threshold
+            << " (outlier above median " << score.cut.median << " + 3 x 1.4826 x MAD "
+            << score.cut.mad << " = " << score.cut.outlierThreshold << ", and nearer the hot level "
+            << score.cut.hotLevel << " than the cold level " << score.cut.coldLevel
+            << ")\nprecision " << score.precision << "\nrecall " << score.recall << "\n";
+}
+
+}  // namespace
 
 int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {
@@ -69,27 +135,10 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     if (!p) return fail(spec, p.error(), 2);
     pid = p.value();
   }
-  telemetry::DamonConfig damon;
-  {
-    const std::pair<const char*, uint64_t*> knobs[] = {
-        {"damon-sample-us", &damon.sampleUs},     {"damon-aggr-us", &damon.aggrUs},
-        {"damon-update-us", &damon.updateUs},     {"damon-min-regions", &damon.minRegions},
-        {"damon-max-regions", &damon.maxRegions},
-    };
-    for (const auto& [name, field] : knobs) {
-      auto n = parsed->integer(name, *field, 0, UINT64_MAX);
-      if (!n) return fail(spec, n.error(), 2);
-      *field = n.value();
-    }
-    // At most 2^32 ms: the snapshot interval in nanoseconds stays inside 64 bits.
-    auto ms = parsed->integer("damon-snapshot-ms", damon.snapshotNs / 1000000u, 0, 1ull << 32);
-    if (!ms) return fail(spec, ms.error(), 2);
-    damon.snapshotNs = ms.value() * 1000000u;
-  }
-  telemetry::RegionHeatMap heat;
-  telemetry::SourceStats stats;
-  std::string sourceName;
-  uint64_t seconds = 0;
+  auto damonArg = damonOptions(*parsed);
+  if (!damonArg) return fail(spec, damonArg.error(), 2);
+  const telemetry::DamonConfig damon = damonArg.value();
+  Observation o;
   if (auto tracePath = parsed->get("trace")) {
     auto text = readInputFile(*tracePath);
     if (!text) {
@@ -99,13 +148,8 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     if (!trace) {
       return fail(spec, trace.error(), 2);
     }
-    sourceName = "replay:" + trace->header.source;
-    const bool weighted =
-        telemetry::weightKindOf(trace->header.source) == telemetry::WeightKind::Weighted;
-    telemetry::ReplaySource replay(std::move(trace.value()));
-    auto all = replay.drain(UINT64_MAX);
-    telemetry::addSamples(heat, all.value(), pid, weighted);
-    stats = replay.stats();
+    o.sourceName = "replay:" + trace->header.source;
+    o.stats = telemetry::replayHeat(std::move(trace.value()), pid, o.heat);
   } else {
     std::string only = *parsed->get("source");
     const telemetry::SourceInfo& damonVaddr =
@@ -113,7 +157,7 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     if (only == damonVaddr.configName) only = damonVaddr.name;
     auto secs = parsed->integer("seconds", 30, 1, 1ull << 32);
     if (!secs) return fail(spec, secs.error(), 2);
-    seconds = secs.value();
+    o.seconds = secs.value();
     sys::SysRoot root(parsed->get("sys-root").value_or("/"));
     telemetry::SysRootDamonFs fs(root);
     telemetry::LinuxPerfEventOpener opener;
@@ -124,77 +168,25 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     if (!started) {
       return fail(spec, started.error(), 1);
     }
-    auto& src = *started->source;
-    sourceName = src.name();
-    const bool weighted = src.weightKind() == telemetry::WeightKind::Weighted;
-    const uint64_t end = monotonicNs() + seconds * 1000000000u;
-    for (;;) {
-      const uint64_t now = monotonicNs();
-      auto batch = src.drain(now);
-      if (!batch) {
-        std::cerr << "tierctl hotness: " << batch.error().describe() << "\n";
-        src.stop();
-        return 1;
-      }
-      telemetry::addSamples(heat, batch.value(), pid, weighted);
-      if (now >= end) break;
-      timespec ts{0, 100000000};
-      ::nanosleep(&ts, nullptr);
+    o.sourceName = started->source->name();
+    if (Status s = telemetry::observeHeat(*started->source, pid, o.seconds, o.heat, o.stats); !s) {
+      std::cerr << "tierctl hotness: " << s.error().describe() << "\n";
+      return 1;
     }
-    src.stop();
-    stats = src.stats();
   }
-  const auto score = telemetry::scoreHotSet(heat, truth.value());
+  const auto score = telemetry::scoreHotSet(o.heat, truth.value());
   if (auto heatOut = parsed->get("heat-out")) {
     std::ofstream out(*heatOut);
-    const auto actual = telemetry::truthRegions(truth.value());
-    std::vector<std::pair<uint64_t, uint64_t>> ranked(heat.begin(), heat.end());
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    out << "# region heat truth(1=hot) called(1=hot); threshold " << score.cut.threshold << "\n";
-    for (const auto& [region, h] : ranked)
-      out << "0x" << std::hex << region << std::dec << " " << h << " "
-          << std::binary_search(actual.begin(), actual.end(), region) << " "
-          << std::binary_search(score.cut.hot.begin(), score.cut.hot.end(), region) << "\n";
+    telemetry::writeHeatRanking(out, o.heat, truth.value(), score);
     if (!out) {
       std::cerr << "tierctl hotness: cannot write " << *heatOut << "\n";
       return 1;
     }
   }
-  if (parsed->has("json")) {
-    nlohmann::json j = {{"source", sourceName},
-                        {"pid", pid},
-                        {"seconds", seconds},
-                        {"samples", stats.samples},
-                        {"lost", stats.lost},
-                        {"regions_with_heat", heat.size()},
-                        {"truth_regions", score.actual},
-                        {"predicted_regions", score.predicted},
-                        {"true_positives", score.truePositive},
-                        {"heat_median", score.cut.median},
-                        {"heat_mad", score.cut.mad},
-                        {"outlier_threshold", score.cut.outlierThreshold},
-                        {"cold_level", score.cut.coldLevel},
-                        {"hot_level", score.cut.hotLevel},
-                        {"hot_threshold", score.cut.threshold},
-                        {"precision", score.precision},
-                        {"recall", score.recall}};
-    if (telemetry::sourceKindOf(sourceName) == telemetry::SourceKind::DamonVaddr)
-      j["damon"] = {{"sample_us", damon.sampleUs},     {"aggr_us", damon.aggrUs},
-                    {"update_us", damon.updateUs},     {"min_regions", damon.minRegions},
-                    {"max_regions", damon.maxRegions}, {"snapshot_ns", damon.snapshotNs}};
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "source " << sourceName << ", pid " << pid << ", " << stats.samples << " samples, "
-              << heat.size() << " regions with heat\n"
-              << "hot 2 MiB regions: truth " << score.actual << ", predicted " << score.predicted
-              << ", correct " << score.truePositive << "\nhot: heat > " << score.cut.threshold
-              << " (outlier above median " << score.cut.median << " + 3 x 1.4826 x MAD "
-              << score.cut.mad << " = " << score.cut.outlierThreshold
-              << ", and nearer the hot level " << score.cut.hotLevel << " than the cold level "
-              << score.cut.coldLevel << ")\nprecision " << score.precision << "\nrecall "
-              << score.recall << "\n";
-  }
+  if (parsed->has("json"))
+    printJson(o, pid, score, damon);
+  else
+    printText(o, pid, score);
   return 0;
 }
 

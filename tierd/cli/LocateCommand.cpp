@@ -1,7 +1,5 @@
 // `tierctl locate --pid PID [--json] [--verbose]`: where a process's memory lives, per node and
 // page size (Migrator::locate; JSON fields in docs/migrate.md).
-#include <string.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include "tierd/cli/Command.h"
 #include "tierd/cli/ValueParsers.h"
 #include "tierd/core/Units.h"
+#include "tierd/migrate/LocateUsage.h"
 #include "tierd/migrate/MovePagesMigrator.h"
 #include "tierd/sys/Parsers.h"
 #include "tierd/sys/ProcMaps.h"
@@ -27,47 +26,22 @@ std::string hexAddr(uint64_t v) {
   return buf;
 }
 
-std::string statusKey(int s) {
-  if (s == -ENOENT) return "not_present";
-  if (s == -EFAULT) return "no_page";  // no VMA, zero page or special mapping
-  const char* n = strerrorname_np(-s);
-  return n ? n : "E" + std::to_string(-s);
+// A PageUsage as JSON (docs/migrate.md): bytes per node and page kind, present, not present,
+// no page, and other statuses.
+nlohmann::json usageJson(const migrate::PageUsage& u) {
+  nlohmann::json j = nlohmann::json::object();
+  j["nodes"] = nlohmann::json::object();
+  for (const auto& [n, kinds] : u.nodes)
+    j["nodes"][std::to_string(n)] = kinds;
+  j["present_bytes"] = u.present();
+  for (const char* k : {"not_present", "no_page"})
+    j[std::string(k) + "_bytes"] = u.absent.count(k) ? u.absent.at(k) : 0;
+  nlohmann::json other = nlohmann::json::object();
+  for (const auto& [k, b] : u.absent)
+    if (k != "not_present" && k != "no_page") other[k] = b;
+  j["other_status_bytes"] = other;
+  return j;
 }
-
-/// Bytes of one VMA (or the whole process) by node and page kind, plus negative statuses.
-struct Usage {
-  // node -> page kind (pageKindName: "4k", "thp", "hugetlb-2M", "hugetlb-1G") -> bytes
-  std::map<int, std::map<std::string, uint64_t>> nodes;
-  std::map<std::string, uint64_t> absent;  // status key -> bytes
-  void add(const Usage& o) {
-    for (const auto& [n, kinds] : o.nodes)
-      for (const auto& [k, b] : kinds)
-        nodes[n][k] += b;
-    for (const auto& [k, b] : o.absent)
-      absent[k] += b;
-  }
-  uint64_t present() const {
-    uint64_t t = 0;
-    for (const auto& [n, kinds] : nodes)
-      for (const auto& [k, b] : kinds)
-        t += b;
-    return t;
-  }
-  nlohmann::json json() const {
-    nlohmann::json j = nlohmann::json::object();
-    j["nodes"] = nlohmann::json::object();
-    for (const auto& [n, kinds] : nodes)
-      j["nodes"][std::to_string(n)] = kinds;
-    j["present_bytes"] = present();
-    for (const char* k : {"not_present", "no_page"})
-      j[std::string(k) + "_bytes"] = absent.count(k) ? absent.at(k) : 0;
-    nlohmann::json other = nlohmann::json::object();
-    for (const auto& [k, b] : absent)
-      if (k != "not_present" && k != "no_page") other[k] = b;
-    j["other_status_bytes"] = other;
-    return j;
-  }
-};
 
 }  // namespace
 
@@ -108,53 +82,13 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     return fail(spec, loc.error(), 1);
   }
 
-  // Split the runs back onto VMAs (runs are in VMA order and may span adjacent VMAs).
-  Usage total;
-  std::vector<Usage> perVma(vmas.size());
-  size_t vi = 0;
-  for (const auto& run : loc->runs) {
-    uint64_t s = run.start;
-    const uint64_t e = run.start + run.length;
-    while (s < e && vi < vmas.size()) {
-      if (vmas[vi].end <= s) {
-        ++vi;
-        continue;
-      }
-      const auto& v = vmas[vi];
-      const uint64_t ce = std::min(e, v.end);
-      Usage& u = perVma[vi];
-      if (run.status >= 0) {
-        std::string kind = v.hugetlb() ? pageKindName(PageKind::Hugetlb, v.kernelPageSize)
-                           : run.pageSize == thp && thp != base
-                               ? pageKindName(PageKind::Thp, thp)
-                               : pageKindName(PageKind::Base, base);
-        u.nodes[run.status][kind] += ce - s;
-      } else {
-        u.absent[statusKey(run.status)] += ce - s;
-      }
-      s = ce;
-    }
-  }
-  // A VMA answered from numa_maps (all on one node) holds its AnonHugePages as THP on that node.
-  for (size_t i = 0; i < vmas.size(); ++i) {
-    Usage& u = perVma[i];
-    const std::string baseName = pageKindName(PageKind::Base, base);
-    const std::string thpName = pageKindName(PageKind::Thp, thp);
-    if (vmas[i].anonHugePages > 0 && u.nodes.size() == 1) {
-      auto& kinds = u.nodes.begin()->second;
-      uint64_t counted = kinds.count(thpName) ? kinds[thpName] : 0;
-      if (counted < vmas[i].anonHugePages && kinds.count(baseName)) {
-        uint64_t shift = std::min(kinds[baseName], vmas[i].anonHugePages - counted);
-        kinds[baseName] -= shift;
-        kinds[thpName] += shift;
-        if (kinds[baseName] == 0) kinds.erase(baseName);
-      }
-    }
+  const std::vector<migrate::PageUsage> perVma = migrate::attributeRuns(*loc, vmas, base, thp);
+  migrate::PageUsage total;
+  for (const migrate::PageUsage& u : perVma)
     total.add(u);
-  }
 
   if (parsed->has("json")) {
-    nlohmann::json j = total.json();
+    nlohmann::json j = usageJson(total);
     j["pid"] = pid;
     j["base_page_size"] = base;
     j["query_calls"] = loc->queryCalls;
@@ -168,7 +102,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     if (parsed->has("verbose")) {
       j["vmas"] = nlohmann::json::array();
       for (size_t i = 0; i < vmas.size(); ++i) {
-        nlohmann::json v = perVma[i].json();
+        nlohmann::json v = usageJson(perVma[i]);
         v["start"] = hexAddr(vmas[i].start);
         v["end"] = hexAddr(vmas[i].end);
         v["perms"] = vmas[i].perms;
@@ -181,7 +115,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  auto line = [](const Usage& u) {
+  auto line = [](const migrate::PageUsage& u) {
     std::string s;
     for (const auto& [n, kinds] : u.nodes)
       for (const auto& [k, b] : kinds)

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "policy/ConfigCompiler.h"
@@ -217,252 +218,359 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
   return "";
 }
 
-int runDaemon(const DaemonOptions& options) {
-  DaemonLog log;
-  // First, while this is the only thread: capabilities are per thread and inherited.
-  if (options.dropCapabilities && ::geteuid() == 0 && !dropCapabilities(log)) return 1;
+namespace {
+
+// The running daemon: runDaemon()'s state and its steps. start() builds what the loop needs, in
+// this order: the config, the signal mask, the exporter, DAMON, the hotness source, the metrics
+// known before the first tick, the engine, the signal thread; false when tierd cannot start
+// (every reason logged). run() ticks until a stop (or --once / --ticks) and returns the exit
+// code. Members are declared in that order, so they are destroyed in reverse: the signal thread
+// is joined first, the engine goes before what its sources refer to.
+class Daemon {
+ public:
+  Daemon(const DaemonOptions& options, DaemonLog& log) : options_(options), log_(log) {}
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  bool start() {
+    if (!loadConfig()) return false;
+    notifier_.emplace(service::ServiceNotifier::fromEnvironment());
+    root_ = sys::SysRoot(options_.sysRoot);
+    // Before any thread starts (the exporter's too): the signal mask is inherited.
+    auto waiter = SignalWaiter::create();
+    if (!waiter) {
+      log_.error(waiter.error().describe());
+      return false;
+    }
+    waiter_ = std::move(waiter.value());
+    if (!startExporter()) return false;
+    prepareDamon();
+    chooseHotnessSource();
+    publishStartMetrics();
+    engine_.emplace(
+        root_,
+        std::make_unique<migrate::MovePagesMigrator>(migratorConfig(initial_),
+                                                     migrate::makeLinuxPageSystem(root_)),
+        [this](pid_t pid, const std::string&) { return sourceFor(pid); }, ::getpid(),
+        store_->current());
+    startSignalThread();
+    log_.notice("running with " + options_.configPath + " (" +
+                std::to_string(store_->current()->workloads.size()) + " workloads, tick " +
+                std::to_string(store_->current()->daemon.intervalNs / 1'000'000) + " ms" +
+                (store_->current()->daemon.dryRun ? ", dry run" : "") + ")");
+    return true;
+  }
+
+  int run() {
+    watchdogEvery_ = notifier_->watchdogInterval();
+    nextWatchdog_ = std::chrono::steady_clock::now();
+    cpuMark_ = telemetry::threadCpuSeconds();
+    while (!stop_.load()) {
+      reloadIfAsked();
+      applyPendingConfig();
+      const uint64_t tickStart = monotonicNs();
+      const uint64_t interval = engine_->config().daemon.intervalNs;
+      tick(tickStart, interval);
+      notifyService();
+      petWatchdog();
+      if (options_.once || (options_.ticks && tickNo_ >= *options_.ticks)) break;
+      sleepUntil(tickStart + interval);
+    }
+    (void)notifier_->stopping();
+    engine_->shutdown();
+    logTotals();
+    return 0;
+  }
+
+ private:
   // The config and its profiles decide which memory tierd moves with root's rights: each is
   // refused when another user could change it, checked on the opened file (no check-then-open).
-  policy::CompileOptions compileOptions;
-  compileOptions.trustedUid = ::geteuid();
-  compileOptions.checkTrace = checkReplayTrace;
-  policy::CompileOutcome compiled = policy::compileConfigFile(options.configPath, compileOptions);
-  if (!compiled.ok()) {
-    printErrors(log, compiled.errors, options.configPath);
-    return 1;
-  }
-  policy::CompiledConfig initial = *compiled.config;
-  if (initial.sampling.source == policy::SampleSource::Replay) {
-    // Said once at start, not once per process: a trace's pids and addresses are those of the
-    // recording, so the daemon cannot move live memory by it.
-    log.error(options.configPath +
-              ": sampling.source = \"replay\" is not supported by the daemon (it samples live "
-              "processes); replay the trace offline: tierctl simulate --trace " +
-              initial.sampling.trace + " --config " + options.configPath + " --topology DIR");
-    return 1;
-  }
-  if (options.dryRun) initial.daemon.dryRun = true;
-  policy::ConfigStore store(initial, compileOptions);
-  const service::ServiceNotifier notifier = service::ServiceNotifier::fromEnvironment();
-
-  sys::SysRoot root(options.sysRoot);
-  // Before any thread starts (the exporter's too): the signal mask is inherited.
-  auto waiter = SignalWaiter::create();
-  if (!waiter) {
-    log.error(waiter.error().describe());
-    return 1;
+  bool loadConfig() {
+    compileOptions_.trustedUid = ::geteuid();
+    compileOptions_.checkTrace = checkReplayTrace;
+    policy::CompileOutcome compiled =
+        policy::compileConfigFile(options_.configPath, compileOptions_);
+    if (!compiled.ok()) {
+      printErrors(log_, compiled.errors, options_.configPath);
+      return false;
+    }
+    initial_ = *compiled.config;
+    if (initial_.sampling.source == policy::SampleSource::Replay) {
+      // Said once at start, not once per process: a trace's pids and addresses are those of the
+      // recording, so the daemon cannot move live memory by it.
+      log_.error(options_.configPath +
+                 ": sampling.source = \"replay\" is not supported by the daemon (it samples live "
+                 "processes); replay the trace offline: tierctl simulate --trace " +
+                 initial_.sampling.trace + " --config " + options_.configPath + " --topology DIR");
+      return false;
+    }
+    if (options_.dryRun) initial_.daemon.dryRun = true;
+    store_.emplace(initial_, compileOptions_);
+    return true;
   }
 
   // The exporter. Its address and credentials are read at start only (a reload keeps them).
-  std::unique_ptr<telemetry::MetricsSink> sink;
-  if (!initial.daemon.metricsListen.empty()) {
-    auto started = telemetry::PrometheusSink::start(exporterOptions(initial));
-    if (!started) {
-      log.error("cannot serve metrics: " + started.error().describe());
-      return 1;
+  bool startExporter() {
+    if (!initial_.daemon.metricsListen.empty()) {
+      auto started = telemetry::PrometheusSink::start(exporterOptions(initial_));
+      if (!started) {
+        log_.error("cannot serve metrics: " + started.error().describe());
+        return false;
+      }
+      log_.notice("metrics on http://" + initial_.daemon.metricsListen + "/metrics" +
+                  (initial_.daemon.metricsBasicAuthFile.empty()
+                       ? std::string()
+                       : " (basic auth from " + initial_.daemon.metricsBasicAuthFile + ")"));
+      sink_ = std::move(started.value());
+    } else {
+      log_.notice("metrics exporter off (daemon.metrics_listen = \"\")");
+      sink_ = std::make_unique<NullSink>();
     }
-    log.notice("metrics on http://" + initial.daemon.metricsListen + "/metrics" +
-               (initial.daemon.metricsBasicAuthFile.empty()
-                    ? std::string()
-                    : " (basic auth from " + initial.daemon.metricsBasicAuthFile + ")"));
-    sink = std::move(started.value());
-  } else {
-    log.notice("metrics exporter off (daemon.metrics_listen = \"\")");
-    sink = std::make_unique<NullSink>();
+    metrics_.emplace(*sink_);
+    return true;
   }
-  DaemonMetrics metrics(*sink);
 
-  telemetry::SysRootDamonFs damonFs(root);
-  telemetry::LinuxPerfEventOpener opener;
   // DAMON: kdamonds a killed tierd left running are reclaimed before anything is probed, and
   // DAMON_STAT is turned off only where the config says so (sampling.damon_stat).
-  telemetry::DamonPoolConfig poolConfig;
-  poolConfig.capacity = initial.sampling.damonMaxProcesses;
-  poolConfig.ownerFile = root.path("/run/tierd/damon.owner");
-  poolConfig.selfPid = ::getpid();
-  if (auto self = root.read("/proc/self/stat"))
-    poolConfig.selfStartTime = sys::parseStatStartTime(self.value(), "/proc/self/stat").valueOr(0);
-  telemetry::DamonPool damonPool(damonFs, poolConfig);
-  if (auto reclaimed = damonPool.reclaimOrphans(); !reclaimed)
-    log.warning("DAMON: " + reclaimed.error().describe());
-  else if (reclaimed.value() > 0)
-    log.notice("DAMON: reclaimed " + std::to_string(reclaimed.value()) +
-               " kdamonds left by a tierd that is gone (" + poolConfig.ownerFile + ")");
-  if (telemetry::exclusiveHolder(damonFs) == "damon_stat") {
-    if (initial.sampling.disableDamonStat) {
-      const std::string param = "/sys/module/damon_stat/parameters/enabled";
-      if (Status st = damonFs.write(param, "N"); st)
-        log.notice("DAMON: turned DAMON_STAT off (sampling.damon_stat = \"disable\")");
-      else
-        log.warning("DAMON: cannot turn DAMON_STAT off: " + st.error().describe());
-    } else {
-      log.warning("DAMON: " + telemetry::exclusiveHolderWhy("damon_stat"));
+  void prepareDamon() {
+    damonFs_.emplace(root_);
+    opener_.emplace();
+    telemetry::DamonPoolConfig poolConfig;
+    poolConfig.capacity = initial_.sampling.damonMaxProcesses;
+    poolConfig.ownerFile = root_.path("/run/tierd/damon.owner");
+    poolConfig.selfPid = ::getpid();
+    if (auto self = root_.read("/proc/self/stat"))
+      poolConfig.selfStartTime =
+          sys::parseStatStartTime(self.value(), "/proc/self/stat").valueOr(0);
+    damonPool_.emplace(*damonFs_, poolConfig);
+    if (auto reclaimed = damonPool_->reclaimOrphans(); !reclaimed)
+      log_.warning("DAMON: " + reclaimed.error().describe());
+    else if (reclaimed.value() > 0)
+      log_.notice("DAMON: reclaimed " + std::to_string(reclaimed.value()) +
+                  " kdamonds left by a tierd that is gone (" + poolConfig.ownerFile + ")");
+    if (telemetry::exclusiveHolder(*damonFs_) == "damon_stat") {
+      if (initial_.sampling.disableDamonStat) {
+        const std::string param = "/sys/module/damon_stat/parameters/enabled";
+        if (Status st = damonFs_->write(param, "N"); st)
+          log_.notice("DAMON: turned DAMON_STAT off (sampling.damon_stat = \"disable\")");
+        else
+          log_.warning("DAMON: cannot turn DAMON_STAT off: " + st.error().describe());
+      } else {
+        log_.warning("DAMON: " + telemetry::exclusiveHolderWhy("damon_stat"));
+      }
     }
   }
-  const telemetry::SamplingProbe probe = telemetry::probeSampling(root, damonFs, ::geteuid() == 0);
-  std::string why;
-  const std::string sourceName = chooseSource(initial, probe, why);
-  log.notice("hotness source: " + (sourceName.empty() ? std::string("none") : sourceName) + " (" +
-             why + ")");
-  SourceFactory factory =
-      [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
-    if (sourceName.empty()) return Error::env(why, "sampling");
+
+  // The hotness source every scoped process gets (chooseSource over the sampling probe).
+  void chooseHotnessSource() {
+    probe_ = telemetry::probeSampling(root_, *damonFs_, ::geteuid() == 0);
+    sourceName_ = chooseSource(initial_, probe_, why_);
+    log_.notice("hotness source: " + (sourceName_.empty() ? std::string("none") : sourceName_) +
+                " (" + why_ + ")");
+  }
+
+  // The engine's SourceFactory: the chosen source for one scoped process.
+  Result<std::unique_ptr<telemetry::HotnessSource>> sourceFor(pid_t pid) {
+    if (sourceName_.empty()) return Error::env(why_, "sampling");
     telemetry::SamplingTarget target;
     target.pid = pid;
-    return telemetry::makeSource(sourceName, probe, target, opener, damonFs, root, damonConfigFor(),
-                                 perfTuning(*store.current()), &damonPool);
-  };
+    return telemetry::makeSource(sourceName_, probe_, target, *opener_, *damonFs_, root_,
+                                 damonConfigFor(), perfTuning(*store_->current()), &*damonPool_);
+  }
 
   // Metrics known before the first tick: node capacities, capability flags, counters at 0.
-  std::vector<uint64_t> pageSizes = {static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), 2 * kMiB};
-  topology::TierOverride tiers;
-  tiers.fastNodes = initial.tiers.fastNodes;
-  tiers.slowNodes = initial.tiers.slowNodes;
-  if (auto topo = topology::readTopology(root, tiers); topo) {
-    if (topo->caps.basePageSize) pageSizes[0] = topo->caps.basePageSize;
-    if (topo->caps.pmdPageSize) pageSizes[1] = topo->caps.pmdPageSize;
-    publishTopology(topo.value(), *sink);
+  void publishStartMetrics() {
+    std::vector<uint64_t> pageSizes = {static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), 2 * kMiB};
+    topology::TierOverride tiers;
+    tiers.fastNodes = initial_.tiers.fastNodes;
+    tiers.slowNodes = initial_.tiers.slowNodes;
+    if (auto topo = topology::readTopology(root_, tiers); topo) {
+      if (topo->caps.basePageSize) pageSizes[0] = topo->caps.basePageSize;
+      if (topo->caps.pmdPageSize) pageSizes[1] = topo->caps.pmdPageSize;
+      publishTopology(topo.value(), *sink_);
+    }
+    metrics_->start(initial_, pageSizes, sourceName_);
+    auto available = [&](std::string_view name) {
+      for (const auto& s : probe_.sources)
+        if (s.name == name) return s.available;
+      return false;
+    };
+    for (telemetry::SourceKind k : {telemetry::SourceKind::PerfPebs, telemetry::SourceKind::PerfIbs,
+                                    telemetry::SourceKind::PerfSoftware}) {
+      const telemetry::SourceInfo& s = telemetry::sourceInfo(k);
+      metrics_->capability(std::string(s.capability), available(s.name));
+    }
+    metrics_->capability("move_pages", movePagesWorks(*migrate::makeLinuxPageSystem(root_)));
   }
-  metrics.start(initial, pageSizes, sourceName);
-  auto available = [&](std::string_view name) {
-    for (const auto& s : probe.sources)
-      if (s.name == name) return s.available;
-    return false;
-  };
-  for (telemetry::SourceKind k : {telemetry::SourceKind::PerfPebs, telemetry::SourceKind::PerfIbs,
-                                  telemetry::SourceKind::PerfSoftware}) {
-    const telemetry::SourceInfo& s = telemetry::sourceInfo(k);
-    metrics.capability(std::string(s.capability), available(s.name));
-  }
-  metrics.capability("move_pages", movePagesWorks(*migrate::makeLinuxPageSystem(root)));
-
-  Engine engine(root,
-                std::make_unique<migrate::MovePagesMigrator>(migratorConfig(initial),
-                                                             migrate::makeLinuxPageSystem(root)),
-                factory, ::getpid(), store.current());
 
   // The signal thread: SIGTERM/SIGINT set `stop` (checked by the migrator between calls),
   // SIGHUP sets `reload`; both wake the main loop.
-  std::atomic<bool> stop{false};
-  std::atomic<bool> reload{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  // Joined by its destructor, before `engine` is destroyed, also when an exception unwinds.
-  SignalThread signals(*waiter.value(), [&](Wake w) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      (w == Wake::Stop ? stop : reload).store(true);
-    }
-    cv.notify_all();
-  });
-
-  log.notice("running with " + options.configPath + " (" +
-             std::to_string(store.current()->workloads.size()) + " workloads, tick " +
-             std::to_string(store.current()->daemon.intervalNs / 1'000'000) + " ms" +
-             (store.current()->daemon.dryRun ? ", dry run" : "") + ")");
-  const auto watchdogEvery = notifier.watchdogInterval();
-  auto nextWatchdog = std::chrono::steady_clock::now();
-  auto petWatchdog = [&] {
-    if (!watchdogEvery || std::chrono::steady_clock::now() < nextWatchdog) return;
-    if (Status s = notifier.watchdog(); !s) log.warning("sd_notify: " + s.error().describe());
-    nextWatchdog = std::chrono::steady_clock::now() + *watchdogEvery;
-  };
-  int rc = 0;
-  uint64_t tickNo = 0;
-  uint64_t lastTickNs = 0;
-  double cpuMark = telemetry::threadCpuSeconds();
-  while (!stop.load()) {
-    if (reload.exchange(false)) {
-      (void)notifier.reloading();
-      auto errors = store.requestReload(options.configPath);
-      if (!errors.empty()) {
-        printErrors(log, errors, options.configPath);
-        log.warning("reload failed; keeping the running config");
-        metrics.configReload(false);
-        (void)notifier.ready(statusText(tickNo, engine.config()));
+  void startSignalThread() {
+    signals_.emplace(*waiter_, [this](Wake w) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        (w == Wake::Stop ? stop_ : reload_).store(true);
       }
+      cv_.notify_all();
+    });
+  }
+
+  // SIGHUP: compiles the config file again aside; on errors the running config stays.
+  void reloadIfAsked() {
+    if (!reload_.exchange(false)) return;
+    (void)notifier_->reloading();
+    auto errors = store_->requestReload(options_.configPath);
+    if (!errors.empty()) {
+      printErrors(log_, errors, options_.configPath);
+      log_.warning("reload failed; keeping the running config");
+      metrics_->configReload(false);
+      (void)notifier_->ready(statusText(tickNo_, engine_->config()));
     }
-    if (store.applyPending()) {
-      auto next = std::make_shared<policy::CompiledConfig>(*store.current());
-      if (options.dryRun) next->daemon.dryRun = true;
-      engine.setConfig(next);
-      metrics.setWorkloads(*next);
-      metrics.configReload(true);
-      if (next->daemon.metricsListen != initial.daemon.metricsListen)
-        log.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
-      if (next->daemon.metricsBasicAuthFile != initial.daemon.metricsBasicAuthFile)
-        log.warning("daemon.metrics_basic_auth_file changed: takes effect when tierd restarts");
-      if (next->sampling.source != initial.sampling.source)
-        log.warning("sampling.source changed: takes effect when tierd restarts");
-      log.notice("config reloaded");
-      (void)notifier.ready(statusText(tickNo, *next));
-    }
-    const uint64_t start = monotonicNs();
-    const uint64_t interval = engine.config().daemon.intervalNs;
+  }
+
+  // A reloaded config swaps in at the tick boundary; what only a restart changes is said.
+  void applyPendingConfig() {
+    if (!store_->applyPending()) return;
+    auto next = std::make_shared<policy::CompiledConfig>(*store_->current());
+    if (options_.dryRun) next->daemon.dryRun = true;
+    engine_->setConfig(next);
+    metrics_->setWorkloads(*next);
+    metrics_->configReload(true);
+    if (next->daemon.metricsListen != initial_.daemon.metricsListen)
+      log_.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+    if (next->daemon.metricsBasicAuthFile != initial_.daemon.metricsBasicAuthFile)
+      log_.warning("daemon.metrics_basic_auth_file changed: takes effect when tierd restarts");
+    if (next->sampling.source != initial_.sampling.source)
+      log_.warning("sampling.source changed: takes effect when tierd restarts");
+    log_.notice("config reloaded");
+    (void)notifier_->ready(statusText(tickNo_, *next));
+  }
+
+  // One engine tick started at `startNs` (monotonic), due one `interval` later, then its
+  // report, the engine's totals and vmstat published; the loop's CPU split into engine and
+  // metrics time.
+  void tick(uint64_t startNs, uint64_t interval) {
     {
       const double now = telemetry::threadCpuSeconds();
-      metrics.loopCpu("main", now - cpuMark);
-      cpuMark = now;
+      metrics_->loopCpu("main", now - cpuMark_);
+      cpuMark_ = now;
     }
-    auto report = engine.tick(start, static_cast<int64_t>(start + interval), &stop);
-    ++tickNo;
+    auto report = engine_->tick(startNs, static_cast<int64_t>(startNs + interval), &stop_);
+    ++tickNo_;
     const double engineEnd = telemetry::threadCpuSeconds();
-    const double wall = lastTickNs ? static_cast<double>(start - lastTickNs) / 1e9
-                                   : static_cast<double>(interval) / 1e9;
-    lastTickNs = start;
+    const double wall = lastTickNs_ ? static_cast<double>(startNs - lastTickNs_) / 1e9
+                                    : static_cast<double>(interval) / 1e9;
+    lastTickNs_ = startNs;
     if (!report) {
-      log.error("tick " + std::to_string(tickNo) + ": " + report.error().describe());
-      metrics.tickFailed();
+      log_.error("tick " + std::to_string(tickNo_) + ": " + report.error().describe());
+      metrics_->tickFailed();
     } else {
-      for (const std::string& p : report->problems)
-        log.warning(p);
-      for (const std::string& c : report->scopeChanges)
-        log.info(c);
-      log.info(progressLine(tickNo, report.value(), processCpuSeconds()));
-      publishTopology(report->topology, *sink);
-      metrics.tick(report.value(), snapshotSources(engine, root), wall,
-                   [&](pid_t pid) { return engine.workloadOf(pid); });
+      publishReport(report.value(), wall);
     }
-    metrics.totals(engine.totals(), engine.heat().recordStats().pingPongHeld);
-    if (auto vm = sys::readVmstat(root); vm) {
-      metrics.vmstat(vm.value());
+    metrics_->totals(engine_->totals(), engine_->heat().recordStats().pingPongHeld);
+    if (auto vm = sys::readVmstat(root_); vm) {
+      metrics_->vmstat(vm.value());
     } else {
-      log.warning("vmstat: " + vm.error().describe());
-      metrics.metricsError(vm.error().code);
+      log_.warning("vmstat: " + vm.error().describe());
+      metrics_->metricsError(vm.error().code);
     }
-    cpuMark = telemetry::threadCpuSeconds();
-    metrics.loopCpu("metrics", cpuMark - engineEnd);
-    if (tickNo == 1) {
-      if (Status s = notifier.ready(statusText(tickNo, engine.config())); !s)
-        log.warning("sd_notify: " + s.error().describe());
-    } else if (notifier.enabled() && tickNo % 10 == 0) {
-      (void)notifier.status(statusText(tickNo, engine.config()));
+    cpuMark_ = telemetry::threadCpuSeconds();
+    metrics_->loopCpu("metrics", cpuMark_ - engineEnd);
+  }
+
+  // A tick's report: its problems, scope changes and progress logged, its metrics set.
+  void publishReport(const TickReport& report, double wallSeconds) {
+    for (const std::string& p : report.problems)
+      log_.warning(p);
+    for (const std::string& c : report.scopeChanges)
+      log_.info(c);
+    log_.info(progressLine(tickNo_, report, processCpuSeconds()));
+    publishTopology(report.topology, *sink_);
+    metrics_->tick(report, snapshotSources(*engine_, root_), wallSeconds,
+                   [this](pid_t pid) { return engine_->workloadOf(pid); });
+  }
+
+  // systemd: READY=1 after the first tick, a STATUS= line every tenth.
+  void notifyService() {
+    if (tickNo_ == 1) {
+      if (Status s = notifier_->ready(statusText(tickNo_, engine_->config())); !s)
+        log_.warning("sd_notify: " + s.error().describe());
+    } else if (notifier_->enabled() && tickNo_ % 10 == 0) {
+      (void)notifier_->status(statusText(tickNo_, engine_->config()));
     }
-    petWatchdog();
-    if (options.once || (options.ticks && tickNo >= *options.ticks)) break;
-    // Sleep until the next tick, a signal, or the next watchdog ping, whichever comes first.
-    const auto tickDue = std::chrono::steady_clock::now() +
-                         std::chrono::nanoseconds(static_cast<int64_t>(start + interval) -
-                                                  static_cast<int64_t>(monotonicNs()));
-    std::unique_lock<std::mutex> lock(mu);
-    while (!stop.load() && !reload.load() && std::chrono::steady_clock::now() < tickDue) {
-      const auto until = watchdogEvery ? std::min(tickDue, nextWatchdog) : tickDue;
-      cv.wait_until(lock, until, [&] { return stop.load() || reload.load(); });
+  }
+
+  void petWatchdog() {
+    if (!watchdogEvery_ || std::chrono::steady_clock::now() < nextWatchdog_) return;
+    if (Status s = notifier_->watchdog(); !s) log_.warning("sd_notify: " + s.error().describe());
+    nextWatchdog_ = std::chrono::steady_clock::now() + *watchdogEvery_;
+  }
+
+  // Sleeps until `dueNs` (monotonic) or a signal, pinging the watchdog when it is due meanwhile.
+  void sleepUntil(uint64_t dueNs) {
+    const auto tickDue =
+        std::chrono::steady_clock::now() +
+        std::chrono::nanoseconds(static_cast<int64_t>(dueNs) - static_cast<int64_t>(monotonicNs()));
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_.load() && !reload_.load() && std::chrono::steady_clock::now() < tickDue) {
+      const auto until = watchdogEvery_ ? std::min(tickDue, nextWatchdog_) : tickDue;
+      cv_.wait_until(lock, until, [&] { return stop_.load() || reload_.load(); });
       lock.unlock();
       petWatchdog();
       lock.lock();
     }
   }
-  (void)notifier.stopping();
-  engine.shutdown();
-  const EngineTotals& t = engine.totals();
-  char cpu[32];
-  std::snprintf(cpu, sizeof cpu, "%.2f", processCpuSeconds());
-  log.notice("stopped after " + std::to_string(t.ticks) + " ticks: promoted " +
-             formatBytes(t.promotedBytes) + ", demoted " + formatBytes(t.demotedBytes) + ", " +
-             std::to_string(t.samples) + " samples, cpu " + cpu +
-             " s (moved_bytes=" + std::to_string(t.promotedBytes + t.demotedBytes) + ")");
-  return rc;
+
+  void logTotals() {
+    const EngineTotals& t = engine_->totals();
+    char cpu[32];
+    std::snprintf(cpu, sizeof cpu, "%.2f", processCpuSeconds());
+    log_.notice("stopped after " + std::to_string(t.ticks) + " ticks: promoted " +
+                formatBytes(t.promotedBytes) + ", demoted " + formatBytes(t.demotedBytes) + ", " +
+                std::to_string(t.samples) + " samples, cpu " + cpu +
+                " s (moved_bytes=" + std::to_string(t.promotedBytes + t.demotedBytes) + ")");
+  }
+
+  const DaemonOptions& options_;
+  DaemonLog& log_;
+  policy::CompileOptions compileOptions_;
+  policy::CompiledConfig initial_;  // as compiled at start, with --dry-run applied
+  std::optional<policy::ConfigStore> store_;
+  std::optional<service::ServiceNotifier> notifier_;
+  sys::SysRoot root_;
+  std::unique_ptr<SignalWaiter> waiter_;
+  std::unique_ptr<telemetry::MetricsSink> sink_;
+  std::optional<DaemonMetrics> metrics_;
+  std::optional<telemetry::SysRootDamonFs> damonFs_;
+  std::optional<telemetry::LinuxPerfEventOpener> opener_;
+  std::optional<telemetry::DamonPool> damonPool_;
+  telemetry::SamplingProbe probe_;
+  std::string why_;         // chooseSource's reason
+  std::string sourceName_;  // "" when no source is available
+  std::optional<Engine> engine_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> reload_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Joined by its destructor, before `engine_` is destroyed, also when an exception unwinds.
+  std::optional<SignalThread> signals_;
+  // The loop's state (run()).
+  std::optional<std::chrono::microseconds> watchdogEvery_;
+  std::chrono::steady_clock::time_point nextWatchdog_;
+  uint64_t tickNo_ = 0;
+  uint64_t lastTickNs_ = 0;
+  double cpuMark_ = 0;
+};
+
+}  // namespace
+
+int runDaemon(const DaemonOptions& options) {
+  DaemonLog log;
+  // First, while this is the only thread: capabilities are per thread and inherited.
+  if (options.dropCapabilities && ::geteuid() == 0 && !dropCapabilities(log)) return 1;
+  Daemon daemon(options, log);
+  if (!daemon.start()) return 1;
+  return daemon.run();
 }
 
 }  // namespace tierd::daemon

@@ -732,25 +732,18 @@ Result<std::vector<int>> queryPages(PageSystem& system, pid_t pid,
 
 }  // namespace
 
-Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<AddressRange>& ranges) {
-  const uint64_t base = sys_->basePageSize();
-  const uint64_t thp = sys_->thpSize();
-  constexpr uint64_t kQueryBatch = 1u << 16;
-  for (const auto& r : ranges)
-    if (r.start % base != 0 || r.length % base != 0)
-      return Error::input("range is not aligned to the base page size " + std::to_string(base),
-                          "locate pid " + std::to_string(pid));
-  auto maps = sys_->maps(pid);
-  if (!maps) return maps.error();
-  auto numa = sys_->numaMaps(pid);
-  if (!numa) return numa.error();
+// One locate() call: its pid and page sizes, the VMA tables it reads, the runs it emits.
+struct MovePagesMigrator::LocateState {
+  pid_t pid = 0;
+  uint64_t base = 0;  // base page size
+  uint64_t thp = 0;   // PMD THP size
   std::map<uint64_t, const sys::NumaMapsVma*> numaByStart;
-  for (const auto& n : numa.value())
-    numaByStart[n.start] = &n;
-  std::optional<std::map<uint64_t, sys::SmapsVma>> smapsByStart;
-
+  std::optional<std::map<uint64_t, sys::SmapsVma>> smapsByStart;  // read on first need
   LocateResult out;
-  auto emit = [&](uint64_t start, uint64_t len, uint64_t psz, int status) {
+
+  // Appends a run, merged into the last one when it continues it with the same status and page
+  // size. Empty runs are dropped.
+  void emit(uint64_t start, uint64_t len, uint64_t psz, int status) {
     if (len == 0) return;
     if (!out.runs.empty()) {
       LocatedRun& last = out.runs.back();
@@ -760,72 +753,28 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
       }
     }
     out.runs.push_back({start, len, psz, status});
-  };
-  // Per-base-page queries over [a, b), in batches.
-  auto naive = [&](uint64_t a, uint64_t b) -> Status {
-    std::vector<uint64_t> addrs;
-    for (uint64_t x = a; x < b;) {
-      addrs.clear();
-      for (; x < b && addrs.size() < kQueryBatch; x += base)
-        addrs.push_back(x);
-      auto st = queryPages(*sys_, pid, addrs, out.queryCalls);
-      if (!st) return st.error();
-      out.queriedPages += addrs.size();
-      for (size_t i = 0; i < addrs.size(); ++i)
-        emit(addrs[i], base, base, st.value()[i]);
-    }
-    return Ok{};
-  };
-  // One query per huge page of size psz covering [a, b); run lengths clipped to [a, b).
-  auto perHuge = [&](uint64_t a, uint64_t b, uint64_t psz) -> Status {
-    std::vector<uint64_t> addrs;
-    for (uint64_t x = alignDown(a, psz); x < b;) {
-      addrs.clear();
-      for (; x < b && addrs.size() < kQueryBatch; x += psz)
-        addrs.push_back(std::max(x, a));
-      auto st = queryPages(*sys_, pid, addrs, out.queryCalls);
-      if (!st) return st.error();
-      out.queriedPages += addrs.size();
-      for (size_t i = 0; i < addrs.size(); ++i) {
-        uint64_t s = addrs[i];
-        uint64_t e = std::min(b, alignDown(s, psz) + psz);
-        emit(s, e - s, psz, st.value()[i]);
-      }
-    }
-    return Ok{};
-  };
+  }
+};
 
-  // Sparse memory: pagemap says which base pages are mapped at all (~5 ns per entry, against
-  // ~30 ns per move_pages address); only those are queried, the rest is -ENOENT.
-  auto sparse = [&](uint64_t a, uint64_t b) -> Status {
-    if (b - a > config_.locateMaxScanBytes) {
-      out.unscanned.push_back({a, b - a});
-      return Ok{};
-    }
-    std::vector<uint64_t> addrs;
-    for (uint64_t x = a; x < b;) {
-      const uint64_t n = std::min<uint64_t>(kQueryBatch, (b - x) / base);
-      auto pm = sys_->pagemap(pid, x, n);
-      if (!pm) return pm.error();
-      out.pagemapPages += n;
-      addrs.clear();
-      for (uint64_t i = 0; i < n; ++i)
-        if (pm.value()[i] >> 63) addrs.push_back(x + i * base);
-      auto st = queryPages(*sys_, pid, addrs, out.queryCalls);
-      if (!st) return st.error();
-      out.queriedPages += addrs.size();
-      // Runs of unmapped pages between the queried ones are -ENOENT.
-      uint64_t next = x;
-      for (size_t q = 0; q < addrs.size(); ++q) {
-        emit(next, addrs[q] - next, base, -ENOENT);
-        emit(addrs[q], base, base, st.value()[q]);
-        next = addrs[q] + base;
-      }
-      x += n * base;
-      emit(next, x - next, base, -ENOENT);
-    }
-    return Ok{};
-  };
+namespace {
+constexpr uint64_t kQueryBatch = 1u << 16;  // addresses per locate query or pagemap read
+}  // namespace
+
+Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<AddressRange>& ranges) {
+  LocateState st;
+  st.pid = pid;
+  st.base = sys_->basePageSize();
+  st.thp = sys_->thpSize();
+  for (const auto& r : ranges)
+    if (r.start % st.base != 0 || r.length % st.base != 0)
+      return Error::input("range is not aligned to the base page size " + std::to_string(st.base),
+                          "locate pid " + std::to_string(pid));
+  auto maps = sys_->maps(pid);
+  if (!maps) return maps.error();
+  auto numa = sys_->numaMaps(pid);
+  if (!numa) return numa.error();
+  for (const auto& n : numa.value())
+    st.numaByStart[n.start] = &n;
 
   const auto& vmas = maps.value();
   for (const auto& r : ranges) {
@@ -835,86 +784,162 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
                                 [](uint64_t v, const sys::SmapsVma& m) { return v < m.end; });
     for (; vit != vmas.end() && vit->start < end; ++vit) {
       const auto& v = *vit;
-      if (v.start > cur) emit(cur, v.start - cur, base, -EFAULT);  // no VMA: move_pages -EFAULT
+      if (v.start > cur) st.emit(cur, v.start - cur, st.base, -EFAULT);  // no VMA: -EFAULT
       const uint64_t a = std::max(cur, v.start);
       const uint64_t b = std::min(end, v.end);
       cur = b;
-      auto nit = numaByStart.find(v.start);
-      const sys::NumaMapsVma* n = nit == numaByStart.end() ? nullptr : nit->second;
-      if (n && n->huge && n->kernelPageSize > 0) {
-        const uint64_t psz = n->kernelPageSize;
-        if (n->pagesPerNode.size() == 1 && n->presentPages() * psz == v.size()) {
-          emit(a, b - a, psz, n->pagesPerNode.begin()->first);
-          out.skippedBytes += b - a;
-          continue;
-        }
-        Status s = perHuge(a, b, psz);
-        if (!s) return s.error();
-        continue;
-      }
-      if (n && n->kernelPageSize == base && n->pagesPerNode.size() == 1 &&
-          n->presentPages() * base == v.size()) {
-        // Every base page of the VMA is present, all on one node (numa_maps counts only present
-        // pages; zero pages and special mappings are not counted, so they never get here).
-        emit(a, b - a, base, n->pagesPerNode.begin()->first);
-        out.skippedBytes += b - a;
-        continue;
-      }
-      if (!smapsByStart) {
-        auto sm = sys_->smaps(pid);
-        if (!sm) return sm.error();
-        smapsByStart.emplace();
-        for (auto& m : sm.value())
-          smapsByStart->emplace(m.start, std::move(m));
-      }
-      auto sit = smapsByStart->find(v.start);
-      const sys::SmapsVma* sv = sit == smapsByStart->end() ? nullptr : &sit->second;
-      if (sv && sv->end == v.end && !sv->hugetlb() && sv->anonHugePages > 0 &&
-          sv->anonHugePages == sv->rss && thp > base) {
-        // All resident pages are PMD-mapped THPs: if the first address of an aligned chunk is
-        // present, a THP covers the whole chunk; if it is not, pagemap tells whether anything
-        // (a zero page) is mapped in the chunk.
-        for (uint64_t c = alignDown(a, thp); c < b; c += thp) {
-          const uint64_t ca = std::max(a, c);
-          const uint64_t cb = std::min(b, c + thp);
-          if (c < v.start || c + thp > v.end) {
-            Status s = naive(ca, cb);
-            if (!s) return s.error();
-            continue;
-          }
-          auto st = queryPages(*sys_, pid, {ca}, out.queryCalls);
-          if (!st) return st.error();
-          out.queriedPages += 1;
-          if (st.value()[0] >= 0) {
-            emit(ca, cb - ca, thp, st.value()[0]);
-            continue;
-          }
-          if (st.value()[0] == -ENOENT) {
-            // No THP here. Zero pages would answer -EFAULT yet are invisible to smaps and
-            // numa_maps; pagemap shows them present. Nothing present: all -ENOENT.
-            auto pm = sys_->pagemap(pid, ca, (cb - ca) / base);
-            if (!pm) return pm.error();
-            bool anyPresent = false;
-            for (uint64_t e : pm.value())
-              anyPresent = anyPresent || (e >> 63) != 0;
-            if (!anyPresent) {
-              emit(ca, cb - ca, thp, -ENOENT);
-              out.pagemapPages += pm->size();
-              continue;
-            }
-          }
-          Status s = naive(ca, cb);
-          if (!s) return s.error();
-        }
-        continue;
-      }
-      const bool isSparse = n && !n->huge && n->presentPages() * base * 2 < v.size();
-      Status s = isSparse ? sparse(a, b) : naive(a, b);
-      if (!s) return s.error();
+      if (Status s = locateInVma(st, v, a, b); !s) return s.error();
     }
-    if (cur < end) emit(cur, end - cur, base, -EFAULT);
+    if (cur < end) st.emit(cur, end - cur, st.base, -EFAULT);
   }
-  return out;
+  return std::move(st.out);
+}
+
+Status MovePagesMigrator::locateInVma(LocateState& st, const sys::SmapsVma& v, uint64_t a,
+                                      uint64_t b) {
+  const uint64_t base = st.base;
+  auto nit = st.numaByStart.find(v.start);
+  const sys::NumaMapsVma* n = nit == st.numaByStart.end() ? nullptr : nit->second;
+  if (n && n->huge && n->kernelPageSize > 0) {
+    const uint64_t psz = n->kernelPageSize;
+    if (n->pagesPerNode.size() == 1 && n->presentPages() * psz == v.size()) {
+      st.emit(a, b - a, psz, n->pagesPerNode.begin()->first);
+      st.out.skippedBytes += b - a;
+      return Ok{};
+    }
+    return locatePerHugePage(st, a, b, psz);
+  }
+  if (n && n->kernelPageSize == base && n->pagesPerNode.size() == 1 &&
+      n->presentPages() * base == v.size()) {
+    // Every base page of the VMA is present, all on one node (numa_maps counts only present
+    // pages; zero pages and special mappings are not counted, so they never get here).
+    st.emit(a, b - a, base, n->pagesPerNode.begin()->first);
+    st.out.skippedBytes += b - a;
+    return Ok{};
+  }
+  if (!st.smapsByStart) {
+    auto sm = sys_->smaps(st.pid);
+    if (!sm) return sm.error();
+    st.smapsByStart.emplace();
+    for (auto& m : sm.value())
+      st.smapsByStart->emplace(m.start, std::move(m));
+  }
+  auto sit = st.smapsByStart->find(v.start);
+  const sys::SmapsVma* sv = sit == st.smapsByStart->end() ? nullptr : &sit->second;
+  if (sv && sv->end == v.end && !sv->hugetlb() && sv->anonHugePages > 0 &&
+      sv->anonHugePages == sv->rss && st.thp > base)
+    return locateThpChunks(st, v, a, b);
+  const bool isSparse = n && !n->huge && n->presentPages() * base * 2 < v.size();
+  return isSparse ? locateSparse(st, a, b) : locatePerBasePage(st, a, b);
+}
+
+// Per-base-page queries over [a, b), in batches.
+Status MovePagesMigrator::locatePerBasePage(LocateState& st, uint64_t a, uint64_t b) {
+  const uint64_t base = st.base;
+  std::vector<uint64_t> addrs;
+  for (uint64_t x = a; x < b;) {
+    addrs.clear();
+    for (; x < b && addrs.size() < kQueryBatch; x += base)
+      addrs.push_back(x);
+    auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
+    if (!q) return q.error();
+    st.out.queriedPages += addrs.size();
+    for (size_t i = 0; i < addrs.size(); ++i)
+      st.emit(addrs[i], base, base, q.value()[i]);
+  }
+  return Ok{};
+}
+
+// One query per huge page of size psz covering [a, b); run lengths clipped to [a, b).
+Status MovePagesMigrator::locatePerHugePage(LocateState& st, uint64_t a, uint64_t b, uint64_t psz) {
+  std::vector<uint64_t> addrs;
+  for (uint64_t x = alignDown(a, psz); x < b;) {
+    addrs.clear();
+    for (; x < b && addrs.size() < kQueryBatch; x += psz)
+      addrs.push_back(std::max(x, a));
+    auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
+    if (!q) return q.error();
+    st.out.queriedPages += addrs.size();
+    for (size_t i = 0; i < addrs.size(); ++i) {
+      uint64_t s = addrs[i];
+      uint64_t e = std::min(b, alignDown(s, psz) + psz);
+      st.emit(s, e - s, psz, q.value()[i]);
+    }
+  }
+  return Ok{};
+}
+
+// Sparse memory: pagemap says which base pages are mapped at all (~5 ns per entry, against
+// ~30 ns per move_pages address); only those are queried, the rest is -ENOENT.
+Status MovePagesMigrator::locateSparse(LocateState& st, uint64_t a, uint64_t b) {
+  const uint64_t base = st.base;
+  if (b - a > config_.locateMaxScanBytes) {
+    st.out.unscanned.push_back({a, b - a});
+    return Ok{};
+  }
+  std::vector<uint64_t> addrs;
+  for (uint64_t x = a; x < b;) {
+    const uint64_t n = std::min<uint64_t>(kQueryBatch, (b - x) / base);
+    auto pm = sys_->pagemap(st.pid, x, n);
+    if (!pm) return pm.error();
+    st.out.pagemapPages += n;
+    addrs.clear();
+    for (uint64_t i = 0; i < n; ++i)
+      if (pm.value()[i] >> 63) addrs.push_back(x + i * base);
+    auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
+    if (!q) return q.error();
+    st.out.queriedPages += addrs.size();
+    // Runs of unmapped pages between the queried ones are -ENOENT.
+    uint64_t next = x;
+    for (size_t k = 0; k < addrs.size(); ++k) {
+      st.emit(next, addrs[k] - next, base, -ENOENT);
+      st.emit(addrs[k], base, base, q.value()[k]);
+      next = addrs[k] + base;
+    }
+    x += n * base;
+    st.emit(next, x - next, base, -ENOENT);
+  }
+  return Ok{};
+}
+
+// All resident pages of `v` are PMD-mapped THPs: if the first address of an aligned chunk is
+// present, a THP covers the whole chunk; if it is not, pagemap tells whether anything (a zero
+// page) is mapped in the chunk. Chunks cut by the VMA's ends are queried per base page.
+Status MovePagesMigrator::locateThpChunks(LocateState& st, const sys::SmapsVma& v, uint64_t a,
+                                          uint64_t b) {
+  const uint64_t base = st.base;
+  const uint64_t thp = st.thp;
+  for (uint64_t c = alignDown(a, thp); c < b; c += thp) {
+    const uint64_t ca = std::max(a, c);
+    const uint64_t cb = std::min(b, c + thp);
+    if (c < v.start || c + thp > v.end) {
+      if (Status s = locatePerBasePage(st, ca, cb); !s) return s;
+      continue;
+    }
+    auto q = queryPages(*sys_, st.pid, {ca}, st.out.queryCalls);
+    if (!q) return q.error();
+    st.out.queriedPages += 1;
+    if (q.value()[0] >= 0) {
+      st.emit(ca, cb - ca, thp, q.value()[0]);
+      continue;
+    }
+    if (q.value()[0] == -ENOENT) {
+      // No THP here. Zero pages would answer -EFAULT yet are invisible to smaps and
+      // numa_maps; pagemap shows them present. Nothing present: all -ENOENT.
+      auto pm = sys_->pagemap(st.pid, ca, (cb - ca) / base);
+      if (!pm) return pm.error();
+      bool anyPresent = false;
+      for (uint64_t e : pm.value())
+        anyPresent = anyPresent || (e >> 63) != 0;
+      if (!anyPresent) {
+        st.emit(ca, cb - ca, thp, -ENOENT);
+        st.out.pagemapPages += pm->size();
+        continue;
+      }
+    }
+    if (Status s = locatePerBasePage(st, ca, cb); !s) return s;
+  }
+  return Ok{};
 }
 
 Result<std::vector<int>> naiveLocate(PageSystem& system, pid_t pid,

@@ -113,6 +113,14 @@ class MovePagesMigrator final : public Migrator {
                              const std::vector<int>& status);
   bool waitForBudget(BatchState& st, const std::vector<PageRef>& pages);
 
+  // locate(), one VMA part [a, b) at a time, by the cheapest way that tells each page's node.
+  struct LocateState;
+  Status locateInVma(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
+  Status locatePerBasePage(LocateState& st, uint64_t a, uint64_t b);
+  Status locatePerHugePage(LocateState& st, uint64_t a, uint64_t b, uint64_t psz);
+  Status locateSparse(LocateState& st, uint64_t a, uint64_t b);
+  Status locateThpChunks(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
+
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
   ProcessCheck processCheck_;

@@ -186,291 +186,357 @@ double share(uint64_t part, uint64_t whole) {
   return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-}  // namespace
+// One run of simulate(): the model of the file comment, built in steps (scope, machine, memory,
+// processes, engine, clock), then the ticks, then the summary. Lives on simulate()'s stack and
+// is neither copied nor moved: the engine's sources and the migrator hook refer to its members.
+class Simulation {
+ public:
+  Simulation(const telemetry::Trace& trace, const policy::CompiledConfig& config,
+             const SimulationOptions& options)
+      : trace_(trace),
+        config_(config),
+        options_(options),
+        pingPong_(options.pingPongWindowNs),  // the daemon's definition too
+        reused_(options.pidReuses.size(), false) {}
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
 
-Result<SimulationResult> simulate(const telemetry::Trace& trace,
-                                  const policy::CompiledConfig& config,
-                                  const SimulationOptions& options) {
-  SimulationResult res;
-  res.options = options;
-  res.traceSource = trace.header.source;
-  res.intervalNs = config.daemon.intervalNs;
-  res.maxPromoteMiBPerS = config.migration.maxPromoteMiBPerS;
-  res.maxDemoteMiBPerS = config.migration.maxDemoteMiBPerS;
-  res.dryRun = config.daemon.dryRun;
-  res.regionBytes = kRegion;
-  if (trace.samples.empty()) return Error::input("the trace has no samples", options.traceLabel);
-  if (config.workloads.empty())
-    return Error::input("the config has no [[workload]] to simulate", options.configLabel);
-  if (config.daemon.intervalNs == 0)
-    return Error::input("daemon.interval must be positive", options.configLabel);
-
-  // Scope: pid -> workload index.
-  size_t fallback = 0;
-  if (!options.defaultWorkload.empty()) {
-    auto it = std::find_if(config.workloads.begin(), config.workloads.end(),
-                           [&](const auto& w) { return w.name == options.defaultWorkload; });
-    if (it == config.workloads.end())
-      return Error::input("no workload named '" + options.defaultWorkload + "'",
-                          options.configLabel);
-    fallback = static_cast<size_t>(it - config.workloads.begin());
+  Result<SimulationResult> run() {
+    describeInputs();
+    if (Status s = checkInputs(); !s) return s.error();
+    if (Status s = assignScope(); !s) return s.error();
+    if (Status s = readMachine(); !s) return s.error();
+    if (Status s = modelMemory(); !s) return s.error();
+    if (Status s = writeProcesses(); !s) return s.error();
+    startEngine();
+    setClock();
+    for (uint64_t k = 1; k <= ticks_; ++k)
+      if (Status s = runTick(k); !s) return s.error();
+    engine_->shutdown();
+    summarize();
+    return std::move(res_);
   }
-  std::map<pid_t, std::vector<AccessSample>> byPid;
-  for (const AccessSample& s : trace.samples)
-    byPid[s.pid].push_back(s);
-  for (const SimPidReuse& r : options.pidReuses)
-    if (!byPid.count(r.pid))
-      return Error::input("pid reuse: pid " + std::to_string(r.pid) + " is not in the trace",
-                          options.traceLabel);
-  std::map<pid_t, size_t> workloadOf;
-  for (const auto& [pid, samples] : byPid) {
-    size_t w = fallback;
-    for (size_t i = 0; i < config.workloads.size(); ++i) {
-      const policy::WorkloadSelector& sel = config.workloads[i].selector;
-      if (sel.kind == policy::WorkloadSelector::Kind::Pids &&
-          std::binary_search(sel.pids.begin(), sel.pids.end(), pid)) {
-        w = i;
-        break;
+
+ private:
+  // The result's copy of the inputs and of the config values it reports.
+  void describeInputs() {
+    res_.options = options_;
+    res_.traceSource = trace_.header.source;
+    res_.intervalNs = config_.daemon.intervalNs;
+    res_.maxPromoteMiBPerS = config_.migration.maxPromoteMiBPerS;
+    res_.maxDemoteMiBPerS = config_.migration.maxDemoteMiBPerS;
+    res_.dryRun = config_.daemon.dryRun;
+    res_.regionBytes = kRegion;
+  }
+
+  Status checkInputs() const {
+    if (trace_.samples.empty())
+      return Error::input("the trace has no samples", options_.traceLabel);
+    if (config_.workloads.empty())
+      return Error::input("the config has no [[workload]] to simulate", options_.configLabel);
+    if (config_.daemon.intervalNs == 0)
+      return Error::input("daemon.interval must be positive", options_.configLabel);
+    return Ok{};
+  }
+
+  // Scope: pid -> workload index, and the config copy whose selectors are those pid lists.
+  Status assignScope() {
+    size_t fallback = 0;
+    if (!options_.defaultWorkload.empty()) {
+      auto it = std::find_if(config_.workloads.begin(), config_.workloads.end(),
+                             [&](const auto& w) { return w.name == options_.defaultWorkload; });
+      if (it == config_.workloads.end())
+        return Error::input("no workload named '" + options_.defaultWorkload + "'",
+                            options_.configLabel);
+      fallback = static_cast<size_t>(it - config_.workloads.begin());
+    }
+    for (const AccessSample& s : trace_.samples)
+      byPid_[s.pid].push_back(s);
+    for (const SimPidReuse& r : options_.pidReuses)
+      if (!byPid_.count(r.pid))
+        return Error::input("pid reuse: pid " + std::to_string(r.pid) + " is not in the trace",
+                            options_.traceLabel);
+    for (const auto& [pid, samples] : byPid_) {
+      size_t w = fallback;
+      for (size_t i = 0; i < config_.workloads.size(); ++i) {
+        const policy::WorkloadSelector& sel = config_.workloads[i].selector;
+        if (sel.kind == policy::WorkloadSelector::Kind::Pids &&
+            std::binary_search(sel.pids.begin(), sel.pids.end(), pid)) {
+          w = i;
+          break;
+        }
       }
+      workloadOf_[pid] = w;
     }
-    workloadOf[pid] = w;
-  }
-  auto simConfig = std::make_shared<policy::CompiledConfig>(config);
-  for (size_t i = 0; i < simConfig->workloads.size(); ++i) {
-    policy::WorkloadSelector sel;
-    sel.kind = policy::WorkloadSelector::Kind::Pids;
-    for (const auto& [pid, w] : workloadOf)
-      if (w == i) sel.pids.push_back(pid);
-    simConfig->workloads[i].selector = sel;
+    simConfig_ = std::make_shared<policy::CompiledConfig>(config_);
+    for (size_t i = 0; i < simConfig_->workloads.size(); ++i) {
+      policy::WorkloadSelector sel;
+      sel.kind = policy::WorkloadSelector::Kind::Pids;
+      for (const auto& [pid, w] : workloadOf_)
+        if (w == i) sel.pids.push_back(pid);
+      simConfig_->workloads[i].selector = sel;
+    }
+    return Ok{};
   }
 
-  // The machine.
-  TempRoot root;
-  if (Status s = root.make(options.topologyDir); !s) return s.error();
-  sys::SysRoot sysRoot(root.dir());
-  topology::TierOverride override;
-  override.fastNodes = config.tiers.fastNodes;
-  override.slowNodes = config.tiers.slowNodes;
-  auto topo = topology::readTopology(sysRoot, override);
-  if (!topo) {
-    Error e = topo.error();
-    e.context = replaceAll(e.context, root.dir(), options.topologyDir);
-    e.message = replaceAll(e.message, root.dir(), options.topologyDir);
-    return e.within("topology");
-  }
-  res.topologyMethod = topo->method;
-  res.fastNodes = topo->nodesIn(topology::Tier::Fast);
-  res.slowNodes = topo->nodesIn(topology::Tier::Slow);
-  if (res.fastNodes.empty() || res.slowNodes.empty())
-    return Error::input(
-        "the topology needs at least one fast and one slow node (method " + topo->method + ")",
-        options.topologyDir);
-  const std::set<NodeId> fast(res.fastNodes.begin(), res.fastNodes.end());
-  std::map<NodeId, uint64_t> baseFree, total;
-  std::map<NodeId, std::string> meminfoText;
-  uint64_t fastTotal = 0;
-  for (const topology::Node& n : topo->nodes) {
-    if (n.tier == topology::Tier::None) continue;
-    baseFree[n.id] = n.memFree;
-    total[n.id] = n.memTotal;
-    if (n.tier == topology::Tier::Fast) {
-      fastTotal += n.memTotal;
-      res.fastFreeAtStartBytes += n.memFree;
+  // The machine: a private copy of the topology tree, its tiers and each node's memory.
+  Status readMachine() {
+    if (Status s = root_.make(options_.topologyDir); !s) return s.error();
+    sysRoot_ = sys::SysRoot(root_.dir());
+    topology::TierOverride override;
+    override.fastNodes = config_.tiers.fastNodes;
+    override.slowNodes = config_.tiers.slowNodes;
+    auto topo = topology::readTopology(sysRoot_, override);
+    if (!topo) return asGiven(topo.error()).within("topology");
+    res_.topologyMethod = topo->method;
+    res_.fastNodes = topo->nodesIn(topology::Tier::Fast);
+    res_.slowNodes = topo->nodesIn(topology::Tier::Slow);
+    if (res_.fastNodes.empty() || res_.slowNodes.empty())
+      return Error::input(
+          "the topology needs at least one fast and one slow node (method " + topo->method + ")",
+          options_.topologyDir);
+    fast_ = std::set<NodeId>(res_.fastNodes.begin(), res_.fastNodes.end());
+    uint64_t fastTotal = 0;
+    for (const topology::Node& n : topo->nodes) {
+      if (n.tier == topology::Tier::None) continue;
+      baseFree_[n.id] = n.memFree;
+      total_[n.id] = n.memTotal;
+      if (n.tier == topology::Tier::Fast) {
+        fastTotal += n.memTotal;
+        res_.fastFreeAtStartBytes += n.memFree;
+      }
+      auto text = sysRoot_.read(meminfoPath(n.id));
+      if (!text) return text.error();
+      meminfoText_[n.id] = text.value();
     }
-    auto text = sysRoot.read(meminfoPath(n.id));
-    if (!text) return text.error();
-    meminfoText[n.id] = text.value();
+    res_.fastHeadroomBytes = config_.migration.fastHeadroom.resolve(fastTotal);
+    return Ok{};
   }
-  res.fastHeadroomBytes = config.migration.fastHeadroom.resolve(fastTotal);
 
   // The memory model: sampled 2 MiB regions, THP-backed, on the slow tier.
-  auto fakeOwned = std::make_unique<migrate::ModelKernelMigrator>(migratorConfig(config));
-  migrate::FakePageSystem& kernel = fakeOwned->kernel();
-  auto migratorOwned = std::make_unique<HookedMigrator>(std::move(fakeOwned));
-  HookedMigrator* migrator = migratorOwned.get();
-  std::map<pid_t, std::vector<std::pair<uint64_t, uint64_t>>> mapped;  // pid -> [start, end)
-  {
+  Status modelMemory() {
+    auto fakeOwned = std::make_unique<migrate::ModelKernelMigrator>(migratorConfig(config_));
+    kernel_ = &fakeOwned->kernel();
+    migratorOwned_ = std::make_unique<HookedMigrator>(std::move(fakeOwned));
+    migrator_ = migratorOwned_.get();
     std::set<NodeId> nodes;
-    for (const auto& [id, f] : baseFree)
+    for (const auto& [id, f] : baseFree_)
       nodes.insert(id);
-    kernel.setNodes(nodes);
+    kernel_->setNodes(nodes);
+    mapSampledRegions();
+    return placeOnSlowTier();
   }
-  std::vector<std::pair<pid_t, uint64_t>> regions;  // (pid, region start), ascending
-  for (const auto& [pid, samples] : byPid) {
-    std::set<uint64_t> starts;
-    for (const AccessSample& s : samples)
-      starts.insert(s.vaddr & ~(kRegion - 1));
-    SimProcess proc;
-    proc.pid = pid;
-    proc.workload = config.workloads[workloadOf[pid]].name;
-    proc.samples = samples.size();
-    proc.bytes = starts.size() * kRegion;
-    for (auto it = starts.begin(); it != starts.end();) {
-      const uint64_t first = *it;
-      uint64_t end = first + kRegion;
-      for (++it; it != starts.end() && *it == end; ++it)
-        end += kRegion;
-      kernel.map(pid, first, end - first, migrate::FakeBacking::Thp);
-      mapped[pid].emplace_back(first, end);
-      ++proc.mappings;
+
+  // One THP mapping per run of consecutive sampled 2 MiB regions of each pid.
+  void mapSampledRegions() {
+    for (const auto& [pid, samples] : byPid_) {
+      std::set<uint64_t> starts;
+      for (const AccessSample& s : samples)
+        starts.insert(s.vaddr & ~(kRegion - 1));
+      SimProcess proc;
+      proc.pid = pid;
+      proc.workload = config_.workloads[workloadOf_[pid]].name;
+      proc.samples = samples.size();
+      proc.bytes = starts.size() * kRegion;
+      for (auto it = starts.begin(); it != starts.end();) {
+        const uint64_t first = *it;
+        uint64_t end = first + kRegion;
+        for (++it; it != starts.end() && *it == end; ++it)
+          end += kRegion;
+        kernel_->map(pid, first, end - first, migrate::FakeBacking::Thp);
+        mapped_[pid].emplace_back(first, end);
+        ++proc.mappings;
+      }
+      for (uint64_t r : starts)
+        regions_.emplace_back(pid, r);
+      res_.modelledBytes += proc.bytes;
+      res_.processes.push_back(proc);
     }
-    for (uint64_t r : starts)
-      regions.emplace_back(pid, r);
-    res.modelledBytes += proc.bytes;
-    res.processes.push_back(proc);
   }
-  std::map<NodeId, uint64_t> placed;
-  {
+
+  // Every region on a slow node (ascending ids, in region order), then each node's free THP
+  // capacity: what is left of its free memory.
+  Status placeOnSlowTier() {
+    std::map<NodeId, uint64_t> placed;
     size_t next = 0;
-    for (NodeId n : res.slowNodes) {
-      while (next < regions.size() && placed[n] + kRegion <= baseFree[n]) {
-        kernel.populate(regions[next].first, regions[next].second, kRegion, n);
+    for (NodeId n : res_.slowNodes) {
+      while (next < regions_.size() && placed[n] + kRegion <= baseFree_[n]) {
+        kernel_->populate(regions_[next].first, regions_[next].second, kRegion, n);
         placed[n] += kRegion;
         ++next;
       }
     }
-    if (next < regions.size()) {
+    if (next < regions_.size()) {
       uint64_t slowFree = 0;
-      for (NodeId n : res.slowNodes)
-        slowFree += baseFree[n];
+      for (NodeId n : res_.slowNodes)
+        slowFree += baseFree_[n];
       return Error::input(
-          "the trace's " + formatBytes(res.modelledBytes) +
+          "the trace's " + formatBytes(res_.modelledBytes) +
               " of sampled 2 MiB regions do not fit in the slow tier's " + formatBytes(slowFree) +
               " free",
-          options.topologyLabel.empty() ? options.topologyDir : options.topologyLabel);
+          options_.topologyLabel.empty() ? options_.topologyDir : options_.topologyLabel);
     }
+    for (const auto& [n, f] : baseFree_)
+      kernel_->setCapacity(n, kRegion, (f - placed[n]) / kRegion);
+    return Ok{};
   }
-  for (const auto& [n, f] : baseFree)
-    kernel.setCapacity(n, kRegion, (f - placed[n]) / kRegion);
 
   // Scope and cgroup files the engine reads: /proc/PID/stat (its start time, field 22, names the
   // process) marks a pid alive; /proc/PID/status gives its allowed CPUs and nodes.
-  if (Status s = root.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
-    return s.error();
-  for (const auto& [pid, w] : workloadOf) {
-    const std::string dir = "/proc/" + std::to_string(pid);
-    if (Status s = root.put(dir + "/comm", "traced\n"); !s) return s.error();
-    if (Status s = root.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
-    if (Status s = root.put(dir + "/stat", statLine(pid, 1)); !s) return s.error();
-    // The traced process runs unconstrained: every CPU and node allowed (/proc/PID/status).
-    if (Status s =
-            root.put(dir + "/status",
-                     "Name:\ttraced\nCpus_allowed_list:\t0-8191\nMems_allowed_list:\t0-1023\n");
-        !s)
+  Status writeProcesses() {
+    if (Status s = root_.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
       return s.error();
-  }
-
-  // The engine, with one classifying replay per pid.
-  DrainCounters counters;
-  std::map<pid_t, telemetry::Trace> perPid;
-  for (auto& [pid, samples] : byPid) {
-    telemetry::Trace t;
-    t.header = trace.header;
-    t.samples = samples;
-    std::stable_sort(
-        t.samples.begin(), t.samples.end(),
-        [](const AccessSample& a, const AccessSample& b) { return a.timeNs < b.timeNs; });
-    perPid[pid] = std::move(t);
-  }
-  SourceFactory factory =
-      [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
-    auto it = perPid.find(pid);
-    if (it == perPid.end()) return Error::input("pid not in the trace", std::to_string(pid));
-    telemetry::Trace t = std::move(it->second);
-    perPid.erase(it);
-    return std::unique_ptr<telemetry::HotnessSource>(
-        std::make_unique<ClassifyingReplay>(std::move(t), kernel, fast, counters));
-  };
-  Engine engine(sysRoot, std::move(migratorOwned), factory, /*selfPid=*/0, simConfig,
-                [&kernel](pid_t pid) { return kernel.smaps(pid); });
-
-  // Time.
-  uint64_t t0 = UINT64_MAX, tLast = 0;
-  for (const AccessSample& s : trace.samples) {
-    t0 = std::min(t0, s.timeNs);
-    tLast = std::max(tLast, s.timeNs);
-  }
-  const uint64_t interval = config.daemon.intervalNs;
-  const uint64_t traceTicks = std::max<uint64_t>(1, (tLast - t0 + interval - 1) / interval);
-  const uint64_t ticks = traceTicks + (options.tailNs + interval - 1) / interval;
-
-  policy::PingPongTracker pingPong(options.pingPongWindowNs);  // the daemon's definition too
-  std::set<std::string> seenProblems;
-  uint64_t guardBefore = 0;
-  uint64_t reusesBefore = 0, checksBefore = 0;
-  // Pid reuses: the new holders' regions and the node each had when it got the pid.
-  std::vector<bool> reused(options.pidReuses.size(), false);
-  std::map<std::pair<pid_t, uint64_t>, NodeId> newHolder;
-  Status reuseStatus = Ok{};
-  auto reusePid = [&](pid_t pid, uint64_t k) {
-    std::vector<std::pair<uint64_t, NodeId>> was;
-    for (const auto& [p, start] : regions)
-      if (p == pid)
-        if (auto n = kernel.nodeOf(pid, start)) was.emplace_back(start, *n);
-    kernel.reusePid(pid);
-    for (const auto& [start, end] : mapped[pid])
-      kernel.map(pid, start, end - start, migrate::FakeBacking::Thp);
-    for (const auto& [start, node] : was) {
-      kernel.populate(pid, start, kRegion, node);
-      newHolder[{pid, start}] = node;
-    }
-    if (Status st = root.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, 1 + k)); !st)
-      reuseStatus = st;
-    for (SimProcess& p : res.processes)
-      if (p.pid == pid) p.reusedAtTick = k;
-  };
-  for (uint64_t k = 1; k <= ticks; ++k) {
-    // The machine's free memory as the engine will read it this tick.
-    std::map<NodeId, uint64_t> on;
-    for (const auto& [pid, start] : regions)
-      if (auto n = kernel.nodeOf(pid, start)) on[*n] += kRegion;
-    for (const auto& [n, f] : baseFree) {
-      const uint64_t freeB = f > on[n] ? f - on[n] : 0;
-      if (Status s = root.put(meminfoPath(n), rewriteMeminfo(meminfoText[n], n, total[n], freeB));
+    for (const auto& [pid, w] : workloadOf_) {
+      const std::string dir = "/proc/" + std::to_string(pid);
+      if (Status s = root_.put(dir + "/comm", "traced\n"); !s) return s.error();
+      if (Status s = root_.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
+      if (Status s = root_.put(dir + "/stat", statLine(pid, 1)); !s) return s.error();
+      // The traced process runs unconstrained: every CPU and node allowed (/proc/PID/status).
+      if (Status s =
+              root_.put(dir + "/status",
+                        "Name:\ttraced\nCpus_allowed_list:\t0-8191\nMems_allowed_list:\t0-1023\n");
           !s)
         return s.error();
     }
-    const uint64_t now = t0 + k * interval;
-    kernel.sleepUntilNs(static_cast<int64_t>(k * interval), nullptr);
-    kernel.clearLog();
-    counters = {};
+    return Ok{};
+  }
+
+  // The engine, with one classifying replay per pid.
+  void startEngine() {
+    for (auto& [pid, samples] : byPid_) {
+      telemetry::Trace t;
+      t.header = trace_.header;
+      t.samples = samples;
+      std::stable_sort(
+          t.samples.begin(), t.samples.end(),
+          [](const AccessSample& a, const AccessSample& b) { return a.timeNs < b.timeNs; });
+      perPid_[pid] = std::move(t);
+    }
+    SourceFactory factory =
+        [this](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+      auto it = perPid_.find(pid);
+      if (it == perPid_.end()) return Error::input("pid not in the trace", std::to_string(pid));
+      telemetry::Trace t = std::move(it->second);
+      perPid_.erase(it);
+      return std::unique_ptr<telemetry::HotnessSource>(
+          std::make_unique<ClassifyingReplay>(std::move(t), *kernel_, fast_, counters_));
+    };
+    migrate::FakePageSystem* kernel = kernel_;
+    engine_ = std::make_unique<Engine>(sysRoot_, std::move(migratorOwned_), factory,
+                                       /*selfPid=*/0, simConfig_,
+                                       [kernel](pid_t pid) { return kernel->smaps(pid); });
+  }
+
+  // Time: t0 is the first sample's time; ticks cover the trace, then the tail.
+  void setClock() {
+    uint64_t tLast = 0;
+    for (const AccessSample& s : trace_.samples) {
+      t0_ = std::min(t0_, s.timeNs);
+      tLast = std::max(tLast, s.timeNs);
+    }
+    interval_ = config_.daemon.intervalNs;
+    const uint64_t traceTicks = std::max<uint64_t>(1, (tLast - t0_ + interval_ - 1) / interval_);
+    ticks_ = traceTicks + (options_.tailNs + interval_ - 1) / interval_;
+  }
+
+  // Tick k (1-based) at t0 + k * interval, its deadline one interval later.
+  Status runTick(uint64_t k) {
+    if (Status s = writeMeminfo(); !s) return s;
+    const uint64_t now = t0_ + k * interval_;
+    kernel_->sleepUntilNs(static_cast<int64_t>(k * interval_), nullptr);
+    kernel_->clearLog();
+    counters_ = {};
+    armPidReuses(k);
+    auto report = engine_->tick(now, static_cast<int64_t>((k + 1) * interval_), nullptr);
+    migrator_->runHook();  // a tick without move calls: the pid changes hands after it
+    if (!reuseStatus_) return reuseStatus_.error();
+    if (!report) return asGiven(report.error()).within("tick " + std::to_string(k));
+    for (const std::string& p : report->problems) {
+      std::string clean = replaceAll(p, root_.dir(), options_.topologyDir);
+      if (seenProblems_.insert(clean).second) res_.problems.push_back(clean);
+    }
+    res_.ticks.push_back(tickFigures(k, now, *report));
+    return Ok{};
+  }
+
+  // The machine's free memory as the engine will read it this tick.
+  Status writeMeminfo() const {
+    std::map<NodeId, uint64_t> on;
+    for (const auto& [pid, start] : regions_)
+      if (auto n = kernel_->nodeOf(pid, start)) on[*n] += kRegion;
+    for (const auto& [n, f] : baseFree_) {
+      const uint64_t freeB = f > on[n] ? f - on[n] : 0;
+      if (Status s =
+              root_.put(meminfoPath(n), rewriteMeminfo(meminfoText_.at(n), n, total_.at(n), freeB));
+          !s)
+        return s.error();
+    }
+    return Ok{};
+  }
+
+  // The pid reuses due by tick k land at the start of its first move call (or after it).
+  void armPidReuses(uint64_t k) {
     std::vector<pid_t> due;
-    for (size_t i = 0; i < options.pidReuses.size(); ++i)
-      if (!reused[i] && options.pidReuses[i].atNs <= k * interval) {
-        reused[i] = true;
-        due.push_back(options.pidReuses[i].pid);
+    for (size_t i = 0; i < options_.pidReuses.size(); ++i)
+      if (!reused_[i] && options_.pidReuses[i].atNs <= k * interval_) {
+        reused_[i] = true;
+        due.push_back(options_.pidReuses[i].pid);
       }
     if (!due.empty())
-      migrator->hook = [&reusePid, due, k] {
+      migrator_->hook = [this, due, k] {
         for (pid_t pid : due)
           reusePid(pid, k);
       };
-    auto report = engine.tick(now, static_cast<int64_t>((k + 1) * interval), nullptr);
-    migrator->runHook();  // a tick without move calls: the pid changes hands after it
-    if (!reuseStatus) return reuseStatus.error();
-    if (!report) {
-      Error e = report.error();
-      e.context = replaceAll(e.context, root.dir(), options.topologyDir);
-      e.message = replaceAll(e.message, root.dir(), options.topologyDir);
-      return e.within("tick " + std::to_string(k));
-    }
-    for (const std::string& p : report->problems) {
-      std::string clean = replaceAll(p, root.dir(), options.topologyDir);
-      if (seenProblems.insert(clean).second) res.problems.push_back(clean);
-    }
+  }
 
+  // A new process gets `pid` in tick k: the same mappings, each sampled region on the node the
+  // old process's was on (remembered to check that tierd never moves them), a later start time.
+  void reusePid(pid_t pid, uint64_t k) {
+    std::vector<std::pair<uint64_t, NodeId>> was;
+    for (const auto& [p, start] : regions_)
+      if (p == pid)
+        if (auto n = kernel_->nodeOf(pid, start)) was.emplace_back(start, *n);
+    kernel_->reusePid(pid);
+    for (const auto& [start, end] : mapped_[pid])
+      kernel_->map(pid, start, end - start, migrate::FakeBacking::Thp);
+    for (const auto& [start, node] : was) {
+      kernel_->populate(pid, start, kRegion, node);
+      newHolder_[{pid, start}] = node;
+    }
+    if (Status st = root_.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, 1 + k)); !st)
+      reuseStatus_ = st;
+    for (SimProcess& p : res_.processes)
+      if (p.pid == pid) p.reusedAtTick = k;
+  }
+
+  // The figures of tick k (SimTick), taken after the tick ran at `now`.
+  SimTick tickFigures(uint64_t k, uint64_t now, const TickReport& report) {
     SimTick t;
     t.tick = k;
-    t.timeNs = k * interval;
-    t.samples = counters.samples;
-    t.fastSamples = counters.fastSamples;
-    t.accesses = counters.accesses;
-    t.fastAccesses = counters.fastAccesses;
-    t.plannedPromoteBytes = report->plannedPromoteBytes;
-    t.plannedDemoteBytes = report->plannedDemoteBytes;
-    t.promotedBytes = report->promotedBytes;
-    t.demotedBytes = report->demotedBytes;
-    for (const RangeResult& r : report->batch.ranges) {
+    t.timeNs = k * interval_;
+    t.samples = counters_.samples;
+    t.fastSamples = counters_.fastSamples;
+    t.accesses = counters_.accesses;
+    t.fastAccesses = counters_.fastAccesses;
+    t.plannedPromoteBytes = report.plannedPromoteBytes;
+    t.plannedDemoteBytes = report.plannedDemoteBytes;
+    t.promotedBytes = report.promotedBytes;
+    t.demotedBytes = report.demotedBytes;
+    countMoves(report, now, t);
+    t.pidReuses = engine_->totals().pidReuses - reusesBefore_;
+    t.identityChecksFailed = engine_->totals().identityChecksFailed - checksBefore_;
+    reusesBefore_ = engine_->totals().pidReuses;
+    checksBefore_ = engine_->totals().identityChecksFailed;
+    const uint64_t guardNow = engine_->heat().recordStats().pingPongHeld;
+    t.guardHolds = guardNow - guardBefore_;
+    guardBefore_ = guardNow;
+    measureTiers(t);
+    return t;
+  }
+
+  // Moves per direction, refused and unfinished pages, ping-pong moves of the tick's batch.
+  void countMoves(const TickReport& report, uint64_t now, SimTick& t) {
+    for (const RangeResult& r : report.batch.ranges) {
       t.noMemoryPages += r.outcomes[MoveOutcome::NoMemory];
       t.unfinishedPages += r.outcomes[MoveOutcome::NotAttempted];
       if (r.bytesMoved == 0) continue;
@@ -479,61 +545,111 @@ Result<SimulationResult> simulate(const telemetry::Trace& trace,
     }
     // Ping-pong exactly as the daemon's metric counts it (policy/PingPong.h): moves that reverse
     // the previous one, which reversed the one before, all within the window.
-    const policy::PingPongCounts pp = pingPong.recordBatch(report->batch.ranges, now);
+    const policy::PingPongCounts pp = pingPong_.recordBatch(report.batch.ranges, now);
     t.pingPongMoves = pp.promote + pp.demote;
-    t.pidReuses = engine.totals().pidReuses - reusesBefore;
-    t.identityChecksFailed = engine.totals().identityChecksFailed - checksBefore;
-    reusesBefore = engine.totals().pidReuses;
-    checksBefore = engine.totals().identityChecksFailed;
-    const uint64_t guardNow = engine.heat().recordStats().pingPongHeld;
-    t.guardHolds = guardNow - guardBefore;
-    guardBefore = guardNow;
-    for (const auto& [pid, start] : regions) {
-      auto n = kernel.nodeOf(pid, start);
-      if (!n) continue;
-      (fast.count(*n) ? t.fastBytes : t.slowBytes) += kRegion;
-    }
-    for (NodeId n : res.fastNodes) {
-      uint64_t here = 0;
-      for (const auto& [pid, start] : regions)
-        if (kernel.nodeOf(pid, start) == n) here += kRegion;
-      t.fastFreeBytes += baseFree[n] > here ? baseFree[n] - here : 0;
-    }
-    res.ticks.push_back(t);
   }
-  engine.shutdown();
 
-  SimSummary& sum = res.summary;
-  for (const auto& [at, node] : newHolder)
-    if (kernel.nodeOf(at.first, at.second) != node) sum.newHolderMovedBytes += kRegion;
-  sum.ticks = res.ticks.size();
-  sum.simulatedNs = ticks * interval;
-  sum.minFastFreeBytes = res.fastFreeAtStartBytes;
-  const size_t quarter = std::max<size_t>(1, res.ticks.size() / 4);
-  for (size_t i = 0; i < res.ticks.size(); ++i) {
-    const SimTick& t = res.ticks[i];
-    sum.samples += t.samples;
-    sum.fastSamples += t.fastSamples;
-    sum.accesses += t.accesses;
-    sum.fastAccesses += t.fastAccesses;
-    sum.promotedBytes += t.promotedBytes;
-    sum.demotedBytes += t.demotedBytes;
-    sum.promotions += t.promotions;
-    sum.demotions += t.demotions;
-    sum.pingPongMoves += t.pingPongMoves;
-    sum.guardHolds += t.guardHolds;
-    sum.noMemoryPages += t.noMemoryPages;
-    sum.unfinishedPages += t.unfinishedPages;
-    sum.pidReuses += t.pidReuses;
-    sum.identityChecksFailed += t.identityChecksFailed;
-    sum.peakFastBytes = std::max(sum.peakFastBytes, t.fastBytes);
-    sum.minFastFreeBytes = std::min(sum.minFastFreeBytes, t.fastFreeBytes);
-    if (i + quarter >= res.ticks.size()) {
-      sum.lastQuarterAccesses += t.accesses;
-      sum.lastQuarterFastAccesses += t.fastAccesses;
+  // Modelled bytes per tier and the fast tier's free memory after the tick.
+  void measureTiers(SimTick& t) const {
+    for (const auto& [pid, start] : regions_) {
+      auto n = kernel_->nodeOf(pid, start);
+      if (!n) continue;
+      (fast_.count(*n) ? t.fastBytes : t.slowBytes) += kRegion;
+    }
+    for (NodeId n : res_.fastNodes) {
+      uint64_t here = 0;
+      for (const auto& [pid, start] : regions_)
+        if (kernel_->nodeOf(pid, start) == n) here += kRegion;
+      const uint64_t base = baseFree_.at(n);
+      t.fastFreeBytes += base > here ? base - here : 0;
     }
   }
-  return res;
+
+  // Totals over the ticks (SimSummary) and the new holders' moved bytes.
+  void summarize() {
+    SimSummary& sum = res_.summary;
+    for (const auto& [at, node] : newHolder_)
+      if (kernel_->nodeOf(at.first, at.second) != node) sum.newHolderMovedBytes += kRegion;
+    sum.ticks = res_.ticks.size();
+    sum.simulatedNs = ticks_ * interval_;
+    sum.minFastFreeBytes = res_.fastFreeAtStartBytes;
+    const size_t quarter = std::max<size_t>(1, res_.ticks.size() / 4);
+    for (size_t i = 0; i < res_.ticks.size(); ++i) {
+      const SimTick& t = res_.ticks[i];
+      sum.samples += t.samples;
+      sum.fastSamples += t.fastSamples;
+      sum.accesses += t.accesses;
+      sum.fastAccesses += t.fastAccesses;
+      sum.promotedBytes += t.promotedBytes;
+      sum.demotedBytes += t.demotedBytes;
+      sum.promotions += t.promotions;
+      sum.demotions += t.demotions;
+      sum.pingPongMoves += t.pingPongMoves;
+      sum.guardHolds += t.guardHolds;
+      sum.noMemoryPages += t.noMemoryPages;
+      sum.unfinishedPages += t.unfinishedPages;
+      sum.pidReuses += t.pidReuses;
+      sum.identityChecksFailed += t.identityChecksFailed;
+      sum.peakFastBytes = std::max(sum.peakFastBytes, t.fastBytes);
+      sum.minFastFreeBytes = std::min(sum.minFastFreeBytes, t.fastFreeBytes);
+      if (i + quarter >= res_.ticks.size()) {
+        sum.lastQuarterAccesses += t.accesses;
+        sum.lastQuarterFastAccesses += t.fastAccesses;
+      }
+    }
+  }
+
+  // `e` naming the topology tree as the operator gave it, not its private copy.
+  Error asGiven(Error e) const {
+    e.context = replaceAll(e.context, root_.dir(), options_.topologyDir);
+    e.message = replaceAll(e.message, root_.dir(), options_.topologyDir);
+    return e;
+  }
+
+  const telemetry::Trace& trace_;
+  const policy::CompiledConfig& config_;
+  const SimulationOptions& options_;
+  SimulationResult res_;
+  // Scope (assignScope).
+  std::map<pid_t, std::vector<AccessSample>> byPid_;
+  std::map<pid_t, size_t> workloadOf_;
+  std::shared_ptr<policy::CompiledConfig> simConfig_;
+  // The machine (readMachine).
+  TempRoot root_;
+  sys::SysRoot sysRoot_;
+  std::set<NodeId> fast_;
+  std::map<NodeId, uint64_t> baseFree_, total_;
+  std::map<NodeId, std::string> meminfoText_;
+  // The memory model (modelMemory); the kernel belongs to the migrator, which belongs to the
+  // engine once it is started.
+  std::unique_ptr<HookedMigrator> migratorOwned_;
+  HookedMigrator* migrator_ = nullptr;
+  migrate::FakePageSystem* kernel_ = nullptr;
+  std::map<pid_t, std::vector<std::pair<uint64_t, uint64_t>>> mapped_;  // pid -> [start, end)
+  std::vector<std::pair<pid_t, uint64_t>> regions_;  // (pid, region start), ascending
+  // The sources' input and output (startEngine, runTick).
+  std::map<pid_t, telemetry::Trace> perPid_;
+  DrainCounters counters_;
+  // Time (setClock).
+  uint64_t t0_ = UINT64_MAX, interval_ = 0, ticks_ = 0;
+  // Carried from tick to tick.
+  policy::PingPongTracker pingPong_;
+  std::set<std::string> seenProblems_;
+  uint64_t guardBefore_ = 0, reusesBefore_ = 0, checksBefore_ = 0;
+  // Pid reuses: done yet, the new holders' regions and the node each had when it got the pid.
+  std::vector<bool> reused_;
+  std::map<std::pair<pid_t, uint64_t>, NodeId> newHolder_;
+  Status reuseStatus_ = Ok{};
+  std::unique_ptr<Engine> engine_;  // last, so destroyed first: it refers to the members above
+};
+
+}  // namespace
+
+Result<SimulationResult> simulate(const telemetry::Trace& trace,
+                                  const policy::CompiledConfig& config,
+                                  const SimulationOptions& options) {
+  Simulation simulation(trace, config, options);
+  return simulation.run();
 }
 
 namespace {

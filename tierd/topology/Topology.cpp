@@ -319,62 +319,56 @@ Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& over
   return topo;
 }
 
-Status classify(Topology& topo, const TierOverride& override) {
-  std::vector<Node*> mem;
-  for (Node& n : topo.nodes) {
-    n.tier = Tier::None;
-    n.reason.clear();
-    if (n.hasMemory && n.memTotal > 0) {
-      mem.push_back(&n);
-    } else {
-      n.reason = n.hasCpu ? "has CPUs but no memory: not a memory tier" : "no memory";
-    }
-  }
+namespace {
 
-  // 1. Explicit mapping from the config.
-  if (!override.empty()) {
-    for (int id : override.fastNodes)
-      if (override.slowNodes.count(id))
-        return Error::input("node " + std::to_string(id) + " is listed as both fast and slow",
-                            "[tiers]");
-    for (const std::set<int>* set : {&override.fastNodes, &override.slowNodes})
-      for (int id : *set) {
-        const Node* n = topo.node(id);
-        if (!n) return Error::input("node " + std::to_string(id) + " does not exist", "[tiers]");
-        if (!(n->hasMemory && n->memTotal > 0))
-          return Error::input("node " + std::to_string(id) + " has no memory", "[tiers]");
-      }
-    for (Node* n : mem) {
-      if (override.fastNodes.count(n->id)) {
-        n->tier = Tier::Fast;
-        n->reason = "configured as fast in [tiers]";
-      } else if (override.slowNodes.count(n->id)) {
-        n->tier = Tier::Slow;
-        n->reason = "configured as slow in [tiers]";
-      } else {
-        n->tier = Tier::None;
-        n->reason = "not listed in [tiers]: left alone";
-      }
-    }
-    topo.method = "config";
-    return Ok{};
-  }
-
-  if (mem.empty()) {
-    topo.method = "single-tier";
-    topo.warnings.push_back("no node has memory");
-    return Ok{};
-  }
-
-  // 2. Kernel memory tiers: lowest tier number (abstract distance chunk) holding memory is fast.
+// The memory nodes' kernel memory tiers; `allTiered` false when a memory node is in none.
+std::set<int> memoryTiersOf(const std::vector<Node*>& mem, bool& allTiered) {
   std::set<int> tiersWithMemory;
-  bool allTiered = true;
+  allTiered = true;
   for (Node* n : mem) {
     if (n->memoryTier)
       tiersWithMemory.insert(*n->memoryTier);
     else
       allTiered = false;
   }
+  return tiersWithMemory;
+}
+
+// 1. Explicit mapping from the config. Errors: a node in both lists, a listed node that does not
+//    exist or has no memory.
+Status classifyByConfig(Topology& topo, const std::vector<Node*>& mem,
+                        const TierOverride& override) {
+  for (int id : override.fastNodes)
+    if (override.slowNodes.count(id))
+      return Error::input("node " + std::to_string(id) + " is listed as both fast and slow",
+                          "[tiers]");
+  for (const std::set<int>* set : {&override.fastNodes, &override.slowNodes})
+    for (int id : *set) {
+      const Node* n = topo.node(id);
+      if (!n) return Error::input("node " + std::to_string(id) + " does not exist", "[tiers]");
+      if (!(n->hasMemory && n->memTotal > 0))
+        return Error::input("node " + std::to_string(id) + " has no memory", "[tiers]");
+    }
+  for (Node* n : mem) {
+    if (override.fastNodes.count(n->id)) {
+      n->tier = Tier::Fast;
+      n->reason = "configured as fast in [tiers]";
+    } else if (override.slowNodes.count(n->id)) {
+      n->tier = Tier::Slow;
+      n->reason = "configured as slow in [tiers]";
+    } else {
+      n->tier = Tier::None;
+      n->reason = "not listed in [tiers]: left alone";
+    }
+  }
+  topo.method = "config";
+  return Ok{};
+}
+
+// 2. Kernel memory tiers: lowest tier number (abstract distance chunk) holding memory is fast.
+//    Decides (true) when every memory node is in a tier and there are two tiers or more.
+bool classifyByMemoryTiers(Topology& topo, const std::vector<Node*>& mem,
+                           const std::set<int>& tiersWithMemory, bool allTiered) {
   if (allTiered && tiersWithMemory.size() >= 2) {
     const int fastTier = *tiersWithMemory.begin();
     for (Node* n : mem) {
@@ -386,50 +380,86 @@ Status classify(Topology& topo, const TierOverride& override) {
                   std::to_string(tiersWithMemory.size()) + " tiers";
     }
     topo.method = "memory-tiers";
-    return Ok{};
+    return true;
   }
   if (!allTiered && !tiersWithMemory.empty())
     topo.warnings.push_back("some memory nodes are in no kernel memory tier; tiers ignored");
+  return false;
+}
 
-  // 3. HMAT: every memory node reports read latency; a node whose latency is at least 1.5x the
-  //    best, or whose read bandwidth is at most half the best, is slow.
-  bool allHmat = true;
+// 3. HMAT: every memory node reports read latency; a node whose latency is at least 1.5x the
+//    best, or whose read bandwidth is at most half the best, is slow. Decides (true) when every
+//    memory node reports a latency and one of them is slow.
+bool classifyByHmat(Topology& topo, const std::vector<Node*>& mem,
+                    const std::set<int>& tiersWithMemory) {
   for (Node* n : mem)
-    if (!n->hmat || !n->hmat->readLatencyNs) allHmat = false;
-  if (allHmat) {
-    uint64_t bestLat = UINT64_MAX, bestBw = 0;
-    for (Node* n : mem) {
-      bestLat = std::min(bestLat, *n->hmat->readLatencyNs);
-      if (n->hmat->readBandwidthMBps) bestBw = std::max(bestBw, *n->hmat->readBandwidthMBps);
-    }
-    bool anySlow = false;
-    for (Node* n : mem) {
-      const uint64_t lat = *n->hmat->readLatencyNs;
-      const auto bw = n->hmat->readBandwidthMBps;
-      const bool slowLat = lat * 2 >= bestLat * 3;
-      const bool slowBw = bw && bestBw > 0 && *bw * 2 <= bestBw;
-      std::string facts = "HMAT read latency " + std::to_string(lat) + " ns (best " +
-                          std::to_string(bestLat) + " ns)";
-      if (bw)
-        facts += ", read bandwidth " + std::to_string(*bw) + " MB/s (best " +
-                 std::to_string(bestBw) + " MB/s)";
-      n->tier = (slowLat || slowBw) ? Tier::Slow : Tier::Fast;
-      n->reason =
-          facts + (n->tier == Tier::Slow ? ": slower than the best node" : ": near the best");
-      anySlow |= n->tier == Tier::Slow;
-    }
-    if (anySlow) {
-      topo.method = "hmat";
-      if (tiersWithMemory.size() == 1)
-        topo.warnings.push_back("the kernel put all memory in one tier (memory_tier" +
-                                std::to_string(*tiersWithMemory.begin()) +
-                                "); HMAT tells the nodes apart");
-      return Ok{};
+    if (!n->hmat || !n->hmat->readLatencyNs) return false;
+  uint64_t bestLat = UINT64_MAX, bestBw = 0;
+  for (Node* n : mem) {
+    bestLat = std::min(bestLat, *n->hmat->readLatencyNs);
+    if (n->hmat->readBandwidthMBps) bestBw = std::max(bestBw, *n->hmat->readBandwidthMBps);
+  }
+  bool anySlow = false;
+  for (Node* n : mem) {
+    const uint64_t lat = *n->hmat->readLatencyNs;
+    const auto bw = n->hmat->readBandwidthMBps;
+    const bool slowLat = lat * 2 >= bestLat * 3;
+    const bool slowBw = bw && bestBw > 0 && *bw * 2 <= bestBw;
+    std::string facts = "HMAT read latency " + std::to_string(lat) + " ns (best " +
+                        std::to_string(bestLat) + " ns)";
+    if (bw)
+      facts += ", read bandwidth " + std::to_string(*bw) + " MB/s (best " + std::to_string(bestBw) +
+               " MB/s)";
+    n->tier = (slowLat || slowBw) ? Tier::Slow : Tier::Fast;
+    n->reason = facts + (n->tier == Tier::Slow ? ": slower than the best node" : ": near the best");
+    anySlow |= n->tier == Tier::Slow;
+  }
+  if (!anySlow) return false;
+  topo.method = "hmat";
+  if (tiersWithMemory.size() == 1)
+    topo.warnings.push_back("the kernel put all memory in one tier (memory_tier" +
+                            std::to_string(*tiersWithMemory.begin()) +
+                            "); HMAT tells the nodes apart");
+  return true;
+}
+
+// The reason of CPU-less memory node `n`: its distance from the nearest CPU node, with a warning
+// when that distance is local and a note when it is closer than a remote DRAM node.
+void explainCpuLess(Topology& topo, Node& n, const std::vector<Node*>& cpuNodes) {
+  uint64_t nearest = UINT64_MAX;
+  int nearestId = -1;
+  for (Node* c : cpuNodes) {
+    auto d = c->distance.find(n.id);
+    if (d != c->distance.end() && d->second < nearest) {
+      nearest = d->second;
+      nearestId = c->id;
     }
   }
+  n.reason = "CPU-less memory node";
+  if (nearestId < 0) return;
+  const Node* nearCpu = topo.node(nearestId);
+  auto self = nearCpu->distance.find(nearestId);
+  const uint64_t local = self != nearCpu->distance.end() ? self->second : 10;
+  n.reason += " at distance " + std::to_string(nearest) + " from nearest CPU node " +
+              std::to_string(nearestId);
+  if (nearest <= local)
+    topo.warnings.push_back("node " + std::to_string(n.id) +
+                            " has no CPUs but local distance; treated as slow, check firmware");
+  // A CPU-less node closer by number than a remote DRAM node is still slow (REFERENCE.md §7).
+  for (Node* d : cpuNodes) {
+    auto dd = nearCpu->distance.find(d->id);
+    if (d != nearCpu && d->hasMemory && dd != nearCpu->distance.end() && dd->second > nearest) {
+      n.reason += " (closer than remote DRAM node " + std::to_string(d->id) +
+                  " by distance, but memory without CPUs is far memory)";
+      break;
+    }
+  }
+}
 
-  // 4. CPU-less memory nodes are slow; memory nodes with CPUs are fast. Distances are checked,
-  //    never used to rank a CPU-less node above DRAM.
+// 4. CPU-less memory nodes are slow; memory nodes with CPUs are fast. Distances are checked,
+//    never used to rank a CPU-less node above DRAM. Always decides.
+void classifyByCpus(Topology& topo, const std::vector<Node*>& mem,
+                    const std::set<int>& tiersWithMemory) {
   std::vector<Node*> cpuNodes;
   for (Node& n : topo.nodes)
     if (n.hasCpu) cpuNodes.push_back(&n);
@@ -442,35 +472,7 @@ Status classify(Topology& topo, const TierOverride& override) {
     }
     n->tier = Tier::Slow;
     anySlow = true;
-    uint64_t nearest = UINT64_MAX;
-    int nearestId = -1;
-    for (Node* c : cpuNodes) {
-      auto d = c->distance.find(n->id);
-      if (d != c->distance.end() && d->second < nearest) {
-        nearest = d->second;
-        nearestId = c->id;
-      }
-    }
-    n->reason = "CPU-less memory node";
-    if (nearestId >= 0) {
-      const Node* nearCpu = topo.node(nearestId);
-      auto self = nearCpu->distance.find(nearestId);
-      const uint64_t local = self != nearCpu->distance.end() ? self->second : 10;
-      n->reason += " at distance " + std::to_string(nearest) + " from nearest CPU node " +
-                   std::to_string(nearestId);
-      if (nearest <= local)
-        topo.warnings.push_back("node " + std::to_string(n->id) +
-                                " has no CPUs but local distance; treated as slow, check firmware");
-      // A CPU-less node closer by number than a remote DRAM node is still slow (REFERENCE.md §7).
-      for (Node* d : cpuNodes) {
-        auto dd = nearCpu->distance.find(d->id);
-        if (d != nearCpu && d->hasMemory && dd != nearCpu->distance.end() && dd->second > nearest) {
-          n->reason += " (closer than remote DRAM node " + std::to_string(d->id) +
-                       " by distance, but memory without CPUs is far memory)";
-          break;
-        }
-      }
-    }
+    explainCpuLess(topo, *n, cpuNodes);
   }
   topo.method = anySlow ? "cpu-less" : "single-tier";
   if (!anySlow) {
@@ -481,6 +483,32 @@ Status classify(Topology& topo, const TierOverride& override) {
     topo.warnings.push_back("the kernel put all memory in one tier (memory_tier" +
                             std::to_string(*tiersWithMemory.begin()) +
                             "); CPU-less nodes are treated as slow");
+}
+
+}  // namespace
+
+Status classify(Topology& topo, const TierOverride& override) {
+  std::vector<Node*> mem;
+  for (Node& n : topo.nodes) {
+    n.tier = Tier::None;
+    n.reason.clear();
+    if (n.hasMemory && n.memTotal > 0) {
+      mem.push_back(&n);
+    } else {
+      n.reason = n.hasCpu ? "has CPUs but no memory: not a memory tier" : "no memory";
+    }
+  }
+  if (!override.empty()) return classifyByConfig(topo, mem, override);
+  if (mem.empty()) {
+    topo.method = "single-tier";
+    topo.warnings.push_back("no node has memory");
+    return Ok{};
+  }
+  bool allTiered = true;
+  const std::set<int> tiersWithMemory = memoryTiersOf(mem, allTiered);
+  if (classifyByMemoryTiers(topo, mem, tiersWithMemory, allTiered)) return Ok{};
+  if (classifyByHmat(topo, mem, tiersWithMemory)) return Ok{};
+  classifyByCpus(topo, mem, tiersWithMemory);
   return Ok{};
 }
 

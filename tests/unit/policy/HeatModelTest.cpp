@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "policy/HeatBench.h"
 #include "policy/HeatModel.h"
 #include "policy/Zipf.h"
 #include "tierd/core/Units.h"
@@ -270,4 +271,20 @@ TEST_CASE("a range busy again and again backs off exponentially, capped, reset b
   CHECK(m.regions(0, t)[0].retryAtNs == 0);
   m.recordResults({&busy, 1}, t + kSec);
   CHECK(m.regions(0, t + kSec)[0].retryAtNs == t + 2 * kSec);
+}
+
+TEST_CASE("the heat bench measures every run on the tracked regions it was asked for") {
+  HeatBenchOptions o;
+  o.gib = 1;
+  o.samples = 5000;
+  o.runs = 3;
+  const HeatBenchReport r = runHeatBench(o);
+  CHECK(r.regions == 512);
+  CHECK(r.trackedBytes == 1ull << 30);
+  CHECK(r.modelBytes > 0);
+  CHECK(r.cpuRates.size() == 3);
+  CHECK(r.wallRates.size() == 3);
+  REQUIRE(r.decayNsPerRegion.size() == 3);
+  for (double x : r.cpuRates)
+    CHECK(x > 0);
 }
