@@ -176,6 +176,17 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// Per-node times of interleaved rounds (times[k][r]: node k, round r) -> t[0]: node 0's median
+// round; t[1]: that plus the median of the rounds' node 1 - node 0 differences (adjacent rounds
+// share the host's load, so the difference is what is robust).
+void pairedMedians(const std::vector<double> (&times)[2], double (&t)[2]) {
+  std::vector<double> diff;
+  for (size_t r = 0; r < times[0].size() && r < times[1].size(); ++r)
+    diff.push_back(times[1][r] - times[0][r]);
+  t[0] = median(times[0]);
+  t[1] = t[0] + median(diff);
+}
+
 double nowSec() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -415,12 +426,8 @@ int cmdChase(const Args& a) {
       misses[k] += double(userReads(s1, nodes[k]) - userReads(s0, nodes[k]));
     }
   }
-  // node 0: the median round; node 1: that plus the median of the rounds' node 1 - node 0
-  // differences (adjacent rounds share the host's load, so the difference is what is robust).
-  std::vector<double> diff;
-  for (int r = 0; r < a.reps; ++r)
-    diff.push_back(times[1][r] - times[0][r]);
-  const double t[2] = {median(times[0]), median(times[0]) + median(diff)};
+  double t[2];
+  pairedMedians(times, t);
   for (int k = 0; k < 2; ++k) {
     std::printf(
         "chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (medians of %d interleaved "
@@ -461,10 +468,8 @@ int cmdGups(const Args& a) {
       misses[k] += double(userReads(s1, nodes[k]) - userReads(s0, nodes[k]));
     }
   }
-  std::vector<double> diff;
-  for (int r = 0; r < a.reps; ++r)
-    diff.push_back(times[1][r] - times[0][r]);
-  const double t[2] = {median(times[0]), median(times[0]) + median(diff)};
+  double t[2];
+  pairedMedians(times, t);
   for (int k = 0; k < 2; ++k) {
     std::printf(
         "gups node %d size %lu MiB updates_per_s %.0f misses_per_update %.3f (medians of %d "
