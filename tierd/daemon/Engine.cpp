@@ -559,7 +559,8 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       if (r.node < 0) continue;
       const bool onFast = fast.count(r.node) != 0;
       (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-      const bool isHot = r.heat >= hot.of(r.pid);
+      const double cut = hot.of(r.pid);
+      const bool isHot = r.heat >= cut;
       if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
       if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
       auto st = std::find_if(report.sourceStates.begin(), report.sourceStates.end(),
@@ -568,7 +569,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       ++st->regions;
       st->meanHeat += r.heat;  // a sum until the loop below
       st->maxHeat = std::max(st->maxHeat, r.heat);
-      st->cut = hot.of(r.pid);
+      st->cut = cut;
       if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
     }
     report.workloads.push_back(wr);
