@@ -119,7 +119,7 @@ double damonAccessEstimate(uint64_t nrAccesses, uint64_t checks) {
 }
 
 DamonSource::DamonSource(DamonConfig config, DamonFs& fs)
-    : config_(std::move(config)), fs_(fs), sampleUs_(config_.sampleUs) {
+    : config_(std::move(config)), fs_(fs), sampleUs_(config_.sampleUs), aggrUs_(config_.aggrUs) {
   DamonPoolConfig one;
   one.capacity = 1;
   ownedPool_ = std::make_unique<DamonPool>(fs_, one);
@@ -127,7 +127,11 @@ DamonSource::DamonSource(DamonConfig config, DamonFs& fs)
 }
 
 DamonSource::DamonSource(DamonConfig config, DamonFs& fs, DamonPool& pool)
-    : config_(std::move(config)), fs_(fs), pool_(&pool), sampleUs_(config_.sampleUs) {}
+    : config_(std::move(config)),
+      fs_(fs),
+      pool_(&pool),
+      sampleUs_(config_.sampleUs),
+      aggrUs_(config_.aggrUs) {}
 
 DamonSource::~DamonSource() {
   stop();
@@ -207,6 +211,20 @@ Status DamonSource::start() {
   };
   for (const auto& [rel, value] : attrs)
     if (auto s = w(rel, value); !s) return fail(s.error());
+  // Kernel intervals auto-tuning (6.15+) in place of ours where it exists.
+  const std::string goal = ma + "intervals/intervals_goal/";
+  if (config_.adaptiveSampling && fs_.exists(kd(goal + "access_bp"))) {
+    const double mid = (config_.accessRatioLow + config_.accessRatioHigh) / 2;
+    const std::pair<std::string, std::string> tuning[] = {
+        {goal + "access_bp", std::to_string(std::llround(mid * 10000))},
+        {goal + "aggrs", std::to_string(kIntervalsGoalAggrs)},
+        {goal + "min_sample_us", std::to_string(config_.minSampleUs)},
+        {goal + "max_sample_us", std::to_string(config_.maxSampleUs)},
+    };
+    for (const auto& [rel, value] : tuning)
+      if (auto s = w(rel, value); !s) return fail(s.error());
+    kernelTuning_ = true;
+  }
   if (!config_.ranges.empty()) {
     const std::string rg = "contexts/0/targets/0/regions/";
     if (auto s = w(rg + "nr_regions", std::to_string(config_.ranges.size())); !s)
@@ -278,7 +296,8 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
     if (ids.empty()) ++emptySnapshots_;
   }
   std::sort(ids.begin(), ids.end());
-  const uint64_t checks = std::max<uint64_t>(1, config_.aggrUs / sampleUs_);
+  if (kernelTuning_) readTunedIntervals();
+  const uint64_t checks = std::max<uint64_t>(1, aggrUs_ / std::max<uint64_t>(1, sampleUs_));
   double seenBytes = 0, totalBytes = 0;
   for (uint64_t id : ids) {
     const std::string d = tr + "/" + std::to_string(id);
@@ -339,8 +358,40 @@ Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
   return out;
 }
 
+void DamonSource::readTunedIntervals() {
+  if (!tuningStopped_.empty()) return;
+  const std::string iv = "contexts/0/monitoring_attrs/intervals/";
+  Status s = w("state", "update_tuned_intervals");
+  uint64_t v[2] = {sampleUs_, aggrUs_};
+  const char* names[2] = {"sample_us", "aggr_us"};
+  for (int i = 0; s && i < 2; ++i) {
+    auto text = fs_.readAttr(kd(iv + names[i]));
+    if (!text) {
+      s = text.error();
+      break;
+    }
+    auto n = sys::parseU64(text.value(), kd(iv + names[i]));
+    if (!n) {
+      s = n.error();
+      break;
+    }
+    v[i] = n.value();
+  }
+  if (!s) {
+    tuningStopped_ = "tuned intervals unreadable: " + s.error().describe();
+    return;
+  }
+  if (v[0] == 0 || v[1] < v[0]) {
+    tuningStopped_ = "tuned intervals inconsistent: sample_us=" + std::to_string(v[0]) +
+                     " aggr_us=" + std::to_string(v[1]);
+    return;
+  }
+  sampleUs_ = v[0];
+  aggrUs_ = v[1];
+}
+
 void DamonSource::retune(double ratio) {
-  if (!config_.adaptiveSampling || !tuningStopped_.empty()) return;
+  if (!config_.adaptiveSampling || kernelTuning_ || !tuningStopped_.empty()) return;
   const uint64_t maxUs =
       std::max<uint64_t>(config_.minSampleUs, std::min(config_.maxSampleUs, config_.aggrUs / 5));
   uint64_t next = sampleUs_;
@@ -372,7 +423,9 @@ std::string DamonSource::state() const {
         static_cast<unsigned long long>(sampleUs_), 100.0 * accessRatio_,
         static_cast<unsigned long long>(lastRegions_), static_cast<unsigned long long>(snapshots_),
         static_cast<unsigned long long>(emptySnapshots_));
-  return tuningStopped_.empty() ? buf : std::string(buf) + " (" + tuningStopped_ + ")";
+  std::string out = buf;
+  if (config_.adaptiveSampling) out += kernelTuning_ ? " tuning=kernel" : " tuning=tierd";
+  return tuningStopped_.empty() ? out : out + " (" + tuningStopped_ + ")";
 }
 
 void DamonSource::stop() {

@@ -18,10 +18,17 @@
 /// aggregation) stays between accessRatioLow and accessRatioHigh: halving the interval when most
 /// memory reads as accessed, doubling it when almost nothing does. It writes the new sample_us and
 /// `commit` to `state` (the kernel re-reads the attributes and rescales region counts). Kernels
-/// from 6.15 have intervals auto-tuning (intervals_goal) built in; 6.12, the rig's kernel, does
-/// not. On 6.12 the write of update_schemes_tried_regions returns once the kernel has collected the
-/// regions of the next scheme apply (one aggregation interval, polled every 100 ms), and
-/// tried_regions/ then holds directories 0..N-1 plus the file total_bytes.
+/// from 6.15 have intervals auto-tuning built in (monitoring_attrs/intervals/intervals_goal:
+/// access_bp, aggrs, min_sample_us, max_sample_us; admin-guide/mm/damon/usage.rst): where that
+/// directory exists the source hands the tuning to the kernel instead, with the goal access_bp =
+/// the middle of the band (accessRatioLow + accessRatioHigh) / 2, aggrs = kIntervalsGoalAggrs and
+/// the same sample_us bounds. The kernel scales sample_us and aggr_us together (their ratio, the
+/// checks per aggregation, stays), and after each snapshot the source reads the tuned pair back
+/// (`state` <- update_tuned_intervals). state() says which tuning is in effect: tuning=kernel,
+/// tuning=tierd or (adaptiveSampling off) none. 6.12 has no intervals_goal. On 6.12 the write of
+/// update_schemes_tried_regions returns once the kernel has collected the regions of the next
+/// scheme apply (one aggregation interval, polled every 100 ms), and tried_regions/ then holds
+/// directories 0..N-1 plus the file total_bytes.
 ///
 /// Ownership rule (DAMON sysfs has no owner marker):
 /// - We never write under a kdamond we did not create. Writing `nr_kdamonds` removes and recreates
@@ -53,6 +60,10 @@ namespace tierd::telemetry {
 
 /// update_schemes_tried_regions writes per snapshot while the answer has no regions.
 inline constexpr int kTriedRegionsAttempts = 3;
+
+/// intervals_goal/aggrs tierd writes: the kernel retunes the intervals every this many aggregation
+/// intervals (the value the kernel's usage.rst recommends).
+inline constexpr uint64_t kIntervalsGoalAggrs = 3;
 
 /// Unit of DAMON sample weights: nr_accesses is multiplied by the number of these (4 KiB pages,
 /// rounded up) the region covers within the sample's 2 MiB chunk.
@@ -175,8 +186,13 @@ class DamonSource final : public HotnessSource {
   const DamonConfig& config() const { return config_; }
   /// True when our kdamond has stopped by itself (the monitored process is gone).
   bool targetGone() const { return targetGone_; }
-  /// sample_us in effect (the configured one, or the last one committed by adaptive sampling).
+  /// sample_us in effect (the configured one, the last one committed by adaptive sampling, or
+  /// the kernel's tuned one as update_tuned_intervals last showed it), microseconds.
   uint64_t sampleUs() const { return sampleUs_; }
+  /// aggr_us in effect (configured, or the kernel's tuned one), microseconds.
+  uint64_t aggrUs() const { return aggrUs_; }
+  /// True when the kernel tunes the intervals (adaptiveSampling on a kernel with intervals_goal).
+  bool kernelTuning() const { return kernelTuning_; }
   /// Observed access ratio of the last snapshot (0..1; see the file comment), -1 before the first.
   double accessRatio() const { return accessRatio_; }
   /// Times adaptive sampling committed a new sample_us.
@@ -185,8 +201,9 @@ class DamonSource final : public HotnessSource {
   /// runs for us. Its CPU (/proc/PID/stat utime + stime) is sampling cost that is not tierd's
   /// own thread time.
   std::optional<pid_t> kdamondPid() const;
-  /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2" (plus why adaptive sampling
-  /// stopped).
+  /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2 tuning=tierd" (tuning=kernel
+  /// where the kernel's intervals_goal tunes, no tuning= with adaptiveSampling off; plus why the
+  /// tuning stopped).
   std::string state() const override;
 
  private:
@@ -203,10 +220,15 @@ class DamonSource final : public HotnessSource {
   std::string kdamondPid_;
   /// Adaptive sampling after a snapshot whose observed access ratio was `ratio`.
   void retune(double ratio);
+  /// With kernelTuning_: reads the kernel's tuned sample_us and aggr_us into sampleUs_/aggrUs_
+  /// (state <- update_tuned_intervals). A failure stops reading them (tuningStopped_).
+  void readTunedIntervals();
 
   uint64_t lastSnapshotNs_ = 0;
   bool targetGone_ = false;
   uint64_t sampleUs_ = 0;
+  uint64_t aggrUs_ = 0;
+  bool kernelTuning_ = false;  ///< intervals_goal written: the kernel tunes, retune() does not
   double accessRatio_ = -1;
   uint64_t retunes_ = 0;
   uint64_t snapshots_ = 0;       ///< snapshots taken (tried regions read)

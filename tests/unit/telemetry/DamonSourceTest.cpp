@@ -241,7 +241,7 @@ TEST_CASE("adaptive sampling: saturated checks halve sample_us, idle ones double
   FakeDamonFs fs;
   DamonSource src(adaptive(), fs);
   REQUIRE(src.start().ok());
-  CHECK(src.state() == "sample_us=2000");
+  CHECK(src.state() == "sample_us=2000 tuning=tierd");
   // 1 MiB hot (50 of 50 checks) + 3 MiB at 40 of 50: 85% of the memory-weighted checks saw access.
   fs.regions = {{0x7f0000000000, 0x7f0000100000, 50, 1}, {0x7f0000100000, 0x7f0000400000, 40, 1}};
   REQUIRE(src.drain(5000).ok());
@@ -249,7 +249,7 @@ TEST_CASE("adaptive sampling: saturated checks halve sample_us, idle ones double
   CHECK(src.sampleUs() == 1000);
   CHECK(fs.commits == 1);
   CHECK(fs.committedSampleUs == "1000");  // written before `commit`, which reads it
-  CHECK(src.state() == "sample_us=1000 access=85% regions=2 snapshots=1 empty=0");
+  CHECK(src.state() == "sample_us=1000 access=85% regions=2 snapshots=1 empty=0 tuning=tierd");
   REQUIRE(src.drain(10000).ok());
   CHECK(src.sampleUs() == 500);
   fs.regions = {{0x7f0000000000, 0x7f0000400000, 200, 1}};  // all of 200 checks at 500 us
@@ -310,6 +310,60 @@ TEST_CASE(
   fs.failCommit = false;
   REQUIRE(src.drain(10000).ok());  // not retried
   CHECK(fs.commits == 0);
+}
+
+TEST_CASE(
+    "a kernel with intervals_goal tunes the intervals itself: goal written, tuned pair read") {
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;  // 6.15+
+  DamonSource src(adaptive(), fs);
+  REQUIRE(src.start().ok());
+  CHECK(src.kernelTuning());
+  const std::string goal =
+      std::string(FakeDamonFs::kRoot) + "/0/contexts/0/monitoring_attrs/intervals/intervals_goal/";
+  CHECK(fs.readAttr(goal + "access_bp").value() == "1750");  // (5% + 30%) / 2
+  CHECK(fs.readAttr(goal + "aggrs").value() == std::to_string(kIntervalsGoalAggrs));
+  CHECK(fs.readAttr(goal + "min_sample_us").value() == "500");
+  CHECK(fs.readAttr(goal + "max_sample_us").value() == "8000");
+  // Written before `on`, which makes the kernel read them.
+  const auto at = [&](const std::string& what) {
+    return std::find_if(fs.log.begin(), fs.log.end(),
+                        [&](const std::string& l) { return l.find(what) != std::string::npos; }) -
+           fs.log.begin();
+  };
+  CHECK(at("intervals_goal/access_bp <- 1750") < at("0/state <- on"));
+  CHECK(src.state() == "sample_us=2000 tuning=kernel");
+  // The kernel doubled both intervals (their ratio, 50 checks, stays); a saturated snapshot is
+  // read against the tuned pair and tierd writes no sample_us and no commit of its own.
+  fs.tunedSampleUs = "4000";
+  fs.tunedAggrUs = "200000";
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 50, 1}};
+  auto batch = src.drain(5000);
+  REQUIRE(batch.ok());
+  CHECK(fs.tunedIntervalsUpdates == 1);
+  CHECK(src.sampleUs() == 4000);
+  CHECK(src.aggrUs() == 200000);
+  CHECK(src.accessRatio() == doctest::Approx(1.0));
+  CHECK(fs.commits == 0);
+  CHECK(src.retunes() == 0);
+  CHECK(fs.readAttr(kSampleUs).value() == "4000");
+  CHECK(src.state() == "sample_us=4000 access=100% regions=1 snapshots=1 empty=0 tuning=kernel");
+  src.stop();
+}
+
+TEST_CASE("adaptive sampling off on a kernel with intervals_goal: the goal stays unwritten") {
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  DamonSource src(config(), fs);
+  REQUIRE(src.start().ok());
+  CHECK_FALSE(src.kernelTuning());
+  for (const auto& l : fs.log)
+    CHECK(l.find("intervals_goal") == std::string::npos);
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
+  REQUIRE(src.drain(5000).ok());
+  CHECK(fs.tunedIntervalsUpdates == 0);
+  CHECK(src.state() == "sample_us=5000 access=50% regions=1 snapshots=1 empty=0");
+  src.stop();
 }
 
 TEST_CASE("adaptive sampling: inconsistent bounds are refused before anything is written") {

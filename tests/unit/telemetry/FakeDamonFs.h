@@ -34,6 +34,13 @@ class FakeDamonFs : public DamonFs {
   int commits = 0;                  // successful `commit` writes
   std::string committedSampleUs;    // sample_us as the last commit read it
   std::string availOperations = "fvaddr\npaddr\nvaddr\n";
+  /// The kernel has DAMON intervals auto-tuning (6.15+): contexts get
+  /// monitoring_attrs/intervals/intervals_goal/{access_bp,aggrs,min_sample_us,max_sample_us}.
+  bool intervalsGoal = false;
+  /// What `update_tuned_intervals` writes into intervals/sample_us and aggr_us (the kernel's
+  /// tuned intervals); empty: the files keep what they hold.
+  std::string tunedSampleUs, tunedAggrUs;
+  int tunedIntervalsUpdates = 0;  // successful `update_tuned_intervals` writes
 
   const TempTree& tree() const { return tree_; }
 
@@ -89,6 +96,9 @@ class FakeDamonFs : public DamonFs {
         for (const char* f : {"intervals/sample_us", "intervals/aggr_us", "intervals/update_us",
                               "nr_regions/min", "nr_regions/max"})
           tree_.file(c + "/monitoring_attrs/" + f, "0\n");
+        if (intervalsGoal)
+          for (const char* f : {"access_bp", "aggrs", "min_sample_us", "max_sample_us"})
+            tree_.file(c + "/monitoring_attrs/intervals/intervals_goal/" + f, "0\n");
         tree_.file(c + "/targets/nr_targets", "0\n");
         tree_.file(c + "/schemes/nr_schemes", "0\n");
       });
@@ -131,6 +141,12 @@ class FakeDamonFs : public DamonFs {
           total += regions[i].end - regions[i].start;
         }
         tree_.file(tr + "/total_bytes", std::to_string(total) + "\n");
+        return Ok{};
+      } else if (data == "update_tuned_intervals" && intervalsGoal) {
+        const std::string iv = dir + "/contexts/0/monitoring_attrs/intervals/";
+        if (!tunedSampleUs.empty()) tree_.file(iv + "sample_us", tunedSampleUs + "\n");
+        if (!tunedAggrUs.empty()) tree_.file(iv + "aggr_us", tunedAggrUs + "\n");
+        ++tunedIntervalsUpdates;
         return Ok{};
       } else if (data == "commit") {
         // The kernel re-reads every attribute file; a stopped kdamond answers EINVAL.
