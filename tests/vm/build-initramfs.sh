@@ -10,15 +10,18 @@
 # numactl, python3) works too, with no per-binary library lists to keep in sync (ldd-collecting
 # misses dlopen and goes stale whenever a dependency is added).
 #
-# Output: ${TIERD_VM_CACHE:-<repo>/build/vm}/initramfs.cpio.gz. Rebuilt only when an input
+# Usage: tests/vm/build-initramfs.sh [SERIES]   (7.3 default, or 6.12: the kernel whose modules
+# it carries, fetched by fetch-kernel.sh SERIES)
+# Output: ${TIERD_VM_CACHE:-<repo>/build/vm}/initramfs-SERIES.cpio.gz. Rebuilt only when an input
 # (busybox, init.sh, modules, this script) changed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cache="${TIERD_VM_CACHE:-$repo/build/vm}"
-kdir="$cache/kernel"
-out="$cache/initramfs.cpio.gz"
+series="${1:-7.3}"
+kdir="$cache/kernel-$series"
+out="$cache/initramfs-$series.cpio.gz"
 
 die() {
   echo "build-initramfs: ERROR: $*" >&2
@@ -29,7 +32,7 @@ busybox=/bin/busybox
 [ -x "$busybox" ] || die "$busybox missing (package busybox-static; run scripts/install-deps)"
 ! ldd "$busybox" >/dev/null 2>&1 ||
   die "$busybox is not statically linked (install busybox-static, not busybox)"
-[ -s "$kdir/modules.order" ] || die "no kernel in $kdir: run tests/vm/fetch-kernel.sh first"
+[ -s "$kdir/modules.order" ] || die "no kernel in $kdir: run tests/vm/fetch-kernel.sh $series first"
 for tool in cpio gzip sha256sum; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/install-deps)"
 done
@@ -41,7 +44,7 @@ if [ -s "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
   exit 0
 fi
 
-root="$cache/initramfs.root"
+root="$cache/initramfs-$series.root"
 rm -rf "$root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,usr,modules,mnt}
 cp "$busybox" "$root/bin/busybox"

@@ -1,32 +1,43 @@
 #!/usr/bin/env bash
-# Fetches the Debian bookworm-backports 6.12 kernel for the QEMU rig, without installing it.
+# Fetches a Debian kernel for the QEMU rig, without installing it.
+# Usage: tests/vm/fetch-kernel.sh [SERIES]
+#   SERIES 7.3 (default): linux-image-amd64 of trixie-backports (7.3.x), the rig's default kernel
+#          6.12:          linux-image-amd64 of bookworm-backports (6.12.x, the LTS many fleets run),
+#                         kept for the scenarios that guard compatibility (# rig: kernel=6.12)
 #
 # What it does, all under the cache folder ${TIERD_VM_CACHE:-<repo>/build/vm}:
-#   1. writes a PRIVATE apt configuration (apt/sources.list naming bookworm-backports with the same
+#   1. writes a PRIVATE apt configuration (apt-SUITE/sources.list naming the suite with the same
 #      mirror URI and keyring as the machine's own debian.sources) and runs `apt-get update` and
 #      `apt-get download` with it. The machine's apt sources, lists and /boot are never touched.
 #   2. resolves the versioned package behind the `linux-image-amd64` metapackage of that suite,
 #      downloads it and unpacks it with `dpkg -x` (never installed).
 #   3. extracts an uncompressed vmlinux from the bzImage (PVH boot needs the ELF) and collects the
 #      9p modules with their dependencies.
-# Result: kernel/vmlinux, kernel/modules/*.ko (decompressed), kernel/modules.order (load order),
-# kernel/release, kernel/config (the kernel's .config, to check CONFIG_ options). Idempotent: a second run with a complete cache does nothing.
+# Result in kernel-SERIES/: vmlinux, modules/*.ko (decompressed), modules.order (load order),
+# release, config (the kernel's .config, to check CONFIG_ options). Idempotent: a second run with a complete cache does nothing.
 # Fails loudly (non-zero, reason on stderr) when anything cannot be fetched: CI must never skip.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cache="${TIERD_VM_CACHE:-$repo/build/vm}"
-suite="bookworm-backports"
-# The 9p client stack of 6.12 (netfs is a separate module since 6.x); order = load order.
-wanted_modules=(netfs 9pnet 9pnet_virtio 9p)
+series="${1:-7.3}"
 
 die() {
   echo "fetch-kernel: ERROR: $*" >&2
   exit 1
 }
 
-kdir="$cache/kernel"
+case "$series" in
+  7.3) suite="trixie-backports" ;;
+  6.12) suite="bookworm-backports" ;;
+  *) die "unknown kernel series '$series' (use 7.3 or 6.12)" ;;
+esac
+# The 9p client stack (netfs is a separate module since 6.x); order = load order. Modules built
+# into a series' kernel are skipped (modules.builtin).
+wanted_modules=(netfs 9pnet 9pnet_virtio 9p)
+
+kdir="$cache/kernel-$series"
 if [ -s "$kdir/vmlinux" ] && [ -s "$kdir/modules.order" ] && [ -s "$kdir/release" ]; then
   echo "fetch-kernel: cached $(cat "$kdir/release") in $kdir"
   exit 0
@@ -58,7 +69,7 @@ fi
 [ -n "$keyring" ] || keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 [ -r "$keyring" ] || die "keyring $keyring not readable (package debian-archive-keyring)"
 
-aptdir="$cache/apt"
+aptdir="$cache/apt-$suite"
 mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/debs"
 echo "deb [signed-by=$keyring] $mirror $suite main" >"$aptdir/sources.list"
 apt_opts=(
@@ -90,31 +101,51 @@ pkg="$(tr ',' '\n' <<<"$meta_depends" | sed 's/^ *//; s/ .*//' | grep -E '^linux
   true
 [ -n "$pkg" ] || die "cannot resolve the image package from 'Depends: $meta_depends'"
 case "$pkg" in
-  linux-image-6.12.*) ;;
-  *) die "$suite's linux-image-amd64 now depends on $pkg, not a 6.12 kernel; update the rig" ;;
+  "linux-image-$series".*) ;;
+  *) die "$suite's linux-image-amd64 now depends on $pkg, not a $series kernel; update the rig" ;;
 esac
 version="$(apt-cache "${apt_opts[@]}" show "$pkg/$suite" | awk '/^Version:/ { print $2; exit }')"
 echo "fetch-kernel: linux-image-amd64/$suite -> $pkg $version"
 
-deb="$(find "$aptdir/debs" -name "${pkg}_*.deb" | head -n1)"
-if [ -z "$deb" ]; then
-  if ! (cd "$aptdir/debs" && apt-get -q "${apt_opts[@]}" download "$pkg/$suite") >"$aptdir/download.log" 2>&1; then
-    cat "$aptdir/download.log" >&2
-    die "apt-get download $pkg/$suite failed - see above"
+# 6.12's image package holds the kernel, its modules and config. 7.3's is split: the image package
+# depends on linux-base-REL (config, modules.builtin), linux-binary-REL (vmlinuz) and
+# linux-modules-REL (the .ko files), all of the same version; fetch those too.
+pkgs=("$pkg")
+while read -r dep; do
+  pkgs+=("$dep")
+done < <(apt-cache "${apt_opts[@]}" show "$pkg/$suite" | awk '/^Depends:/ { sub(/^Depends: /, ""); print; exit }' |
+  tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep -E '^linux-(base|binary|modules)-[0-9]' || true)
+debs=()
+for p in "${pkgs[@]}"; do
+  deb="$(find "$aptdir/debs" -name "${p}_*.deb" | head -n1)"
+  if [ -z "$deb" ]; then
+    if ! (cd "$aptdir/debs" && apt-get -q "${apt_opts[@]}" download "$p/$suite") >"$aptdir/download.log" 2>&1; then
+      cat "$aptdir/download.log" >&2
+      die "apt-get download $p/$suite failed - see above"
+    fi
+    deb="$(find "$aptdir/debs" -name "${p}_*.deb" | head -n1)"
+    [ -n "$deb" ] || die "apt-get download reported success but no ${p}_*.deb in $aptdir/debs"
   fi
-  deb="$(find "$aptdir/debs" -name "${pkg}_*.deb" | head -n1)"
-  [ -n "$deb" ] || die "apt-get download reported success but no ${pkg}_*.deb in $aptdir/debs"
-fi
+  debs+=("$deb")
+done
 
 # --- 3. unpack, extract vmlinux, collect modules -----------------------------------------------
-tmp="$cache/kernel.tmp"
+tmp="$cache/kernel-$series.tmp"
 rm -rf "$tmp"
 mkdir -p "$tmp"
-echo "fetch-kernel: unpacking $(basename "$deb")"
-dpkg-deb -x "$deb" "$tmp/root" || die "dpkg -x $deb failed"
-bz="$(find "$tmp/root/boot" -name 'vmlinuz-*' | head -n1)"
-[ -n "$bz" ] || die "no /boot/vmlinuz-* in $deb"
-release="${bz##*/vmlinuz-}"
+for deb in "${debs[@]}"; do
+  echo "fetch-kernel: unpacking $(basename "$deb")"
+  dpkg-deb -x "$deb" "$tmp/root" || die "dpkg -x $deb failed"
+done
+# 6.12: /boot/vmlinuz-REL; 7.3: /usr/lib/modules/REL/vmlinuz.
+bz="$(find "$tmp/root/boot" -name 'vmlinuz-*' 2>/dev/null | head -n1)" || true
+if [ -n "$bz" ]; then
+  release="${bz##*/vmlinuz-}"
+else
+  bz="$(find "$tmp/root/usr/lib/modules" -mindepth 2 -maxdepth 2 -name vmlinuz 2>/dev/null | head -n1)" || true
+  [ -n "$bz" ] || die "no /boot/vmlinuz-* or /usr/lib/modules/*/vmlinuz in ${pkgs[*]}"
+  release="$(basename "$(dirname "$bz")")"
+fi
 "$here/extract-vmlinux.sh" "$bz" "$tmp/vmlinux" || die "cannot extract vmlinux from $bz"
 
 moddir="$tmp/root/lib/modules/$release"
@@ -157,7 +188,8 @@ if command -v modinfo >/dev/null; then
 fi
 echo "$release" >"$tmp/release"
 cp "$moddir/modules.builtin" "$tmp/modules.builtin" 2>/dev/null || true
-cp "$tmp/root/boot/config-$release" "$tmp/config" 2>/dev/null || true
+cp "$tmp/root/boot/config-$release" "$tmp/config" 2>/dev/null ||
+  cp "$moddir/config" "$tmp/config" 2>/dev/null || true
 rm -rf "$tmp/root" "$kdir"
 mv "$tmp" "$kdir"
 echo "fetch-kernel: ready $release: $kdir/vmlinux, modules: $(tr '\n' ' ' <"$kdir/modules.order")"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Boots the emulated DRAM+CXL machine once per scenario and reports pass/fail per scenario.
-# Usage: tests/vm/run.sh SCENARIO...   (names of files in tests/vm/scenarios/)
+# Usage: tests/vm/run.sh SCENARIO[@KERNEL]...   (names of files in tests/vm/scenarios/; @6.12 or
+#        @7.3 boots that kernel whatever the header says, results in runs/SCENARIO@KERNEL)
 #
 # Each scenario is a busybox sh script run as the guest's workload by init.sh. Its header may set,
 # in lines "# rig: KEY=VALUE":
@@ -8,7 +9,14 @@
 #   mem=SIZE0,SIZE1,...    node sizes overriding the topology's (e.g. 1G,4G)
 #   append=ARGS            extra kernel arguments (e.g. hugepagesz=1G hugepages=0:1,1:1)
 #   timeout=SECONDS        limit for the whole boot (default $TIERD_VM_TIMEOUT or 300)
-#   supply=VAR:FILE        copy FILE from the host folder in $VAR (when set) to $RIG_OUT/supplied
+#   kernel=7.3|6.12        the guest kernel (default 7.3, Debian trixie-backports; 6.12 is
+#                          bookworm-backports' LTS, kept in the scenarios that guard compatibility)
+#   damon_stat=off|on      7.3 only: DAMON_STAT (built in and on by default in Debian's 7.3) holds
+#                          DAMON exclusively, so the rig boots with damon_stat.enabled=N (off,
+#                          the default) unless the scenario checks tierd beside it (on)
+#   gapbs=PROGRAM...       GAPBS programs (e.g. "pr bc") built by build-gapbs.sh (from
+#                          $TIERD_GAPBS_DIR or ../shared/third_party/gapbs) and copied to
+#                          $RIG_OUT/supplied; with neither source nothing is copied
 #   memsim=off|count|cost  the memsim TCG plugin (tests/vm/memsim): off (default), count (an LLC
 #                          model counts every access per node and per 2 MiB frame) or cost (count,
 #                          and each LLC miss to node N delays the vCPU by LAT_N - LAT_cpu ns);
@@ -19,8 +27,9 @@
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
 #   TIERD_VM_MEMSIM  overrides every scenario's memsim= (e.g. to measure the plugin's cost)
-#   TIERD_GAPBS_DIR  a built GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`
-#                    (its "# rig: supply=TIERD_GAPBS_DIR:pr")
+#   TIERD_VM_KERNEL  overrides every scenario's kernel= (7.3 or 6.12)
+#   TIERD_GAPBS_DIR  a GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`,
+#                    instead of the tarball in ../shared/third_party/gapbs
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
 # scenario passed. A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
@@ -52,11 +61,6 @@ mkdir -p "$cache" "$build"
 exec 9>"$cache/run.lock"
 flock -w 1800 9 || die "another run.sh holds $cache/run.lock"
 
-# A missing kernel is a failure, never a skip: both scripts exit non-zero with the reason.
-"$here/fetch-kernel.sh" || die "cannot fetch the guest kernel (see above); the rig cannot run"
-"$here/build-initramfs.sh" || die "cannot build the initramfs (see above)"
-vmlinux="$cache/kernel/vmlinux"
-initrd="$cache/initramfs.cpio.gz"
 
 # SIZE (e.g. 512M, 4G) -> MiB
 to_mib() {
@@ -70,6 +74,27 @@ to_mib() {
 # header SCENARIO_FILE KEY -> value of "# rig: KEY=VALUE" (empty when absent)
 header() {
   sed -n "s/^# rig: $2=//p" "$1" | head -n1
+}
+
+# kernel_series SCENARIO_FILE -> 7.3|6.12 (a SCENARIO@KERNEL argument, in $forced_kernel, then
+# $TIERD_VM_KERNEL override the header)
+forced_kernel=""
+kernel_series() {
+  local k="${forced_kernel:-${TIERD_VM_KERNEL:-$(header "$1" kernel)}}"
+  case "${k:-7.3}" in
+    7.3 | 6.12) echo "${k:-7.3}" ;;
+    *) die "$(basename "$1"): kernel=$k (use 7.3 or 6.12)" ;;
+  esac
+}
+
+# prepare_kernel SERIES: fetches the kernel and builds its initramfs (both cached), sets vmlinux
+# and initrd. A missing kernel is a failure, never a skip: both scripts exit non-zero with the
+# reason.
+prepare_kernel() {
+  "$here/fetch-kernel.sh" "$1" || die "cannot fetch the $1 guest kernel (see above); the rig cannot run"
+  "$here/build-initramfs.sh" "$1" || die "cannot build the $1 initramfs (see above)"
+  vmlinux="$cache/kernel-$1/vmlinux"
+  initrd="$cache/initramfs-$1.cpio.gz"
 }
 
 # memsim_mode SCENARIO_FILE -> off|count|cost ($TIERD_VM_MEMSIM overrides the header)
@@ -145,6 +170,14 @@ qemu_args() {
     for ((i = 0; i < NODES; i++)); do T[MEM_$i]="${sizes[$i]}"; done
   fi
   append="$(header "$file" append)"
+  local series damon_stat
+  series="$(kernel_series "$file")"
+  damon_stat="$(header "$file" damon_stat)"
+  case "${damon_stat:-off}" in
+    off) [ "$series" = 6.12 ] || append="damon_stat.enabled=N${append:+ $append}" ;;
+    on) [ "$series" = 7.3 ] || die "$name: damon_stat=on needs kernel=7.3 (6.12 has no DAMON_STAT)" ;;
+    *) die "$name: damon_stat=$damon_stat (use off or on)" ;;
+  esac
 
   args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "max,erms=off" -smp 2)
   for ((i = 0; i < NODES; i++)); do
@@ -188,18 +221,26 @@ boot() {
   local name="$1" file="$2" log="$3" outdir="$4" limit="$5" status=0
   rm -rf "$outdir"
   mkdir -p "$outdir"
-  # "# rig: supply=VAR:FILE": a build the user supplies (not vendored) in the host folder named
-  # by $VAR reaches the guest as $RIG_OUT/supplied/FILE; an unset VAR supplies nothing.
-  local supply var want
-  supply="$(header "$file" supply)"
-  if [ -n "$supply" ]; then
-    var="${supply%%:*}" want="${supply#*:}"
-    if [ -n "${!var:-}" ]; then
-      [ -x "${!var}/$want" ] || die "$var=${!var} has no executable $want"
-      mkdir -p "$outdir/supplied"
-      cp "${!var}/$want" "$outdir/supplied/"
-    fi
+  # "# rig: gapbs=PROGRAM...": GAPBS (not vendored) built on the host, its programs in
+  # $RIG_OUT/supplied. build-gapbs.sh exits 3 when there is no GAPBS at all: nothing is supplied
+  # and the scenario says it was not run.
+  local progs gdir p grc=0
+  progs="$(header "$file" gapbs)"
+  if [ -n "$progs" ]; then
+    gdir="$("$here/build-gapbs.sh")" || grc=$?
+    case "$grc" in
+      0)
+        mkdir -p "$outdir/supplied"
+        for p in $progs; do
+          [ -x "$gdir/$p" ] || die "$name: GAPBS build in $gdir has no $p"
+          cp "$gdir/$p" "$outdir/supplied/"
+        done
+        ;;
+      3) ;;
+      *) die "$name: cannot build GAPBS (see above)" ;;
+    esac
   fi
+  prepare_kernel "$(kernel_series "$file")"
   memsim="$(memsim_mode "$file")"
   if [ "$memsim" != off ]; then
     "$here/memsim/build.sh" || die "$name: cannot build the memsim plugin (see above)"
@@ -214,28 +255,31 @@ runs="$cache/runs"
 mkdir -p "$runs"
 failed=()
 passed=0
-for name in "$@"; do
+for arg in "$@"; do
+  name="${arg%%@*}"
+  forced_kernel=""
+  [ "$name" = "$arg" ] || forced_kernel="${arg#*@}"
   file="$here/scenarios/$name"
   if [ ! -r "$file" ]; then
-    echo "vm: FAIL $name: no such scenario $file"
-    failed+=("$name")
+    echo "vm: FAIL $arg: no such scenario $file"
+    failed+=("$arg")
     continue
   fi
   limit="$(header "$file" timeout)"
   limit="${limit:-$default_timeout}"
-  log="$runs/$name.log"
-  outdir="$runs/$name"
-  rm -f "$runs/$name.attempt1.log"
+  log="$runs/$arg.log"
+  outdir="$runs/$arg"
+  rm -f "$runs/$arg.attempt1.log"
   memsim="$(memsim_mode "$file")"
-  echo "vm: booting $name (timeout ${limit}s, memsim=$memsim, log $log)"
+  echo "vm: booting $arg (kernel $(kernel_series "$file"), timeout ${limit}s, memsim=$memsim, log $log)"
   start=$SECONDS
   status=0
   boot "$name" "$file" "$log" "$outdir" "$limit" || status=$?
   note=""
   if [ "$status" -ne 1 ] && ! grep -q "$marker" "$log"; then
-    mv "$log" "$runs/$name.attempt1.log"
-    echo "vm: $name: boot never reached /init (QEMU status $status; early TCG panic?), retrying once;" \
-      "first log kept as $runs/$name.attempt1.log"
+    mv "$log" "$runs/$arg.attempt1.log"
+    echo "vm: $arg: boot never reached /init (QEMU status $status; early TCG panic?), retrying once;" \
+      "first log kept as $runs/$arg.attempt1.log"
     status=0
     boot "$name" "$file" "$log" "$outdir" "$limit" || status=$?
     note=", retried once after a boot that never reached /init"
@@ -275,13 +319,13 @@ for name in "$@"; do
     reason="${reason:+$reason; }memsim=$memsim but the plugin wrote no final $outdir/memsim.stats"
   fi
   if [ -z "$reason" ]; then
-    echo "vm: PASS $name (${secs}s$note)"
+    echo "vm: PASS $arg (${secs}s$note)"
     passed=$((passed + 1))
   else
     echo "vm: ---- last 40 lines of $log ----"
     tail -n 40 "$log" | sed 's/^/  | /'
-    echo "vm: FAIL $name: $reason (${secs}s$note; log $log)"
-    failed+=("$name")
+    echo "vm: FAIL $arg: $reason (${secs}s$note; log $log)"
+    failed+=("$arg")
   fi
 done
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds GAPBS's `pr` and `bc` for the rig's gapbs scenario, unmodified.
+# GAPBS (github.com/sbeamer/gapbs, BSD-3-Clause) is not packaged by Debian and not vendored here.
+# Sources, first found wins:
+#   1. $TIERD_GAPBS_DIR: a GAPBS checkout (Makefile and src/pr.cc); built there with `make pr bc`
+#      unless both binaries are already newer than its sources;
+#   2. <repo>/../shared/third_party/gapbs/gapbs-*.tar.gz (a `git archive` with top folder gapbs/):
+#      unpacked and built under ${TIERD_VM_CACHE:-<repo>/build/vm}/gapbs-HASH/, HASH = the first
+#      12 hex digits of the tarball's sha256 (so a new tarball builds afresh).
+# Prints the folder holding `pr` and `bc` on stdout (progress on stderr). Exit status: 0 built or
+# cached; 3 when neither source exists (the scenario then says it was not run); 1 when a source
+# exists but does not build (a failure, never a skip).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cache="${TIERD_VM_CACHE:-$repo/build/vm}"
+
+die() {
+  echo "build-gapbs: ERROR: $*" >&2
+  exit 1
+}
+
+# build DIR: `make pr bc` in DIR (g++ with OpenMP, from build-essential), quietly unless it fails.
+build() {
+  command -v make >/dev/null || die "'make' not found (run scripts/install-deps)"
+  command -v g++ >/dev/null || die "'g++' not found (run scripts/install-deps)"
+  if ! make -C "$1" -j2 pr bc >"$1/build.log" 2>&1; then
+    cat "$1/build.log" >&2
+    die "make pr bc failed in $1 - see above"
+  fi
+  [ -x "$1/pr" ] && [ -x "$1/bc" ] || die "make pr bc left no pr/bc in $1"
+}
+
+if [ -n "${TIERD_GAPBS_DIR:-}" ]; then
+  dir="$(cd "$TIERD_GAPBS_DIR" && pwd)" || die "TIERD_GAPBS_DIR=$TIERD_GAPBS_DIR is not a folder"
+  [ -r "$dir/Makefile" ] && [ -r "$dir/src/pr.cc" ] ||
+    die "TIERD_GAPBS_DIR=$dir is not a GAPBS checkout (no Makefile, src/pr.cc)"
+  if [ -x "$dir/pr" ] && [ -x "$dir/bc" ] && [ -z "$(find "$dir/src" -newer "$dir/pr" -o -newer "$dir/bc" | head -n1)" ]; then
+    echo "build-gapbs: cached pr, bc in $dir" >&2
+  else
+    echo "build-gapbs: make pr bc in $dir" >&2
+    build "$dir"
+  fi
+  echo "$dir"
+  exit 0
+fi
+
+tarball="$(find "$repo/../shared/third_party/gapbs" -maxdepth 1 -name 'gapbs-*.tar.gz' 2>/dev/null | sort | head -n1)" || true
+if [ -z "$tarball" ]; then
+  echo "build-gapbs: no GAPBS: TIERD_GAPBS_DIR unset and no $repo/../shared/third_party/gapbs/gapbs-*.tar.gz" >&2
+  exit 3
+fi
+hash="$(sha256sum "$tarball" | cut -c1-12)"
+out="$cache/gapbs-$hash"
+if [ -x "$out/gapbs/pr" ] && [ -x "$out/gapbs/bc" ]; then
+  echo "build-gapbs: cached pr, bc in $out/gapbs" >&2
+  echo "$out/gapbs"
+  exit 0
+fi
+rm -rf "$out.tmp"
+mkdir -p "$out.tmp"
+echo "build-gapbs: unpacking $(basename "$tarball") and building pr, bc" >&2
+tar -xzf "$tarball" -C "$out.tmp" || die "cannot unpack $tarball"
+[ -r "$out.tmp/gapbs/src/pr.cc" ] || die "$tarball has no gapbs/src/pr.cc"
+build "$out.tmp/gapbs"
+rm -rf "$out"
+mv "$out.tmp" "$out"
+echo "build-gapbs: ready $out/gapbs/pr, $out/gapbs/bc" >&2
+echo "$out/gapbs"
