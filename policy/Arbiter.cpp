@@ -47,36 +47,98 @@ struct Bucket {
   }
 };
 
-}  // namespace
+// The bucket for `mibps` after `elapsed` seconds since it held `credit`: refilled by elapsed
+// time and capped at one tick's worth (`interval` seconds).
+Bucket refill(double credit, uint64_t mibps, double interval, double elapsed) {
+  double rate = static_cast<double>(mibps) * static_cast<double>(kMiB);
+  Bucket b;
+  b.perTick = rate * interval;
+  b.credit = std::min(credit + rate * elapsed, b.perTick);
+  return b;
+}
 
-ArbiterDecision Arbiter::plan(const TickContext& ctx) {
-  const CompiledConfig& cfg = *ctx.config;
-  ArbiterDecision out;
-  out.dryRun = ctx.dryRun || cfg.daemon.dryRun;
-  ArbiterStats& st = out.stats;
-
-  // Budgets: refill by elapsed time (one interval on the first tick), cap at one tick's worth.
-  const double interval = static_cast<double>(cfg.daemon.intervalNs) / 1e9;
-  const double elapsed =
-      started_ ? static_cast<double>(ctx.nowNs > lastNs_ ? ctx.nowNs - lastNs_ : 0) / 1e9
-               : interval;
-  auto refill = [&](double credit, uint64_t mibps) {
-    double rate = static_cast<double>(mibps) * static_cast<double>(kMiB);
-    Bucket b;
-    b.perTick = rate * interval;
-    b.credit = std::min(credit + rate * elapsed, b.perTick);
-    return b;
-  };
-  Bucket promote = refill(promoteCredit_, cfg.migration.maxPromoteMiBPerS);
-  Bucket demote = refill(demoteCredit_, cfg.migration.maxDemoteMiBPerS);
-  const double promoteRefilled = promote.credit, demoteRefilled = demote.credit;
-
-  // Node rooms and the fast tier's headroom, shared by node capacity.
-  const uint64_t fastTotal = fastTierTotal(ctx);
-  const uint64_t headroom = cfg.migration.fastHeadroom.resolve(fastTotal);
+// What a demotion changes, as one value: an exchange saves it and restores it when the
+// promotion it made room for still does not fit.
+struct PlanState {
   std::map<NodeId, Room> rooms;
+  std::map<WorkloadId, int64_t> used;  // fast-tier bytes per workload after the planned moves
+  Bucket demote;
+  ArbiterStats stats;
+  int64_t shortfall = 0;  // headroom minus fast-tier free bytes after the planned demotions
+  size_t demotions = 0;   // planned demotions (a prefix of Planner::demotions_)
+};
+
+// Planned moves of one direction, in plan order.
+struct MoveList {
+  std::vector<MoveRange> moves;
+  std::vector<MoveReason> reasons;
+  std::vector<WorkloadId> workloads;
+};
+
+// One plan() call: the rules of Arbiter.h applied to one TickContext, in their order.
+class Planner {
+ public:
+  Planner(const TickContext& ctx, Bucket promote, Bucket demote)
+      : ctx_(ctx), cfg_(*ctx.config), promote_(promote) {
+    s_.demote = demote;
+    countRooms();
+    propose();
+  }
+
+  // 1. Demotions: over quota, then pressure (coldest first across workloads).
+  void demoteOverQuota() {
+    for (const WorkloadProposal& p : props_)
+      for (const Candidate& c : p.demoteQuota)
+        tryDemote(c, MoveReason::OverQuota);
+  }
+  void demoteForPressure();
+
+  // 2. Promotions, hottest first across workloads, with exchanges when room or quota is short.
+  void promoteHottest();
+
+  // Copies the plan into `out` (demotions first, then promotions) with the stats, and the
+  // budgets left into `promote` and `demote`.
+  void finish(ArbiterDecision& out, Bucket& promote, Bucket& demote);
+
+ private:
+  void countRooms();
+  void propose();
+  bool isThp(const RegionView& r) const;
+  uint64_t homeDistance(const TaskNodes* t, NodeId node) const;
+  Pick pickTarget(const RegionView& r, TierKind tier) const;
+  int64_t roomLeft(const Room& room, const RegionView& r) const;
+  void countSkip(NoTarget why);
+  void applyMove(const RegionView& r, NodeId target);
+  MoveRange range(const RegionView& r, NodeId target, Direction d) const;
+  bool tryDemote(const Candidate& c, MoveReason why);
+  bool overQuota(const Candidate& c) {
+    return s_.used[c.workload] + static_cast<int64_t>(c.region.length) > quota_[c.workload];
+  }
+  Pick promotionTarget(const Candidate& c) {
+    return overQuota(c) ? Pick{-1, NoTarget::NoRoom} : pickTarget(c.region, TierKind::Fast);
+  }
+  Pick exchange(const Candidate& c);
+  void tryPromote(const Candidate& c);
+  void rollback(const PlanState& saved);
+
+  const TickContext& ctx_;
+  const CompiledConfig& cfg_;
+  Bucket promote_;
+  PlanState s_;
+  std::vector<WorkloadProposal> props_;
+  std::map<WorkloadId, int64_t> quota_;
+  std::map<WorkloadId, const WorkloadProposal*> byId_;
+  std::map<WorkloadId, size_t> nextCold_;  // index into demotable for exchanges
+  std::set<std::pair<pid_t, uint64_t>> planned_;
+  MoveList demotions_, promotions_;
+};
+
+// Node rooms and the fast tier's headroom, shared by node capacity.
+void Planner::countRooms() {
+  const uint64_t fastTotal = fastTierTotal(ctx_);
+  const uint64_t headroom = cfg_.migration.fastHeadroom.resolve(fastTotal);
   int64_t fastFree = 0;
-  for (const NodeFacts& n : ctx.nodes) {
+  for (const NodeFacts& n : ctx_.nodes) {
     Room r;
     r.facts = &n;
     r.freeBytes = static_cast<int64_t>(n.freeBytes);
@@ -88,173 +150,247 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
           static_cast<int64_t>(static_cast<long double>(headroom) * n.totalBytes / fastTotal);
       fastFree += static_cast<int64_t>(n.freeBytes);
     }
-    rooms[n.id] = r;
+    s_.rooms[n.id] = r;
   }
-  int64_t shortfall = static_cast<int64_t>(headroom) - fastFree;
-  st.fastShortBytes = shortfall > 0 ? static_cast<uint64_t>(shortfall) : 0;
+  s_.shortfall = static_cast<int64_t>(headroom) - fastFree;
+  s_.stats.fastShortBytes = s_.shortfall > 0 ? static_cast<uint64_t>(s_.shortfall) : 0;
+}
 
-  // THP regions move whole only into a free block of PMD order (else the kernel splits them).
-  auto isThp = [&](const RegionView& r) {
-    return !r.hugetlb && r.pageSize > ctx.basePageSize &&
-           cfg.migration.pageGranularity != PageGranularity::Base;
-  };
-  // SLIT distance of `node` from the nearest of the task's home nodes; 0 when homes are unknown
-  // (every node ranks the same), kUnknownDistance when no row names the pair.
-  auto homeDistance = [&](const TaskNodes* t, NodeId node) -> uint64_t {
-    if (!t || t->home.empty() || ctx.distance.empty()) return 0;
-    uint64_t best = kUnknownDistance;
-    for (NodeId h : t->home) {
-      auto row = ctx.distance.find(h);
-      if (row == ctx.distance.end()) continue;
-      auto d = row->second.find(node);
-      if (d != row->second.end()) best = std::min(best, d->second);
+// Each workload's proposal, its fast-tier use and quota.
+void Planner::propose() {
+  for (const WorkloadView& w : ctx_.workloads) {
+    props_.push_back(proposeForWorkload(ctx_, w));
+    s_.used[w.id] = static_cast<int64_t>(props_.back().fastBytes);
+    quota_[w.id] = static_cast<int64_t>(props_.back().quotaBytes);
+    s_.stats.coolingDown += props_.back().coolingDown;
+    s_.stats.held += props_.back().held;
+  }
+}
+
+// THP regions move whole only into a free block of PMD order (else the kernel splits them).
+bool Planner::isThp(const RegionView& r) const {
+  return !r.hugetlb && r.pageSize > ctx_.basePageSize &&
+         cfg_.migration.pageGranularity != PageGranularity::Base;
+}
+
+// SLIT distance of `node` from the nearest of the task's home nodes; 0 when homes are unknown
+// (every node ranks the same), kUnknownDistance when no row names the pair.
+uint64_t Planner::homeDistance(const TaskNodes* t, NodeId node) const {
+  if (!t || t->home.empty() || ctx_.distance.empty()) return 0;
+  uint64_t best = kUnknownDistance;
+  for (NodeId h : t->home) {
+    auto row = ctx_.distance.find(h);
+    if (row == ctx_.distance.end()) continue;
+    auto d = row->second.find(node);
+    if (d != row->second.end()) best = std::min(best, d->second);
+  }
+  return best;
+}
+
+// What `room` has left after taking region `r`: hugetlb pages of its size, else bytes above the
+// reserve (and, for THP, in free PMD-order blocks); negative when it cannot take it.
+int64_t Planner::roomLeft(const Room& room, const RegionView& r) const {
+  if (r.hugetlb) {
+    auto it = room.freeHuge.find(r.pageSize);
+    int64_t pages = static_cast<int64_t>(r.length / std::max<uint64_t>(1, r.pageSize));
+    return it == room.freeHuge.end() ? -1 : it->second - pages;
+  }
+  int64_t left = room.freeBytes - static_cast<int64_t>(r.length) - room.reserve;
+  if (isThp(r) && room.freePmdBlocks)
+    left = std::min(left, *room.freePmdBlocks - static_cast<int64_t>(r.length));
+  return left;
+}
+
+// Picks the node of `tier` that can take region `r`: inside the task's allowed nodes, nearest
+// its home nodes, then with the most room left. A promotion goes only to a node nearer home
+// than the region's node. No node: why (no allowed node; a node with room, but not nearer home;
+// else no room).
+Pick Planner::pickTarget(const RegionView& r, TierKind tier) const {
+  auto task = ctx_.tasks.find(r.pid);
+  const TaskNodes* t = task == ctx_.tasks.end() ? nullptr : &task->second;
+  const uint64_t here = homeDistance(t, r.node);
+  bool anyAllowed = false, roomNotCloser = false;
+  NodeId best = -1;
+  uint64_t bestDistance = kUnknownDistance;
+  int64_t bestRoom = -1;
+  for (auto& [id, room] : s_.rooms) {
+    if (room.facts->tier != tier || id == r.node) continue;
+    if (t && !t->allowed.empty() && !t->allowed.count(id)) continue;
+    anyAllowed = true;
+    const uint64_t distance = homeDistance(t, id);
+    const int64_t left = roomLeft(room, r);
+    if (left < 0) continue;
+    if (tier == TierKind::Fast && here != 0 && !(distance < here)) {
+      roomNotCloser = true;
+      continue;
     }
-    return best;
-  };
-  // Picks the node of `tier` that can take region `r`: inside the task's allowed nodes, nearest
-  // its home nodes, then with the most room left. A promotion goes only to a node nearer home
-  // than the region's node. No node: why (no allowed node; a node with room, but not nearer home;
-  // else no room).
-  auto pickTarget = [&](const RegionView& r, TierKind tier) -> Pick {
-    auto task = ctx.tasks.find(r.pid);
-    const TaskNodes* t = task == ctx.tasks.end() ? nullptr : &task->second;
-    const uint64_t here = homeDistance(t, r.node);
-    bool anyAllowed = false, roomNotCloser = false;
-    NodeId best = -1;
-    uint64_t bestDistance = kUnknownDistance;
-    int64_t bestRoom = -1;
-    for (auto& [id, room] : rooms) {
-      if (room.facts->tier != tier || id == r.node) continue;
-      if (t && !t->allowed.empty() && !t->allowed.count(id)) continue;
-      anyAllowed = true;
-      const uint64_t distance = homeDistance(t, id);
-      int64_t left;
-      if (r.hugetlb) {
-        auto it = room.freeHuge.find(r.pageSize);
-        int64_t pages = static_cast<int64_t>(r.length / std::max<uint64_t>(1, r.pageSize));
-        left = it == room.freeHuge.end() ? -1 : it->second - pages;
-      } else {
-        left = room.freeBytes - static_cast<int64_t>(r.length) - room.reserve;
-        if (isThp(r) && room.freePmdBlocks)
-          left = std::min(left, *room.freePmdBlocks - static_cast<int64_t>(r.length));
-      }
-      if (left < 0) continue;
-      if (tier == TierKind::Fast && here != 0 && !(distance < here)) {
-        roomNotCloser = true;
-        continue;
-      }
-      if (best < 0 || distance < bestDistance || (distance == bestDistance && left > bestRoom))
-        best = id, bestDistance = distance, bestRoom = left;
+    if (best < 0 || distance < bestDistance || (distance == bestDistance && left > bestRoom))
+      best = id, bestDistance = distance, bestRoom = left;
+  }
+  if (best >= 0) return {best, NoTarget::None};
+  if (!anyAllowed && t && !t->allowed.empty()) return {-1, NoTarget::NotAllowed};
+  if (roomNotCloser) return {-1, NoTarget::NotCloser};
+  return {-1, NoTarget::NoRoom};
+}
+
+void Planner::countSkip(NoTarget why) {
+  if (why == NoTarget::NotAllowed)
+    ++s_.stats.skippedNotAllowed;
+  else if (why == NoTarget::NotCloser)
+    ++s_.stats.skippedNotCloser;
+  else
+    ++s_.stats.skippedNoRoom;
+}
+
+// Moves region `r`'s pages (or bytes, and PMD blocks for THP) from its node's room to `target`'s.
+void Planner::applyMove(const RegionView& r, NodeId target) {
+  Room& to = s_.rooms[target];
+  auto from = s_.rooms.find(r.node);
+  if (r.hugetlb) {
+    int64_t pages = static_cast<int64_t>(r.length / std::max<uint64_t>(1, r.pageSize));
+    to.freeHuge[r.pageSize] -= pages;
+    if (from != s_.rooms.end()) from->second.freeHuge[r.pageSize] += pages;
+  } else {
+    to.freeBytes -= static_cast<int64_t>(r.length);
+    if (from != s_.rooms.end()) from->second.freeBytes += static_cast<int64_t>(r.length);
+    if (isThp(r)) {
+      if (to.freePmdBlocks) *to.freePmdBlocks -= static_cast<int64_t>(r.length);
+      if (from != s_.rooms.end() && from->second.freePmdBlocks)
+        *from->second.freePmdBlocks += static_cast<int64_t>(r.length);
     }
-    if (best >= 0) return {best, NoTarget::None};
-    if (!anyAllowed && t && !t->allowed.empty()) return {-1, NoTarget::NotAllowed};
-    if (roomNotCloser) return {-1, NoTarget::NotCloser};
-    return {-1, NoTarget::NoRoom};
-  };
-  auto countSkip = [&](NoTarget why) {
-    if (why == NoTarget::NotAllowed)
-      ++st.skippedNotAllowed;
-    else if (why == NoTarget::NotCloser)
-      ++st.skippedNotCloser;
+  }
+}
+
+MoveRange Planner::range(const RegionView& r, NodeId target, Direction d) const {
+  MoveRange m;
+  m.pid = r.pid;
+  m.start = r.start;
+  m.length = r.length;
+  m.pageSize = r.pageSize;
+  if (cfg_.migration.pageGranularity == PageGranularity::Base && !r.hugetlb)
+    m.pageSize = ctx_.basePageSize;
+  m.target = target;
+  m.direction = d;
+  return m;
+}
+
+// Plans one demotion if a slow node can take it and the budget allows.
+bool Planner::tryDemote(const Candidate& c, MoveReason why) {
+  if (planned_.count({c.region.pid, c.region.start})) return false;
+  const Pick pick = pickTarget(c.region, TierKind::Slow);
+  const NodeId target = pick.node;
+  if (target < 0) {
+    countSkip(pick.why);
+    return false;
+  }
+  if (!s_.demote.take(c.region.length)) {
+    ++s_.stats.skippedBudget;
+    return false;
+  }
+  applyMove(c.region, target);
+  planned_.insert({c.region.pid, c.region.start});
+  demotions_.moves.push_back(range(c.region, target, Direction::Demote));
+  demotions_.reasons.push_back(why);
+  demotions_.workloads.push_back(c.workload);
+  ++s_.demotions;
+  s_.used[c.workload] -= static_cast<int64_t>(c.region.length);
+  if (!c.region.hugetlb) s_.shortfall -= static_cast<int64_t>(c.region.length);
+  s_.stats.demoteBytes += c.region.length;
+  ++s_.stats.demotions;
+  if (why == MoveReason::Exchange) ++s_.stats.exchanges;
+  return true;
+}
+
+// Demotes the coldest regions at or below their cold_threshold, across workloads, until the
+// shortfall is covered.
+void Planner::demoteForPressure() {
+  if (s_.shortfall <= 0) return;
+  std::vector<const Candidate*> pressure;
+  for (const WorkloadProposal& p : props_)
+    for (const Candidate& c : p.demotable)
+      if (c.region.heat <= cfg_.workloads.at(c.workload).policy.coldThreshold)
+        pressure.push_back(&c);
+  std::sort(pressure.begin(), pressure.end(), [](const Candidate* a, const Candidate* b) {
+    return std::make_tuple(a->region.heat, a->workload, a->region.pid, a->region.start) <
+           std::make_tuple(b->region.heat, b->workload, b->region.pid, b->region.start);
+  });
+  for (const Candidate* c : pressure) {
+    if (s_.shortfall <= 0) break;
+    tryDemote(*c, MoveReason::Pressure);
+  }
+}
+
+// Undoes the demotions planned since `saved` was taken.
+void Planner::rollback(const PlanState& saved) {
+  for (size_t k = saved.demotions; k < demotions_.moves.size(); ++k)
+    planned_.erase({demotions_.moves[k].pid, demotions_.moves[k].start});
+  demotions_.moves.resize(saved.demotions);
+  demotions_.reasons.resize(saved.demotions);
+  demotions_.workloads.resize(saved.demotions);
+  s_ = saved;
+}
+
+// Exchange: demote colder fast-tier regions of c's workload, coldest first, until the promotion
+// fits. Tentative: undone unless the promotion then fits. Returns the last pick for the
+// promotion: its target, or (undone) why the last try found none.
+Pick Planner::exchange(const Candidate& c) {
+  const RegionView& r = c.region;
+  const WorkloadProposal& p = *byId_[c.workload];
+  size_t& i = nextCold_[c.workload];
+  const PlanState saved = s_;
+  Pick pick{-1, NoTarget::NoRoom};
+  size_t j = i;
+  while (pick.node < 0 && j < p.demotable.size()) {
+    const Candidate& d = p.demotable[j++];
+    if (planned_.count({d.region.pid, d.region.start}) || d.region.hugetlb) continue;
+    if (!(d.region.heat * Arbiter::kExchangeRatio < r.heat)) break;  // coldest first: none colder
+    if (!tryDemote(d, MoveReason::Exchange)) break;
+    pick = promotionTarget(c);
+  }
+  if (pick.node >= 0)
+    i = j;
+  else
+    rollback(saved);
+  return pick;
+}
+
+// Plans promotion `c` if the budget, its workload's quota and a fast node allow, making room or
+// quota by an exchange when they are what is missing.
+void Planner::tryPromote(const Candidate& c) {
+  const RegionView& r = c.region;
+  if (!promote_.allows(r.length)) {
+    ++s_.stats.skippedBudget;
+    return;
+  }
+  Pick pick = promotionTarget(c);
+  // Exchanges make room or quota; they cannot make a node allowed or nearer.
+  if (pick.node < 0 && !r.hugetlb && pick.why == NoTarget::NoRoom && promote_.allows(r.length))
+    pick = exchange(c);
+  if (pick.node < 0) {
+    if (overQuota(c))
+      ++s_.stats.skippedQuota;
     else
-      ++st.skippedNoRoom;
-  };
-  auto applyMove = [&](const RegionView& r, NodeId target) {
-    Room& to = rooms[target];
-    auto from = rooms.find(r.node);
-    if (r.hugetlb) {
-      int64_t pages = static_cast<int64_t>(r.length / std::max<uint64_t>(1, r.pageSize));
-      to.freeHuge[r.pageSize] -= pages;
-      if (from != rooms.end()) from->second.freeHuge[r.pageSize] += pages;
-    } else {
-      to.freeBytes -= static_cast<int64_t>(r.length);
-      if (from != rooms.end()) from->second.freeBytes += static_cast<int64_t>(r.length);
-      if (isThp(r)) {
-        if (to.freePmdBlocks) *to.freePmdBlocks -= static_cast<int64_t>(r.length);
-        if (from != rooms.end() && from->second.freePmdBlocks)
-          *from->second.freePmdBlocks += static_cast<int64_t>(r.length);
-      }
-    }
-  };
-
-  std::vector<WorkloadProposal> props;
-  std::map<WorkloadId, int64_t> used, quota;
-  for (const WorkloadView& w : ctx.workloads) {
-    props.push_back(proposeForWorkload(ctx, w));
-    used[w.id] = static_cast<int64_t>(props.back().fastBytes);
-    quota[w.id] = static_cast<int64_t>(props.back().quotaBytes);
-    st.coolingDown += props.back().coolingDown;
-    st.held += props.back().held;
-  }
-
-  std::vector<MoveRange> demotions, promotions;
-  std::vector<MoveReason> demoteReasons;
-  std::vector<WorkloadId> demoteWorkloads, promoteWorkloads;
-  std::set<std::pair<pid_t, uint64_t>> planned;
-  auto range = [&](const RegionView& r, NodeId target, Direction d) {
-    MoveRange m;
-    m.pid = r.pid;
-    m.start = r.start;
-    m.length = r.length;
-    m.pageSize = r.pageSize;
-    if (cfg.migration.pageGranularity == PageGranularity::Base && !r.hugetlb)
-      m.pageSize = ctx.basePageSize;
-    m.target = target;
-    m.direction = d;
-    return m;
-  };
-  // Plans one demotion if a slow node can take it and the budget allows.
-  auto tryDemote = [&](const Candidate& c, MoveReason why) {
-    if (planned.count({c.region.pid, c.region.start})) return false;
-    const Pick pick = pickTarget(c.region, TierKind::Slow);
-    const NodeId target = pick.node;
-    if (target < 0) {
       countSkip(pick.why);
-      return false;
-    }
-    if (!demote.take(c.region.length)) {
-      ++st.skippedBudget;
-      return false;
-    }
-    applyMove(c.region, target);
-    planned.insert({c.region.pid, c.region.start});
-    demotions.push_back(range(c.region, target, Direction::Demote));
-    demoteReasons.push_back(why);
-    demoteWorkloads.push_back(c.workload);
-    used[c.workload] -= static_cast<int64_t>(c.region.length);
-    if (!c.region.hugetlb) shortfall -= static_cast<int64_t>(c.region.length);
-    st.demoteBytes += c.region.length;
-    ++st.demotions;
-    if (why == MoveReason::Exchange) ++st.exchanges;
-    return true;
-  };
-
-  // 1. Demotions: over quota, then pressure (coldest first across workloads).
-  for (const WorkloadProposal& p : props)
-    for (const Candidate& c : p.demoteQuota)
-      tryDemote(c, MoveReason::OverQuota);
-  if (shortfall > 0) {
-    std::vector<const Candidate*> pressure;
-    for (const WorkloadProposal& p : props)
-      for (const Candidate& c : p.demotable)
-        if (c.region.heat <= cfg.workloads.at(c.workload).policy.coldThreshold)
-          pressure.push_back(&c);
-    std::sort(pressure.begin(), pressure.end(), [](const Candidate* a, const Candidate* b) {
-      return std::make_tuple(a->region.heat, a->workload, a->region.pid, a->region.start) <
-             std::make_tuple(b->region.heat, b->workload, b->region.pid, b->region.start);
-    });
-    for (const Candidate* c : pressure) {
-      if (shortfall <= 0) break;
-      tryDemote(*c, MoveReason::Pressure);
-    }
+    return;
   }
+  if (!promote_.take(r.length)) {
+    ++s_.stats.skippedBudget;
+    return;
+  }
+  applyMove(r, pick.node);
+  planned_.insert({r.pid, r.start});
+  promotions_.moves.push_back(range(r, pick.node, Direction::Promote));
+  promotions_.reasons.push_back(MoveReason::Hot);
+  promotions_.workloads.push_back(c.workload);
+  s_.used[c.workload] += static_cast<int64_t>(r.length);
+  s_.stats.promoteBytes += r.length;
+  ++s_.stats.promotions;
+}
 
-  // 2. Promotions, hottest first across workloads, with exchanges when room or quota is short.
+void Planner::promoteHottest() {
   std::vector<const Candidate*> hot;
-  std::map<WorkloadId, const WorkloadProposal*> byId;
-  std::map<WorkloadId, size_t> nextCold;  // index into demotable for exchanges
-  for (const WorkloadProposal& p : props) {
-    byId[p.workload] = &p;
+  for (const WorkloadProposal& p : props_) {
+    byId_[p.workload] = &p;
     for (const Candidate& c : p.promote)
       hot.push_back(&c);
   }
@@ -263,92 +399,49 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
     return std::make_tuple(a->workload, a->region.pid, a->region.start) <
            std::make_tuple(b->workload, b->region.pid, b->region.start);
   });
-  for (const Candidate* c : hot) {
-    const RegionView& r = c->region;
-    if (!promote.allows(r.length)) {
-      ++st.skippedBudget;
-      continue;
-    }
-    bool overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
-    Pick pick = overQuota ? Pick{-1, NoTarget::NoRoom} : pickTarget(r, TierKind::Fast);
-    NodeId target = pick.node;
-    // Exchanges make room or quota; they cannot make a node allowed or nearer.
-    if (target < 0 && !r.hugetlb && pick.why == NoTarget::NoRoom && promote.allows(r.length)) {
-      // Exchange: demote colder fast-tier regions of this workload, coldest first, until the
-      // promotion fits. Tentative: undone unless the promotion then fits.
-      const WorkloadProposal& p = *byId[c->workload];
-      size_t& i = nextCold[c->workload];
-      auto savedRooms = rooms;
-      auto savedUsed = used;
-      Bucket savedDemote = demote;
-      ArbiterStats savedStats = st;
-      int64_t savedShortfall = shortfall;
-      size_t savedCount = demotions.size();
-      std::vector<std::pair<pid_t, uint64_t>> added;
-      size_t j = i;
-      while (target < 0 && j < p.demotable.size()) {
-        const Candidate& d = p.demotable[j++];
-        if (planned.count({d.region.pid, d.region.start}) || d.region.hugetlb) continue;
-        if (!(d.region.heat * kExchangeRatio < r.heat)) break;  // coldest first: none colder
-        if (!tryDemote(d, MoveReason::Exchange)) break;
-        added.push_back({d.region.pid, d.region.start});
-        overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
-        pick = overQuota ? Pick{-1, NoTarget::NoRoom} : pickTarget(r, TierKind::Fast);
-        target = pick.node;
-      }
-      if (target >= 0) {
-        i = j;
-      } else {  // undo
-        rooms = std::move(savedRooms);
-        used = std::move(savedUsed);
-        demote = savedDemote;
-        st = savedStats;
-        shortfall = savedShortfall;
-        demotions.resize(savedCount);
-        demoteReasons.resize(savedCount);
-        demoteWorkloads.resize(savedCount);
-        for (auto& k : added)
-          planned.erase(k);
-        overQuota = used[c->workload] + static_cast<int64_t>(r.length) > quota[c->workload];
-      }
-    }
-    if (target < 0) {
-      if (overQuota)
-        ++st.skippedQuota;
-      else
-        countSkip(pick.why);
-      continue;
-    }
-    if (!promote.take(r.length)) {
-      ++st.skippedBudget;
-      continue;
-    }
-    applyMove(r, target);
-    planned.insert({r.pid, r.start});
-    promotions.push_back(range(r, target, Direction::Promote));
-    promoteWorkloads.push_back(c->workload);
-    used[c->workload] += static_cast<int64_t>(r.length);
-    st.promoteBytes += r.length;
-    ++st.promotions;
-  }
+  for (const Candidate* c : hot)
+    tryPromote(*c);
+}
 
-  for (size_t k = 0; k < demotions.size(); ++k) {
-    out.plan.moves.push_back(demotions[k]);
-    out.reasons.push_back(demoteReasons[k]);
-    out.workloads.push_back(demoteWorkloads[k]);
+void Planner::finish(ArbiterDecision& out, Bucket& promote, Bucket& demote) {
+  for (const MoveList* list : {&demotions_, &promotions_}) {
+    out.plan.moves.insert(out.plan.moves.end(), list->moves.begin(), list->moves.end());
+    out.reasons.insert(out.reasons.end(), list->reasons.begin(), list->reasons.end());
+    out.workloads.insert(out.workloads.end(), list->workloads.begin(), list->workloads.end());
   }
-  for (size_t k = 0; k < promotions.size(); ++k) {
-    out.plan.moves.push_back(promotions[k]);
-    out.reasons.push_back(MoveReason::Hot);
-    out.workloads.push_back(promoteWorkloads[k]);
-  }
+  out.stats = s_.stats;
+  promote = promote_;
+  demote = s_.demote;
+}
+
+}  // namespace
+
+ArbiterDecision Arbiter::plan(const TickContext& ctx) {
+  const CompiledConfig& cfg = *ctx.config;
+  ArbiterDecision out;
+  out.dryRun = ctx.dryRun || cfg.daemon.dryRun;
+
+  // Budgets: refill by elapsed time (one interval on the first tick), cap at one tick's worth.
+  const double interval = static_cast<double>(cfg.daemon.intervalNs) / 1e9;
+  const double elapsed =
+      started_ ? static_cast<double>(ctx.nowNs > lastNs_ ? ctx.nowNs - lastNs_ : 0) / 1e9
+               : interval;
+  Bucket promote = refill(promoteCredit_, cfg.migration.maxPromoteMiBPerS, interval, elapsed);
+  Bucket demote = refill(demoteCredit_, cfg.migration.maxDemoteMiBPerS, interval, elapsed);
+  const double promoteRefilled = promote.credit, demoteRefilled = demote.credit;
+
+  Planner planner(ctx, promote, demote);
+  planner.demoteOverQuota();
+  planner.demoteForPressure();
+  planner.promoteHottest();
+  planner.finish(out, promote, demote);
 
   started_ = true;
   lastNs_ = ctx.nowNs;
   promoteCredit_ = out.dryRun ? promoteRefilled : promote.credit;
   demoteCredit_ = out.dryRun ? demoteRefilled : demote.credit;
-  st.promoteCreditBytes = promoteCredit_;
-  st.demoteCreditBytes = demoteCredit_;
+  out.stats.promoteCreditBytes = promoteCredit_;
+  out.stats.demoteCreditBytes = demoteCredit_;
   return out;
 }
 

@@ -153,6 +153,20 @@ std::string checkCgroupPath(const std::string& s) {
   return "";
 }
 
+// "" when `s` is a valid workload `command` (an absolute path or a file name, matched against
+// /proc/PID/exe), else why not.
+std::string checkCommand(const std::string& s) {
+  const bool absolute = !s.empty() && s[0] == '/';
+  if (s.empty() || (!absolute && s.find('/') != std::string::npos))
+    return "'" + s +
+           "' is neither an absolute path nor a file name (matched against /proc/PID/exe)";
+  if (s.size() > (absolute ? 4095u : 255u))
+    return std::string(absolute ? "paths are at most 4095 bytes"
+                                : "file names are at most 255 bytes") +
+           ", got " + std::to_string(s.size());
+  return "";
+}
+
 class Compiler {
  public:
   std::vector<ConfigError> errors;
@@ -162,6 +176,28 @@ class Compiler {
     errors.push_back({file, p.line, p.column, keyPath, std::move(msg)});
   }
 
+  // Where one value stands, and how its errors are said: at the value's position, under its key.
+  struct Site {
+    Compiler& compiler;
+    const KeySpec& spec;
+    const toml::node& n;
+    const std::string& file;
+    const std::string& path;
+
+    bool bad(const std::string& msg) const {
+      compiler.error(file, posOf(n.source()), path, msg);
+      return false;
+    }
+    bool wrongType(const std::string& expected) const {
+      return bad("expected " + expected + ", got " + typeName(n.type()));
+    }
+    bool range(double v, const std::string& shown) const {
+      if (v < spec.min || v > spec.max)
+        return bad(shown + " is out of range " + num(spec.min) + " .. " + num(spec.max));
+      return true;
+    }
+  };
+
   // Parses one value of `spec` (msForm: the integer-milliseconds variant of a Duration).
   bool parseValue(const KeySpec& spec, bool msForm, const toml::node& n, const std::string& file,
                   const std::string& path, Parsed& out) {
@@ -169,162 +205,159 @@ class Compiler {
     out.file = file;
     out.pos = posOf(n.source());
     out.keyPath = path;
-    auto bad = [&](const std::string& msg) {
-      error(file, posOf(n.source()), path, msg);
-      return false;
-    };
-    auto wrongType = [&](const std::string& expected) {
-      return bad("expected " + expected + ", got " + typeName(n.type()));
-    };
-    auto range = [&](double v, const std::string& shown) {
-      if (v < spec.min || v > spec.max)
-        return bad(shown + " is out of range " + num(spec.min) + " .. " + num(spec.max));
-      return true;
-    };
+    const Site at{*this, spec, n, file, path};
     switch (spec.type) {
       case ValueType::Bool:
-        if (!n.is_boolean()) return wrongType("a boolean (true or false)");
+        if (!n.is_boolean()) return at.wrongType("a boolean (true or false)");
         out.b = n.as_boolean()->get();
         return true;
       case ValueType::Integer:
-        if (!n.is_integer()) return wrongType("an integer");
+        if (!n.is_integer()) return at.wrongType("an integer");
         out.i = n.as_integer()->get();
-        return range(static_cast<double>(out.i), std::to_string(out.i));
+        return at.range(static_cast<double>(out.i), std::to_string(out.i));
       case ValueType::Number:
         if (n.is_integer()) {
           out.d = static_cast<double>(n.as_integer()->get());
         } else if (n.is_floating_point()) {
           out.d = n.as_floating_point()->get();
-          if (!std::isfinite(out.d)) return bad("must be a finite number");
+          if (!std::isfinite(out.d)) return at.bad("must be a finite number");
         } else {
-          return wrongType("a number");
+          return at.wrongType("a number");
         }
-        return range(out.d, num(out.d));
-      case ValueType::Duration: {
-        uint64_t ns = 0;
-        if (msForm) {
-          if (!n.is_integer()) return wrongType("an integer of milliseconds");
-          int64_t ms = n.as_integer()->get();
-          if (ms < 0) return bad("must not be negative");
-          if (static_cast<uint64_t>(ms) > kMaxDurationNs / 1000000) return bad("too large");
-          ns = static_cast<uint64_t>(ms) * 1000000;
-        } else {
-          if (!n.is_string())
-            return bad(std::string("expected a duration string like \"500ms\", got ") +
-                       typeName(n.type()) + " (for an integer of milliseconds write " + spec.key +
-                       "_ms)");
-          auto v = parseDuration(n.as_string()->get());
-          if (!v) return bad(v.error().message);
-          ns = *v;
-        }
-        out.ns = ns;
-        if (static_cast<double>(ns) < spec.min || static_cast<double>(ns) > spec.max)
-          return bad(formatDuration(ns) + " is out of range " +
-                     formatDuration(static_cast<uint64_t>(spec.min)) + " .. " +
-                     formatDuration(static_cast<uint64_t>(spec.max)));
-        return true;
-      }
-      case ValueType::BytesOrPercent: {
-        if (!n.is_string()) return wrongType("a string like \"8GiB\" or \"25%\"");
-        const std::string& s = n.as_string()->get();
-        if (!s.empty() && s.back() == '%') {
-          auto v = parsePercent(s);
-          if (!v) return bad(v.error().message);
-          out.amount = {true, 0, *v};
-          if (*v < spec.min || *v > spec.max)
-            return bad(formatPercent(*v) + " is out of range " + formatPercent(spec.min) + " .. " +
-                       formatPercent(spec.max));
-          return true;
-        }
-        auto v = parseByteSize(s, kMaxConfigBytes);
-        if (!v) {
-          const std::string& why = v.error().message;
-          const bool tooLarge = why.find("too large") != std::string::npos;
-          return bad(tooLarge ? why : why + ", or a percentage like \"25%\"");
-        }
-        out.amount = {false, *v, 0};
-        return true;
-      }
+        return at.range(out.d, num(out.d));
+      case ValueType::Duration:
+        return parseDurationValue(at, msForm, out);
+      case ValueType::BytesOrPercent:
+        return parseAmount(at, out);
       case ValueType::NodeList:
-      case ValueType::PidList: {
-        if (!n.is_array()) return wrongType("an array of integers");
-        bool ok = true;
-        const toml::array& arr = *n.as_array();
-        for (size_t i = 0; i < arr.size(); ++i) {
-          const toml::node& e = arr[i];
-          std::string ep = path + "[" + std::to_string(i) + "]";
-          if (!e.is_integer()) {
-            error(file, posOf(e.source()), ep,
-                  std::string("expected an integer, got ") + typeName(e.type()));
-            ok = false;
-            continue;
-          }
-          int64_t v = e.as_integer()->get();
-          if (static_cast<double>(v) < spec.min || static_cast<double>(v) > spec.max) {
-            error(file, posOf(e.source()), ep,
-                  std::to_string(v) + " is out of range " + num(spec.min) + " .. " + num(spec.max));
-            ok = false;
-          } else if (std::find(out.list.begin(), out.list.end(), v) != out.list.end()) {
-            error(file, posOf(e.source()), ep, std::to_string(v) + " is listed twice");
-            ok = false;
-          } else {
-            out.list.push_back(v);
-          }
-        }
-        if (ok && arr.empty()) return bad("must not be empty");
-        return ok;
-      }
+      case ValueType::PidList:
+        return parseIdList(at, out);
       default:
-        break;
+        return parseStringValue(at, out);
     }
-    // String-valued types.
-    if (!n.is_string()) return wrongType("a string");
-    out.s = n.as_string()->get();
-    switch (spec.type) {
+  }
+
+  // A Duration: a string like "500ms", or (msForm) an integer of milliseconds; within the range.
+  bool parseDurationValue(const Site& at, bool msForm, Parsed& out) {
+    const toml::node& n = at.n;
+    uint64_t ns = 0;
+    if (msForm) {
+      if (!n.is_integer()) return at.wrongType("an integer of milliseconds");
+      int64_t ms = n.as_integer()->get();
+      if (ms < 0) return at.bad("must not be negative");
+      if (static_cast<uint64_t>(ms) > kMaxDurationNs / 1000000) return at.bad("too large");
+      ns = static_cast<uint64_t>(ms) * 1000000;
+    } else {
+      if (!n.is_string())
+        return at.bad(std::string("expected a duration string like \"500ms\", got ") +
+                      typeName(n.type()) + " (for an integer of milliseconds write " + at.spec.key +
+                      "_ms)");
+      auto v = parseDuration(n.as_string()->get());
+      if (!v) return at.bad(v.error().message);
+      ns = *v;
+    }
+    out.ns = ns;
+    if (static_cast<double>(ns) < at.spec.min || static_cast<double>(ns) > at.spec.max)
+      return at.bad(formatDuration(ns) + " is out of range " +
+                    formatDuration(static_cast<uint64_t>(at.spec.min)) + " .. " +
+                    formatDuration(static_cast<uint64_t>(at.spec.max)));
+    return true;
+  }
+
+  // A BytesOrPercent: a percentage like "25%" within the range, or a byte size like "8GiB".
+  bool parseAmount(const Site& at, Parsed& out) {
+    if (!at.n.is_string()) return at.wrongType("a string like \"8GiB\" or \"25%\"");
+    const std::string& s = at.n.as_string()->get();
+    if (!s.empty() && s.back() == '%') {
+      auto v = parsePercent(s);
+      if (!v) return at.bad(v.error().message);
+      out.amount = {true, 0, *v};
+      if (*v < at.spec.min || *v > at.spec.max)
+        return at.bad(formatPercent(*v) + " is out of range " + formatPercent(at.spec.min) +
+                      " .. " + formatPercent(at.spec.max));
+      return true;
+    }
+    auto v = parseByteSize(s, kMaxConfigBytes);
+    if (!v) {
+      const std::string& why = v.error().message;
+      const bool tooLarge = why.find("too large") != std::string::npos;
+      return at.bad(tooLarge ? why : why + ", or a percentage like \"25%\"");
+    }
+    out.amount = {false, *v, 0};
+    return true;
+  }
+
+  // A NodeList or PidList: a non-empty array of distinct integers within the range; each bad
+  // element is an error of its own, at the element.
+  bool parseIdList(const Site& at, Parsed& out) {
+    if (!at.n.is_array()) return at.wrongType("an array of integers");
+    bool ok = true;
+    const toml::array& arr = *at.n.as_array();
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const toml::node& e = arr[i];
+      std::string ep = at.path + "[" + std::to_string(i) + "]";
+      if (!e.is_integer()) {
+        error(at.file, posOf(e.source()), ep,
+              std::string("expected an integer, got ") + typeName(e.type()));
+        ok = false;
+        continue;
+      }
+      int64_t v = e.as_integer()->get();
+      if (static_cast<double>(v) < at.spec.min || static_cast<double>(v) > at.spec.max) {
+        error(
+            at.file, posOf(e.source()), ep,
+            std::to_string(v) + " is out of range " + num(at.spec.min) + " .. " + num(at.spec.max));
+        ok = false;
+      } else if (std::find(out.list.begin(), out.list.end(), v) != out.list.end()) {
+        error(at.file, posOf(e.source()), ep, std::to_string(v) + " is listed twice");
+        ok = false;
+      } else {
+        out.list.push_back(v);
+      }
+    }
+    if (ok && arr.empty()) return at.bad("must not be empty");
+    return ok;
+  }
+
+  // The string-valued types: Enum, Address, CgroupPath, Name, Path and String.
+  bool parseStringValue(const Site& at, Parsed& out) {
+    if (!at.n.is_string()) return at.wrongType("a string");
+    out.s = at.n.as_string()->get();
+    std::string msg;
+    switch (at.spec.type) {
       case ValueType::Enum: {
         std::vector<std::string> choices;
-        std::stringstream ss(spec.choices);
+        std::stringstream ss(at.spec.choices);
         std::string c;
         while (std::getline(ss, c, '|'))
           choices.push_back(c);
         if (std::find(choices.begin(), choices.end(), out.s) == choices.end())
-          return bad("'" + out.s + "' is not one of " + std::string(spec.choices) +
-                     suggest(out.s, choices));
-        return true;
+          msg = "'" + out.s + "' is not one of " + std::string(at.spec.choices) +
+                suggest(out.s, choices);
+        break;
       }
-      case ValueType::Address: {
-        std::string msg = checkAddress(out.s);
-        return msg.empty() ? true : bad(msg);
-      }
-      case ValueType::CgroupPath: {
-        std::string msg = checkCgroupPath(out.s);
-        return msg.empty() ? true : bad(msg);
-      }
+      case ValueType::Address:
+        msg = checkAddress(out.s);
+        break;
+      case ValueType::CgroupPath:
+        msg = checkCgroupPath(out.s);
+        break;
       case ValueType::Name:
         if (!validName(out.s))
-          return bad("'" + out.s +
-                     "' is not a valid name ([A-Za-z0-9_.-], 1 .. 64 characters, not starting "
-                     "with '.')");
-        return true;
+          msg = "'" + out.s +
+                "' is not a valid name ([A-Za-z0-9_.-], 1 .. 64 characters, not starting "
+                "with '.')";
+        break;
       case ValueType::Path:
-        if (out.s.empty()) return bad("must not be empty");
-        return true;
+        if (out.s.empty()) msg = "must not be empty";
+        break;
       case ValueType::String:
-        if (std::string(spec.key) == "command") {
-          const bool absolute = !out.s.empty() && out.s[0] == '/';
-          if (out.s.empty() || (!absolute && out.s.find('/') != std::string::npos))
-            return bad("'" + out.s +
-                       "' is neither an absolute path nor a file name (matched against "
-                       "/proc/PID/exe)");
-          if (out.s.size() > (absolute ? 4095u : 255u))
-            return bad(std::string(absolute ? "paths are at most 4095 bytes"
-                                            : "file names are at most 255 bytes") +
-                       ", got " + std::to_string(out.s.size()));
-        }
-        return true;
+        if (std::string(at.spec.key) == "command") msg = checkCommand(out.s);
+        break;
       default:
-        return bad("internal: unhandled type");
+        msg = "internal: unhandled type";
     }
+    return msg.empty() ? true : at.bad(msg);
   }
 
   // Parses every key of `tbl` against `specs` into `out`; unknown keys are errors.

@@ -11,11 +11,9 @@ namespace {
 constexpr double kMs = 1e6;  // ns per millisecond
 constexpr double kS = 1e9;   // ns per second
 
-}  // namespace
-
-const std::vector<KeySpec>& configSchema() {
-  static const std::vector<KeySpec> kSchema = {
-      // [daemon]
+// [daemon]: the tick, the metrics endpoint, dry-run.
+std::vector<KeySpec> daemonKeys() {
+  return {
       {"daemon", "interval", ValueType::Duration, "\"1s\"", 10 * kMs, 3600 * kS, "", false, false,
        "", "Tick interval: how often tierd drains samples, decides and migrates."},
       {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9464\"", 0, 0, "", false, false,
@@ -28,13 +26,23 @@ const std::vector<KeySpec>& configSchema() {
        "not change it. Absent: no auth. Needs metrics_listen."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
-      // [tiers]
+  };
+}
+
+// [tiers]: which nodes are fast and slow, when not detected.
+std::vector<KeySpec> tiersKeys() {
+  return {
       {"tiers", "fast_nodes", ValueType::NodeList, "", 0, 1023, "", false, false, "node ids",
        "Nodes managed as the fast tier (DRAM). Absent: detected from kernel memory tiers, HMAT, "
        "CPU-less nodes (see `tierctl topology`)."},
       {"tiers", "slow_nodes", ValueType::NodeList, "", 0, 1023, "", false, false, "node ids",
        "Nodes managed as the slow tier (CXL). A node may not be in both lists."},
-      // [sampling]
+  };
+}
+
+// [sampling]: where access samples come from and what they may cost.
+std::vector<KeySpec> samplingKeys() {
+  return {
       {"sampling", "source", ValueType::Enum, "\"auto\"", 0, 0, "auto|perf|damon|replay", false,
        false, "",
        "Where access samples come from: perf (PEBS/IBS), DAMON vaddr, a recorded trace, or auto "
@@ -66,7 +74,12 @@ const std::vector<KeySpec>& configSchema() {
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "
        "unreadable or malformed trace."},
-      // [migration]
+  };
+}
+
+// [migration]: how pages move: granularity, byte budgets, call size, headroom.
+std::vector<KeySpec> migrationKeys() {
+  return {
       {"migration", "page_granularity", ValueType::Enum, "\"huge\"", 0, 0, "huge|base", false,
        false, "",
        "huge: one move_pages(2) address per huge page (2 MiB THP, hugetlb page); base: every base "
@@ -88,7 +101,12 @@ const std::vector<KeySpec>& configSchema() {
        "NUMA_BALANCING_MEMORY_TIERING, bit 2; a running kdamond with a DAMOS migrate_hot or "
        "migrate_cold scheme) fights tierd's placement. false: while it runs tierd plans but moves "
        "nothing, and says why once; true: move anyway (a warning once)."},
-      // [[workload]]
+  };
+}
+
+// [[workload]]: selectors and policy of each workload, then the keys of profile files only.
+std::vector<KeySpec> workloadKeys() {
+  return {
       {"workload", "name", ValueType::Name, "", 0, 0, "", false, true, "",
        "Unique name; the `workload` label of metrics."},
       {"workload", "cgroup", ValueType::CgroupPath, "", 0, 0, "", false, false, "",
@@ -132,6 +150,19 @@ const std::vector<KeySpec>& configSchema() {
       {"profile", "description", ValueType::String, "", 0, 0, "", true, false, "",
        "Free text (profile files only)."},
   };
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& configSchema() {
+  static const std::vector<KeySpec> kSchema = [] {
+    std::vector<KeySpec> all;
+    for (auto section : {daemonKeys, tiersKeys, samplingKeys, migrationKeys, workloadKeys}) {
+      std::vector<KeySpec> keys = section();
+      all.insert(all.end(), keys.begin(), keys.end());
+    }
+    return all;
+  }();
   return kSchema;
 }
 

@@ -101,9 +101,10 @@ MetricDef histogram(HistogramHandle h, std::string name, std::string unit, std::
           std::move(buckets)};
 }
 
-std::vector<MetricDef> buildCatalog() {
+// move_pages(2) calls: bytes and pages by result, call time, copy throughput, kernel CPU.
+std::vector<MetricDef> migrationMetrics() {
   using namespace metric;
-  std::vector<MetricDef> c = {
+  return {
       counter(kMigrateBytes, "tierd_migrate_bytes_total", "bytes",
               "Bytes tierd asked move_pages(2) to move, by direction, page size and per-page "
               "result (pages times page size).",
@@ -135,6 +136,13 @@ std::vector<MetricDef> buildCatalog() {
             "over the ticks since the last update once at least 64 MiB moved: the CPU a kernel "
             "with batched copy or DMA offload frees.",
             {direction()}),
+  };
+}
+
+// tierd itself: errors survived and CPU per component.
+std::vector<MetricDef> daemonMetrics() {
+  using namespace metric;
+  return {
       counter(kDaemonErrors, "tierd_daemon_errors_total", "errors",
               "Failed system calls and per-page errors tierd counted and survived, by component "
               "and errno.",
@@ -143,6 +151,14 @@ std::vector<MetricDef> buildCatalog() {
               "CPU time (user + system) tierd's threads spent per component "
               "(CLOCK_THREAD_CPUTIME_ID deltas around each phase of a tick).",
               {component()}),
+  };
+}
+
+// Hotness sources: samples, losses, throttling, overhead, period and interval, open perf
+// events, start retries.
+std::vector<MetricDef> samplerMetrics() {
+  using namespace metric;
+  return {
       counter(kSamplerSamples, "tierd_sampler_samples_total", "samples",
               "Access samples (or DAMON region reports) drained from a hotness source.",
               {source()}),
@@ -175,6 +191,13 @@ std::vector<MetricDef> buildCatalog() {
               "(DAMON busy, a full kdamond pool, perf refused), made after a back-off of 1 s "
               "doubling up to 64 s.",
               {}),
+  };
+}
+
+// Per workload: hot and cold bytes by tier, resident memory and where it was read, bytes moved.
+std::vector<MetricDef> workloadMetrics() {
+  using namespace metric;
+  return {
       gauge(kHotnessHotBytes, "tierd_hotness_hot_bytes", "bytes",
             "Bytes of a workload's memory the heat model ranks hot, by the tier they live on now.",
             {workload(), tier()}),
@@ -206,6 +229,13 @@ std::vector<MetricDef> buildCatalog() {
       counter(kWorkloadMigratedBytes, "tierd_workload_migrated_bytes_total", "bytes",
               "Bytes of a workload's memory tierd moved (per-page result moved), by direction.",
               {workload(), direction()}),
+  };
+}
+
+// Per NUMA node: capacity, use and hugetlb pools.
+std::vector<MetricDef> nodeMetrics() {
+  using namespace metric;
+  return {
       gauge(kNodeCapacity, "tierd_node_capacity_bytes", "bytes",
             "Memory of a NUMA node (nodeN/meminfo MemTotal), labelled with its tier.",
             {node(), tier()}),
@@ -219,6 +249,13 @@ std::vector<MetricDef> buildCatalog() {
             "Free hugetlb pages on a node (.../free_hugepages), by page size; a 1G move needs a "
             "free 1G page on the target.",
             {node(), tier(), pageSize()}),
+  };
+}
+
+// The arbiter: ping-pong moves and holds, candidates left unplanned.
+std::vector<MetricDef> arbiterMetrics() {
+  using namespace metric;
+  return {
       counter(kArbiterPingpongMoves, "tierd_arbiter_pingpong_moves_total", "moves",
               "Ping-pong moves tierd made: a move that took a region back where it had just "
               "come from, reversing the region's previous move which itself reversed the one "
@@ -239,6 +276,14 @@ std::vector<MetricDef> buildCatalog() {
                 "is at its fast-tier quota; every node of the target tier is outside the task's "
                 "cpuset.mems; no fast node with room is nearer the task's CPUs than the node the "
                 "region is on"}}),
+  };
+}
+
+// What the checks around a move found: THPs split after it, identity checks failed, pids
+// reused.
+std::vector<MetricDef> checkMetrics() {
+  using namespace metric;
+  return {
       counter(kMigrateThpSplitAfterMove, "tierd_migrate_thp_split_after_move_total", "pages",
               "THPs tierd moved that the next tick located on their target as base pages, "
               "bounded by how far their VMA's smaps AnonHugePages fell (the kernel split them, "
@@ -253,6 +298,13 @@ std::vector<MetricDef> buildCatalog() {
               "field 22): the old process's heat and plans were dropped, the new one starts "
               "afresh.",
               {}),
+  };
+}
+
+// The daemon's config, kernel and build, and the metrics sink's own rejected updates.
+std::vector<MetricDef> systemMetrics() {
+  using namespace metric;
+  return {
       counter(kConfigReloads, "tierd_config_reloads_total", "reloads",
               "Config reloads (SIGHUP); on failure the last good config stays.",
               {{"result", LabelDomain::Fixed, {"success", "failure"}, "outcome of the reload"}}),
@@ -277,6 +329,15 @@ std::vector<MetricDef> buildCatalog() {
               "set, the label count was wrong or the value was invalid (a bug in tierd).",
               {{"metric", LabelDomain::MetricName, {}, "catalog name of the metric"}}),
   };
+}
+
+// The catalog, in the order the docs list it: each group's metrics in turn.
+std::vector<MetricDef> buildCatalog() {
+  std::vector<MetricDef> c;
+  for (auto group : {migrationMetrics, daemonMetrics, samplerMetrics, workloadMetrics, nodeMetrics,
+                     arbiterMetrics, checkMetrics, systemMetrics})
+    for (MetricDef& m : group())
+      c.push_back(std::move(m));
   return c;
 }
 

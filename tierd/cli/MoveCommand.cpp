@@ -25,6 +25,116 @@ std::string errnoName(int e) {
   return n ? n : "E" + std::to_string(e);
 }
 
+const char* directionName(Direction dir) {
+  return dir == Direction::Promote ? "promote" : "demote";
+}
+
+// Direction for the byte budget and reports: demotion when the target is in the slow tier.
+Direction directionTo(const sys::SysRoot& root, NodeId target) {
+  Direction dir = Direction::Promote;
+  if (auto topo = topology::readTopology(root))
+    for (const auto& n : topo->nodes)
+      if (n.id == target && n.tier == topology::Tier::Slow) dir = Direction::Demote;
+  return dir;
+}
+
+// One range per mapping of `maps` ([vsyscall] aside), clipped to [lo, hi).
+std::vector<MoveRange> rangesIn(const std::vector<sys::SmapsVma>& maps, pid_t pid, uint64_t lo,
+                                uint64_t hi, NodeId target, Direction dir) {
+  std::vector<MoveRange> batch;
+  for (const auto& v : maps) {
+    if (v.path == "[vsyscall]") continue;
+    uint64_t a = std::max(lo, v.start);
+    uint64_t b = std::min(hi, v.end);
+    if (a >= b) continue;
+    MoveRange r;
+    r.pid = pid;
+    r.start = a;
+    r.length = b - a;
+    r.pageSize = 0;  // the migrator reads it from smaps
+    r.target = target;
+    r.direction = dir;
+    batch.push_back(r);
+  }
+  return batch;
+}
+
+// What one move did, summed over its ranges.
+struct MoveSummary {
+  pid_t pid = 0;
+  NodeId target = -1;
+  Direction dir = Direction::Promote;
+  size_t ranges = 0;
+  size_t dropped = 0;
+  OutcomeCounts total;
+};
+
+MoveSummary summarize(pid_t pid, NodeId target, Direction dir, const BatchResult& res) {
+  MoveSummary m;
+  m.pid = pid;
+  m.target = target;
+  m.dir = dir;
+  m.ranges = res.ranges.size();
+  for (const auto& r : res.ranges) {
+    for (size_t o = 0; o < kMoveOutcomeCount; ++o)
+      m.total.pages[o] += r.outcomes.pages[o];
+    m.dropped += r.dropped;
+  }
+  return m;
+}
+
+// The JSON form (fields in docs/migrate.md).
+void printJson(const MoveSummary& m, const MigrationStats& s) {
+  nlohmann::json j;
+  j["pid"] = m.pid;
+  j["to"] = m.target;
+  j["direction"] = directionName(m.dir);
+  j["ranges"] = m.ranges;
+  j["ranges_dropped"] = m.dropped;
+  for (size_t o = 0; o < kMoveOutcomeCount; ++o)
+    j["pages"][moveOutcomeName(static_cast<MoveOutcome>(o))] = m.total.pages[o];
+  j["bytes_moved"] = s.bytesMoved;
+  j["errno_pages"] = nlohmann::json::object();
+  for (const auto& [e, n] : s.errnoPages)
+    j["errno_pages"][errnoName(e)] = n;
+  j["errno_calls"] = nlohmann::json::object();
+  for (const auto& [e, n] : s.errnoCalls)
+    j["errno_calls"][errnoName(e)] = n;
+  j["query_calls"] = s.queryCalls;
+  j["move_calls"] = s.moveCalls;
+  j["partial_returns"] = s.partialReturns;
+  j["wall_seconds"] = static_cast<double>(s.wallNs) / 1e9;
+  j["kernel_cpu_seconds"] = static_cast<double>(s.kernelCpuNs) / 1e9;
+  j["max_call_seconds"] = static_cast<double>(s.maxCallNs) / 1e9;
+  j["gib_per_s"] = s.gibPerSecond();
+  j["cpu_seconds_per_gib"] = s.cpuSecondsPerGib();
+  j["deadline_reached"] = s.deadlineReached;
+  std::cout << j.dump(2) << "\n";
+}
+
+// The text form: one line per outcome and errno seen, then the totals.
+void printText(const MoveSummary& m, const MigrationStats& s) {
+  std::cout << "move pid " << m.pid << " -> node " << m.target << " (" << directionName(m.dir)
+            << "): " << m.ranges << " ranges, " << m.dropped << " dropped\n";
+  for (size_t o = 0; o < kMoveOutcomeCount; ++o)
+    if (m.total.pages[o])
+      std::printf("  %-14s %10llu pages\n", moveOutcomeName(static_cast<MoveOutcome>(o)),
+                  static_cast<unsigned long long>(m.total.pages[o]));
+  for (const auto& [e, n] : s.errnoPages)
+    std::printf("  status %-7s %10llu pages\n", errnoName(e).c_str(),
+                static_cast<unsigned long long>(n));
+  for (const auto& [e, n] : s.errnoCalls)
+    std::printf("  call failed %-7s %5llu calls\n", errnoName(e).c_str(),
+                static_cast<unsigned long long>(n));
+  std::printf(
+      "  moved %s in %.3f s (%.2f GiB/s, %.4f CPU s/GiB), %llu query + %llu move calls, "
+      "longest call %.1f ms%s\n",
+      formatBytes(s.bytesMoved).c_str(), static_cast<double>(s.wallNs) / 1e9, s.gibPerSecond(),
+      s.cpuSecondsPerGib(), static_cast<unsigned long long>(s.queryCalls),
+      static_cast<unsigned long long>(s.moveCalls), static_cast<double>(s.maxCallNs) / 1e6,
+      s.deadlineReached ? ", deadline reached" : "");
+}
+
 }  // namespace
 
 int moveCommand(const std::vector<std::string>& args, size_t begin) {
@@ -65,92 +175,22 @@ int moveCommand(const std::vector<std::string>& args, size_t begin) {
   const NodeId target = static_cast<NodeId>(to.value());
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
 
-  // Direction for the byte budget and reports: demotion when the target is in the slow tier.
-  Direction dir = Direction::Promote;
-  if (auto topo = topology::readTopology(root))
-    for (const auto& n : topo->nodes)
-      if (n.id == target && n.tier == topology::Tier::Slow) dir = Direction::Demote;
+  const Direction dir = directionTo(root, target);
 
   auto maps = sys::readMaps(root, pid);
   if (!maps) return fail(spec, maps.error(), 1);
-  std::vector<MoveRange> batch;
-  for (const auto& v : maps.value()) {
-    if (v.path == "[vsyscall]") continue;
-    uint64_t a = std::max(lo, v.start);
-    uint64_t b = std::min(hi, v.end);
-    if (a >= b) continue;
-    MoveRange r;
-    r.pid = pid;
-    r.start = a;
-    r.length = b - a;
-    r.pageSize = 0;  // the migrator reads it from smaps
-    r.target = target;
-    r.direction = dir;
-    batch.push_back(r);
-  }
+  std::vector<MoveRange> batch = rangesIn(maps.value(), pid, lo, hi, target, dir);
   if (batch.empty())
     return fail(spec, Error::input("no mapping of the process in the range", "--range"), 1);
 
   migrate::MovePagesMigrator mig({}, migrate::makeLinuxPageSystem(root));
   const int64_t deadline = mig.nowNs() + static_cast<int64_t>(timeout.value()) * 1'000'000;
   BatchResult res = mig.execute(batch, deadline);
-
-  OutcomeCounts total;
-  size_t dropped = 0;
-  for (const auto& r : res.ranges) {
-    for (size_t o = 0; o < kMoveOutcomeCount; ++o)
-      total.pages[o] += r.outcomes.pages[o];
-    dropped += r.dropped;
-  }
-  const auto& s = res.stats;
-  if (parsed->has("json")) {
-    nlohmann::json j;
-    j["pid"] = pid;
-    j["to"] = target;
-    j["direction"] = dir == Direction::Promote ? "promote" : "demote";
-    j["ranges"] = res.ranges.size();
-    j["ranges_dropped"] = dropped;
-    for (size_t o = 0; o < kMoveOutcomeCount; ++o)
-      j["pages"][moveOutcomeName(static_cast<MoveOutcome>(o))] = total.pages[o];
-    j["bytes_moved"] = s.bytesMoved;
-    j["errno_pages"] = nlohmann::json::object();
-    for (const auto& [e, n] : s.errnoPages)
-      j["errno_pages"][errnoName(e)] = n;
-    j["errno_calls"] = nlohmann::json::object();
-    for (const auto& [e, n] : s.errnoCalls)
-      j["errno_calls"][errnoName(e)] = n;
-    j["query_calls"] = s.queryCalls;
-    j["move_calls"] = s.moveCalls;
-    j["partial_returns"] = s.partialReturns;
-    j["wall_seconds"] = static_cast<double>(s.wallNs) / 1e9;
-    j["kernel_cpu_seconds"] = static_cast<double>(s.kernelCpuNs) / 1e9;
-    j["max_call_seconds"] = static_cast<double>(s.maxCallNs) / 1e9;
-    j["gib_per_s"] = s.gibPerSecond();
-    j["cpu_seconds_per_gib"] = s.cpuSecondsPerGib();
-    j["deadline_reached"] = s.deadlineReached;
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << "move pid " << pid << " -> node " << target << " ("
-            << (dir == Direction::Promote ? "promote" : "demote") << "): " << res.ranges.size()
-            << " ranges, " << dropped << " dropped\n";
-  for (size_t o = 0; o < kMoveOutcomeCount; ++o)
-    if (total.pages[o])
-      std::printf("  %-14s %10llu pages\n", moveOutcomeName(static_cast<MoveOutcome>(o)),
-                  static_cast<unsigned long long>(total.pages[o]));
-  for (const auto& [e, n] : s.errnoPages)
-    std::printf("  status %-7s %10llu pages\n", errnoName(e).c_str(),
-                static_cast<unsigned long long>(n));
-  for (const auto& [e, n] : s.errnoCalls)
-    std::printf("  call failed %-7s %5llu calls\n", errnoName(e).c_str(),
-                static_cast<unsigned long long>(n));
-  std::printf(
-      "  moved %s in %.3f s (%.2f GiB/s, %.4f CPU s/GiB), %llu query + %llu move calls, "
-      "longest call %.1f ms%s\n",
-      formatBytes(s.bytesMoved).c_str(), static_cast<double>(s.wallNs) / 1e9, s.gibPerSecond(),
-      s.cpuSecondsPerGib(), static_cast<unsigned long long>(s.queryCalls),
-      static_cast<unsigned long long>(s.moveCalls), static_cast<double>(s.maxCallNs) / 1e6,
-      s.deadlineReached ? ", deadline reached" : "");
+  const MoveSummary summary = summarize(pid, target, dir, res);
+  if (parsed->has("json"))
+    printJson(summary, res.stats);
+  else
+    printText(summary, res.stats);
   return 0;
 }
 

@@ -44,6 +44,25 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
   return o;
 }
 
+// Adds located region `r` (on the fast tier when `onFast`) to its workload's figures and, when
+// its process has a SourceState, to that process's: `cut` is the process's promotion cut,
+// `cold` the workload's cold_threshold. SourceState::meanHeat is left a sum.
+void accountRegion(const policy::RegionView& r, bool onFast, double cut, double cold,
+                   WorkloadReport& wr, std::vector<SourceState>& states) {
+  (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
+  const bool isHot = r.heat >= cut;
+  if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
+  if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
+  auto st = std::find_if(states.begin(), states.end(),
+                         [&](const SourceState& s) { return s.pid == r.pid; });
+  if (st == states.end()) return;
+  ++st->regions;
+  st->meanHeat += r.heat;  // a sum until addWorkloads divides it
+  st->maxHeat = std::max(st->maxHeat, r.heat);
+  st->cut = cut;
+  if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
+}
+
 }  // namespace
 
 // Mappings tierd manages: private anonymous memory (heap, anonymous mmap, and anonymous mmap named
@@ -420,29 +439,7 @@ void Engine::rememberMovedThp(const MoveRange& m, const topology::Topology& topo
   }
 }
 
-Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
-  TickReport report;
-  report.nowNs = nowNs;
-  const int64_t tickStartNs = migrator_->nowNs();  // wall clock of the migrator (monotonic)
-  uint64_t phaseStart = threadCpuNs();
-  auto phase = [&](uint64_t& into) {
-    const uint64_t t = threadCpuNs();
-    into += t - phaseStart;
-    phaseStart = t;
-  };
-  report.dryRun = config_->daemon.dryRun;
-  auto topo = topology::readTopology(root_, toOverride(config_->tiers));
-  if (!topo) return topo.error().within("topology");
-  report.topologyMethod = topo->method;
-  report.fastNodes = topo->nodesIn(topology::Tier::Fast);
-  report.slowNodes = topo->nodesIn(topology::Tier::Slow);
-  report.topology = topo.value();
-  report.cpu.topologyNs = threadCpuNs() - phaseStart;
-
-  // Scopes: who may be sampled, located and moved this tick.
-  std::map<pid_t, Scoped> scoped;
-  refreshScopes(report, scoped);
-  phase(report.cpu.topologyScopeNs);
+void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report) {
   for (auto it = procs_.begin(); it != procs_.end();) {
     auto s = scoped.find(it->first);
     // A new process holds the pid: in scope with another start time, or out of it (a `pids`
@@ -474,6 +471,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       ++it;
     }
   }
+}
+
+void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report) {
   for (const auto& [pid, s] : scoped)
     if (!procs_.count(pid)) startProc(pid, s, nowNs, report);
   for (auto& [pid, proc] : procs_)
@@ -481,17 +481,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       ++totals_.sourceRetries;
       startSource(pid, proc, nowNs, report);
     }
+}
 
-  // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
-  for (auto& [pid, proc] : procs_)
-    refreshMappingsAndLocations(pid, proc, topo.value(), report);
-  // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
-  // processes (WorkloadReport::memory).
-  std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
-  for (size_t i = 0; i < memory.size(); ++i)
-    if (!numaStat_.count(i))
-      memory[i] = numaMapsMemory(i, topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
-  phase(report.cpu.locateNs);
+void Engine::drainSources(uint64_t nowNs, TickReport& report) {
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
     auto batch = proc.source->drain(nowNs);
@@ -513,15 +505,16 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   }
   heat_.decay(nowNs);
   totals_.samples += report.samples;
-  phase(report.cpu.samplingNs);
+}
 
-  // Snapshot -> plan.
+policy::TickContext Engine::snapshot(uint64_t nowNs, const topology::Topology& topo,
+                                     TickReport& report) {
   policy::TickContext ctx;
   ctx.nowNs = nowNs;
   ctx.config = config_;
   ctx.dryRun = config_->daemon.dryRun;
-  ctx.basePageSize = topo->caps.basePageSize ? topo->caps.basePageSize : 4096;
-  for (const topology::Node& n : topo->nodes) {
+  ctx.basePageSize = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
+  for (const topology::Node& n : topo.nodes) {
     if (n.tier == topology::Tier::None) continue;
     policy::NodeFacts f;
     f.id = n.id;
@@ -533,15 +526,20 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     f.freePmdBlockBytes = n.freePmdBlockBytes;
     ctx.nodes.push_back(f);
   }
-  for (const topology::Node& n : topo->nodes)
+  for (const topology::Node& n : topo.nodes)
     ctx.distance[n.id] = n.distance;
   for (const auto& [pid, proc] : procs_)
-    if (auto t = taskNodes(pid, topo.value(), report)) ctx.tasks[pid] = *t;
+    if (auto t = taskNodes(pid, topo, report)) ctx.tasks[pid] = *t;
+  return ctx;
+}
+
+void Engine::addWorkloads(policy::TickContext& ctx,
+                          std::vector<std::map<NodeId, NodeMemory>> memory, TickReport& report) {
   const std::set<NodeId> fast(report.fastNodes.begin(), report.fastNodes.end());
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
     policy::WorkloadView view;
     view.id = static_cast<policy::WorkloadId>(i);
-    view.regions = heat_.regions(view.id, nowNs);
+    view.regions = heat_.regions(view.id, ctx.nowNs);
     WorkloadReport wr;
     wr.name = config_->workloads[i].name;
     if (auto ns = numaStat_.find(i); ns != numaStat_.end()) {
@@ -557,26 +555,99 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     const double cold = config_->workloads[i].policy.coldThreshold;
     for (const policy::RegionView& r : view.regions) {
       if (r.node < 0) continue;
-      const bool onFast = fast.count(r.node) != 0;
-      (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-      const double cut = hot.of(r.pid);
-      const bool isHot = r.heat >= cut;
-      if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
-      if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
-      auto st = std::find_if(report.sourceStates.begin(), report.sourceStates.end(),
-                             [&](const SourceState& s) { return s.pid == r.pid; });
-      if (st == report.sourceStates.end()) continue;
-      ++st->regions;
-      st->meanHeat += r.heat;  // a sum until the loop below
-      st->maxHeat = std::max(st->maxHeat, r.heat);
-      st->cut = cut;
-      if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
+      accountRegion(r, fast.count(r.node) != 0, hot.of(r.pid), cold, wr, report.sourceStates);
     }
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
   }
   for (SourceState& st : report.sourceStates)
     if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
+}
+
+void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& report) {
+  report.kernelTiering = kernelTieringActive(root_, topo.caps.numaBalancing);
+  report.kernelTieringHeld =
+      !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
+  if (report.kernelTiering != kernelTieringReported_) {
+    if (!report.kernelTiering.empty())
+      report.problems.push_back(
+          "the kernel's own tiering runs (" + report.kernelTiering + "): " +
+          (report.kernelTieringHeld
+               ? "tierd moves nothing while it does (migration.allow_kernel_tiering = true to "
+                 "move anyway)"
+               : "moving anyway (migration.allow_kernel_tiering = true); both fight over pages"));
+    kernelTieringReported_ = report.kernelTiering;
+  }
+}
+
+void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
+                     const std::atomic<bool>* stop, const topology::Topology& topo,
+                     TickReport& report) {
+  // The migration step always gets a quarter of the interval, and at least a quarter of the
+  // tick's wall time (a third of what the steps before it took), even when scope, locate and
+  // sampling (many processes, a slow machine) used the whole tick: otherwise the moves never
+  // start (every page NotAttempted, tick after tick), or, with 20 s ticks on a loaded TCG
+  // guest, a fixed 0.5 s moved 8-22 MiB a tick while 600 MiB of hot regions waited. The tick
+  // then overruns; the next is late.
+  const int64_t startNs = migrator_->nowNs();
+  const int64_t floorNs = startNs + std::max(static_cast<int64_t>(config_->daemon.intervalNs / 4),
+                                             std::max<int64_t>(0, startNs - tickStartNs) / 3);
+  report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
+  std::vector<policy::RangeOutcome> outcomes;
+  for (const RangeResult& r : report.batch.ranges) {
+    (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
+        r.bytesMoved;
+    auto result = dominantOutcome(r);
+    if (!result) continue;
+    if (*result == MoveOutcome::Moved) rememberMovedThp(r.range, topo);
+    outcomes.push_back(
+        {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
+  }
+  heat_.recordResults(outcomes, report.nowNs);
+}
+
+Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop) {
+  TickReport report;
+  report.nowNs = nowNs;
+  const int64_t tickStartNs = migrator_->nowNs();  // wall clock of the migrator (monotonic)
+  uint64_t phaseStart = threadCpuNs();
+  auto phase = [&](uint64_t& into) {
+    const uint64_t t = threadCpuNs();
+    into += t - phaseStart;
+    phaseStart = t;
+  };
+  report.dryRun = config_->daemon.dryRun;
+  auto topo = topology::readTopology(root_, toOverride(config_->tiers));
+  if (!topo) return topo.error().within("topology");
+  report.topologyMethod = topo->method;
+  report.fastNodes = topo->nodesIn(topology::Tier::Fast);
+  report.slowNodes = topo->nodesIn(topology::Tier::Slow);
+  report.topology = topo.value();
+  report.cpu.topologyNs = threadCpuNs() - phaseStart;
+
+  // Scopes: who may be sampled, located and moved this tick.
+  std::map<pid_t, Scoped> scoped;
+  refreshScopes(report, scoped);
+  phase(report.cpu.topologyScopeNs);
+  dropGoneProcs(scoped, report);
+  admitProcs(scoped, nowNs, report);
+
+  // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
+  for (auto& [pid, proc] : procs_)
+    refreshMappingsAndLocations(pid, proc, topo.value(), report);
+  // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
+  // processes (WorkloadReport::memory).
+  std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
+  for (size_t i = 0; i < memory.size(); ++i)
+    if (!numaStat_.count(i))
+      memory[i] = numaMapsMemory(i, topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
+  phase(report.cpu.locateNs);
+  drainSources(nowNs, report);
+  phase(report.cpu.samplingNs);
+
+  // Snapshot -> plan.
+  policy::TickContext ctx = snapshot(nowNs, topo.value(), report);
+  addWorkloads(ctx, std::move(memory), report);
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
   phase(report.cpu.policyNs);
   report.arbiter = decision.stats;
@@ -591,42 +662,9 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     else
       ++totals_.outOfScopeMoves;
   }
-  report.kernelTiering = kernelTieringActive(root_, topo->caps.numaBalancing);
-  report.kernelTieringHeld =
-      !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
-  if (report.kernelTiering != kernelTieringReported_) {
-    if (!report.kernelTiering.empty())
-      report.problems.push_back(
-          "the kernel's own tiering runs (" + report.kernelTiering + "): " +
-          (report.kernelTieringHeld
-               ? "tierd moves nothing while it does (migration.allow_kernel_tiering = true to "
-                 "move anyway)"
-               : "moving anyway (migration.allow_kernel_tiering = true); both fight over pages"));
-    kernelTieringReported_ = report.kernelTiering;
-  }
-  if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty()) {
-    // The migration step always gets a quarter of the interval, and at least a quarter of the
-    // tick's wall time (a third of what the steps before it took), even when scope, locate and
-    // sampling (many processes, a slow machine) used the whole tick: otherwise the moves never
-    // start (every page NotAttempted, tick after tick), or, with 20 s ticks on a loaded TCG
-    // guest, a fixed 0.5 s moved 8-22 MiB a tick while 600 MiB of hot regions waited. The tick
-    // then overruns; the next is late.
-    const int64_t startNs = migrator_->nowNs();
-    const int64_t floorNs = startNs + std::max(static_cast<int64_t>(config_->daemon.intervalNs / 4),
-                                               std::max<int64_t>(0, startNs - tickStartNs) / 3);
-    report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
-    std::vector<policy::RangeOutcome> outcomes;
-    for (const RangeResult& r : report.batch.ranges) {
-      (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
-          r.bytesMoved;
-      auto result = dominantOutcome(r);
-      if (!result) continue;
-      if (*result == MoveOutcome::Moved) rememberMovedThp(r.range, topo.value());
-      outcomes.push_back(
-          {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
-    }
-    heat_.recordResults(outcomes, nowNs);
-  }
+  checkKernelTiering(topo.value(), report);
+  if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty())
+    execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;

@@ -250,6 +250,32 @@ class Engine {
     uint64_t startTime = 0;
   };
   void refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped);
+  /// Drops the tracked processes that are not in `scoped` under their workload, or whose pid now
+  /// names another process (start time changed); each is said in report.scopeChanges (a reused
+  /// pid also in report.problems) and counted in EngineTotals::vanishedPids.
+  void dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report);
+  /// Starts tracking the processes of `scoped` not tracked yet, and tries again the failed
+  /// sources whose back-off ended by `nowNs` (EngineTotals::sourceRetries).
+  void admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report);
+  /// Drains every source's samples of its own pid into the heat model, then decays it to
+  /// `nowNs`; fills report.samples and report.sourceStates (regions and heat still zero).
+  void drainSources(uint64_t nowNs, TickReport& report);
+  /// The policy's view of this tick without its workloads: nodes of a tier with their free
+  /// memory, SLIT distances, and each tracked process's home and allowed nodes (taskNodes).
+  policy::TickContext snapshot(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
+  /// Adds each workload's regions (HeatModel) to `ctx` and its WorkloadReport to `report`, with
+  /// `memory` (per workload index, numaMapsMemory) where no numa_stat was read; completes
+  /// report.sourceStates' regions, heat and hot bytes.
+  void addWorkloads(policy::TickContext& ctx, std::vector<std::map<NodeId, NodeMemory>> memory,
+                    TickReport& report);
+  /// Sets report.kernelTiering and kernelTieringHeld (kernelTieringActive, allow_kernel_tiering)
+  /// and reports a change of what runs once, in report.problems.
+  void checkKernelTiering(const topology::Topology& topo, TickReport& report);
+  /// Executes `moves` (Migrator::execute) until `deadlineNs`, or a floor after `tickStartNs`
+  /// (see tick()), and feeds the outcomes back into the heat model; fills report.batch and the
+  /// moved bytes, and remembers moved THP chunks.
+  void execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
+               const std::atomic<bool>* stop, const topology::Topology& topo, TickReport& report);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
   void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);

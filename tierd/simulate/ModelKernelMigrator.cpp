@@ -205,64 +205,45 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
   if (p.exited) return finish(-ESRCH);
   if (p.zombie) return finish(-EINVAL);
   if (query) {
-    // mm/migrate.c do_pages_stat_array.
-    for (uint64_t i = 0; i < count; ++i) {
-      const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
-      const Vma* v = findVma(p, addr);
-      if (!v) {
-        status[i] = -EFAULT;
-        continue;
-      }
-      auto pit = p.pages.find(pageStart(p, *v, addr));
-      if (pit != p.pages.end())
-        status[i] = pit->second;
-      else
-        status[i] = p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
-    }
+    statPages(p, count, pages, status);
     return finish(0);
   }
+  return finish(doPagesMove(pid, p, count, pages, nodes, status, cost));
+}
 
-  // mm/migrate.c do_pages_move: entries are taken in order; consecutive entries with the same
-  // target node form a node group whose pages are queued (add_folio_for_migration) and migrated
-  // together (move_pages_and_store_status -> do_move_pages_to_node -> migrate_pages) when the
-  // group ends: at a different node, at an entry that is not queued (already there or an error,
-  // whose status is stored at once), or at the end. The first call-level error returns at once:
-  // a bad node (-ENODEV), a node outside the task's cpuset.mems_allowed (-EACCES; the pending
-  // group is flushed first, out_flush), or a group whose migration failed. migrate_pages() gives
-  // up at the first page it cannot allocate on the target and returns -ENOMEM: the pages before
-  // it stay moved, the group's statuses are not stored (store_status runs only on success) and
-  // later groups are not attempted. The kernel never stores a per-page -ENOMEM.
+// mm/migrate.c do_pages_stat_array.
+void FakePageSystem::statPages(const Proc& p, uint64_t count, void** pages, int* status) const {
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
+    const Vma* v = findVma(p, addr);
+    if (!v) {
+      status[i] = -EFAULT;
+      continue;
+    }
+    auto pit = p.pages.find(pageStart(p, *v, addr));
+    if (pit != p.pages.end())
+      status[i] = pit->second;
+    else
+      status[i] = p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
+  }
+}
+
+// mm/migrate.c do_pages_move: entries are taken in order; consecutive entries with the same
+// target node form a node group whose pages are queued (add_folio_for_migration) and migrated
+// together (move_pages_and_store_status -> do_move_pages_to_node -> migrate_pages) when the
+// group ends: at a different node, at an entry that is not queued (already there or an error,
+// whose status is stored at once), or at the end. The first call-level error returns at once:
+// a bad node (-ENODEV), a node outside the task's cpuset.mems_allowed (-EACCES; the pending
+// group is flushed first, out_flush), or a group whose migration failed. migrate_pages() gives
+// up at the first page it cannot allocate on the target and returns -ENOMEM: the pages before
+// it stay moved, the group's statuses are not stored (store_status runs only on success) and
+// later groups are not attempted. The kernel never stores a per-page -ENOMEM.
+long FakePageSystem::doPagesMove(pid_t pid, Proc& p, uint64_t count, void** pages, const int* nodes,
+                                 int* status, int64_t& cost) {
   const uint64_t moveNo = moveCalls_++;
   uint64_t limit = count;
   if (auto it = partial_.find(moveNo); it != partial_.end()) limit = std::min(count, it->second);
-  struct Queued {
-    uint64_t index;
-    std::map<uint64_t, NodeId>::iterator page;
-    uint64_t pageSize;
-  };
-  std::vector<Queued> group;
-  NodeId groupNode = -1;
-  // Migrates the pending group; 0 or -ENOMEM.
-  auto flush = [&]() -> long {
-    for (const Queued& q : group) {
-      auto cap = capacity_.find({groupNode, q.pageSize});
-      if (cap != capacity_.end()) {
-        if (cap->second == 0) {
-          group.clear();
-          return -ENOMEM;
-        }
-        --cap->second;
-      }
-      auto src = capacity_.find({q.page->second, q.pageSize});
-      if (src != capacity_.end()) ++src->second;
-      q.page->second = groupNode;
-      cost += nsPerByteMoved * static_cast<int64_t>(q.pageSize);
-    }
-    for (const Queued& q : group)
-      status[q.index] = groupNode;
-    group.clear();
-    return 0;
-  };
+  MoveGroup group;
   std::set<uint64_t> handled;  // huge pages already queued or handled by this call
   long err = 0;
   for (uint64_t i = 0; i < limit; ++i) {
@@ -275,43 +256,63 @@ long FakePageSystem::movePages(pid_t pid, uint64_t count, void** pages, const in
       err = -EACCES;
       break;
     }
-    if (node != groupNode && !group.empty())
-      if (long e = flush(); e != 0) return finish(e);
-    groupNode = node;
-    // add_folio_for_migration: > 0 queued, 0 already on the node, < 0 the page's error.
-    int added = 1;
-    const uint64_t addr = reinterpret_cast<uint64_t>(pages[i]);
-    const Vma* v = findVma(p, addr);
-    std::map<uint64_t, NodeId>::iterator pit;
-    uint64_t page = 0;
-    if (!v) {
-      added = -EFAULT;
-    } else {
-      page = pageStart(p, *v, addr);
-      pit = p.pages.find(page);
-      if (pit == p.pages.end())
-        added = p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
-      else if (pageSizeAt(p, *v, addr) > base_ && !handled.insert(page).second)
-        added = -EBUSY;  // a later subpage address of a huge page handled in this call
-      else if (auto eit = errors_.find({pid, page});
-               eit != errors_.end() && eit->second.times != 0) {
-        added = -eit->second.err;
-        if (eit->second.times > 0) --eit->second.times;
-      } else if (pit->second == node) {
-        added = 0;
-      }
-    }
+    if (node != group.node && !group.pages.empty())
+      if (long e = migrateGroup(group, status, cost); e != 0) return e;
+    group.node = node;
+    MoveGroup::Queued q{i, {}, 0};
+    const int added = addFolio(pid, p, reinterpret_cast<uint64_t>(pages[i]), node, handled, q);
     if (added > 0) {
-      group.push_back({i, pit, pageSizeAt(p, *v, addr)});
+      group.pages.push_back(q);
       continue;
     }
     status[i] = added < 0 ? added : node;
-    if (long e = flush(); e != 0) return finish(e);
+    if (long e = migrateGroup(group, status, cost); e != 0) return e;
   }
-  const long e1 = flush();
+  const long e1 = migrateGroup(group, status, cost);
   if (err == 0) err = e1;
   if (err == 0) err = static_cast<long>(count - limit);
-  return finish(err);
+  return err;
+}
+
+int FakePageSystem::addFolio(pid_t pid, Proc& p, uint64_t addr, NodeId node,
+                             std::set<uint64_t>& handled, MoveGroup::Queued& q) {
+  const Vma* v = findVma(p, addr);
+  if (!v) return -EFAULT;
+  const uint64_t page = pageStart(p, *v, addr);
+  auto pit = p.pages.find(page);
+  if (pit == p.pages.end()) return p.zeroPages.count(addr / base_ * base_) ? -EFAULT : -ENOENT;
+  if (pageSizeAt(p, *v, addr) > base_ && !handled.insert(page).second)
+    return -EBUSY;  // a later subpage address of a huge page handled in this call
+  if (auto eit = errors_.find({pid, page}); eit != errors_.end() && eit->second.times != 0) {
+    const int err = eit->second.err;
+    if (eit->second.times > 0) --eit->second.times;
+    return -err;
+  }
+  if (pit->second == node) return 0;
+  q.page = pit;
+  q.pageSize = pageSizeAt(p, *v, addr);
+  return 1;
+}
+
+long FakePageSystem::migrateGroup(MoveGroup& group, int* status, int64_t& cost) {
+  for (const MoveGroup::Queued& q : group.pages) {
+    auto cap = capacity_.find({group.node, q.pageSize});
+    if (cap != capacity_.end()) {
+      if (cap->second == 0) {
+        group.pages.clear();
+        return -ENOMEM;
+      }
+      --cap->second;
+    }
+    auto src = capacity_.find({q.page->second, q.pageSize});
+    if (src != capacity_.end()) ++src->second;
+    q.page->second = group.node;
+    cost += nsPerByteMoved * static_cast<int64_t>(q.pageSize);
+  }
+  for (const MoveGroup::Queued& q : group.pages)
+    status[q.index] = group.node;
+  group.pages.clear();
+  return 0;
 }
 
 Result<std::set<NodeId>> FakePageSystem::memsAllowed(pid_t pid) {

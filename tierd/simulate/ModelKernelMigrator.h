@@ -155,6 +155,34 @@ class FakePageSystem final : public PageSystem {
     return addr / size * size;
   }
   Result<std::vector<sys::SmapsVma>> render(pid_t pid, bool counters);
+  /// The pages of one do_pages_move node group: queued for `node`, migrated together.
+  struct MoveGroup {
+    /// One queued page: its index in the call's arrays, its entry in Proc::pages, its size.
+    struct Queued {
+      uint64_t index = 0;
+      std::map<uint64_t, NodeId>::iterator page;
+      uint64_t pageSize = 0;
+    };
+    std::vector<Queued> pages;
+    NodeId node = -1;  ///< the group's target node; -1 before the first entry
+  };
+  /// mm/migrate.c do_pages_stat_array: status[i] = the node of pages[i], else -EFAULT (no VMA,
+  /// or the zero page) or -ENOENT (not present).
+  void statPages(const Proc& p, uint64_t count, void** pages, int* status) const;
+  /// mm/migrate.c do_pages_move (see movePages in the .cpp): moves pages[i] to nodes[i] in node
+  /// groups, storing status[]; returns the call's result (0, the entries not attempted, or
+  /// -errno) and adds the copy cost to `cost`, ns.
+  long doPagesMove(pid_t pid, Proc& p, uint64_t count, void** pages, const int* nodes, int* status,
+                   int64_t& cost);
+  /// add_folio_for_migration for the page at `addr`: > 0 queued (`q.page`, `q.pageSize` set),
+  /// 0 already on `node`, < 0 the page's error (-EFAULT, -ENOENT, -EBUSY for a huge page already
+  /// in `handled` this call, or a scripted one).
+  int addFolio(pid_t pid, Proc& p, uint64_t addr, NodeId node, std::set<uint64_t>& handled,
+               MoveGroup::Queued& q);
+  /// Migrates `group`'s pages to its node and stores their status (migrate_pages then
+  /// store_status); empties it. 0, or -ENOMEM at the first page the node has no room for (the
+  /// pages before it stay moved, no status is stored). Adds the copy cost to `cost`, ns.
+  long migrateGroup(MoveGroup& group, int* status, int64_t& cost);
 
   uint64_t base_;
   uint64_t thp_;
