@@ -47,7 +47,8 @@ uint64_t adaptPeriod(uint64_t period, double measured, double budget, uint64_t m
   return std::clamp(next, minPeriod, maxPeriod);
 }
 
-PerfSampler::PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener, sys::SysRoot root)
+PerfSampler::PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener,
+                         const sys::SysRoot& root)
     : config_(std::move(config)),
       opener_(opener),
       root_(root),

@@ -68,7 +68,7 @@ uint64_t adaptPeriod(uint64_t period, double measured, double budget, uint64_t m
 class PerfSampler final : public HotnessSource {
  public:
   PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener,
-              sys::SysRoot root = sys::SysRoot::live());
+              const sys::SysRoot& root = sys::SysRoot::live());
   ~PerfSampler() override;
 
   std::string name() const override { return config_.sourceName; }

@@ -201,8 +201,8 @@ void VmstatDeltas::update(const std::map<std::string, int64_t>& vmstat, MetricsS
   for (const auto& [key, value] : vmstat) {
     if (std::find(names.begin(), names.end(), key) == names.end()) continue;
     next.emplace_back(key, value);
-    auto prev =
-        std::find_if(last_.begin(), last_.end(), [&](const auto& p) { return p.first == key; });
+    auto prev = std::find_if(last_.begin(), last_.end(),
+                             [&name = key](const auto& p) { return p.first == name; });
     double delta = 0;
     if (prev != last_.end() && value >= prev->second) delta = double(value - prev->second);
     sink.add(metric::kKernelVmstatEvents, {key}, delta);

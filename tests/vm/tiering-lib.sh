@@ -53,6 +53,7 @@ tl_start_gups() {
 tl_hot() {
   tl_hline="$("$tl_hotset_bin" --hot-set "$tl_hs" 2>&1)"
   tl_pct="$(echo "$tl_hline" | sed -n 's/.*hot_on_fast_pct=\([0-9.]*\).*/\1/p')"
+  # shellcheck disable=SC2034  # an output, read by the scenarios
   tl_hot_bytes="$(echo "$tl_hline" | sed -n 's/.*hot_bytes=\([0-9]*\).*/\1/p')"
 }
 
@@ -187,7 +188,9 @@ tl_stop_tierd() {
   check "[$tl_name] tierd stopped cleanly on SIGTERM (exit $tl_trc)" [ $tl_trc -eq 0 ]
   tl_stopline="$(grep 'tierd: stopped after' "$tl_tlog" | tail -n 1)"
   echo "[$tl_name] $tl_stopline"
+  # shellcheck disable=SC2034  # outputs, read by the scenarios
   tl_t_moved="$(echo "$tl_stopline" | sed -n 's/.*moved_bytes=\([0-9]*\).*/\1/p')"
+  # shellcheck disable=SC2034  # as above
   tl_t_cpu="$(echo "$tl_stopline" | sed -n 's/.*cpu \([0-9.]*\) s.*/\1/p')"
 }
 

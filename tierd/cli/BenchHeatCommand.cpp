@@ -90,9 +90,9 @@ int benchHeatCommand(const std::vector<std::string>& args, size_t begin) {
     std::snprintf(line, sizeof line, "  decay:  %.1f ± %.1f ns per region\n", decay.mean,
                   decay.stddev);
     std::cout << line;
-    std::snprintf(
-        line, sizeof line, "  memory: %s of model, %.0f bytes per tracked GiB (target <= %llu)\n",
-        formatBytes(modelBytes).c_str(), perGiB, static_cast<unsigned long long>(32 * kKiB));
+    std::snprintf(line, sizeof line,
+                  "  memory: %s of model, %.0f bytes per tracked GiB (target <= %llu)\n",
+                  formatBytes(modelBytes).c_str(), perGiB, 32ULL * kKiB);
     std::cout << line;
   }
   return 0;

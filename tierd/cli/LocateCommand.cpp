@@ -75,6 +75,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
   for (const auto& v : maps.value())
     if (v.path != "[vsyscall]") vmas.push_back(v);
   std::vector<AddressRange> ranges;
+  ranges.reserve(vmas.size());
   for (const auto& v : vmas)
     ranges.push_back({v.start, v.size()});
   auto loc = mig.locate(pid, ranges);

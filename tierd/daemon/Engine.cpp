@@ -115,7 +115,7 @@ std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> num
   return "";
 }
 
-Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
+Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
                NumaMapsReader numaMaps)
@@ -495,7 +495,7 @@ void Engine::drainSources(uint64_t nowNs, TickReport& report) {
     }
     std::vector<AccessSample>& samples = batch.value();
     samples.erase(std::remove_if(samples.begin(), samples.end(),
-                                 [&](const AccessSample& s) { return s.pid != pid; }),
+                                 [&self = pid](const AccessSample& s) { return s.pid != self; }),
                   samples.end());
     report.samples += samples.size();
     proc.samples += samples.size();

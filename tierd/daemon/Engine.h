@@ -194,8 +194,8 @@ class Engine {
   /// `migrator` executes and locates; `sources` builds a hotness source per process;
   /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`,
   /// `numaMaps` to /proc/PID/numa_maps under `root`.
-  Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator, SourceFactory sources,
-         pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
+  Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
+         SourceFactory sources, pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
          MappingsReader mappings = {}, NumaMapsReader numaMaps = {});
   ~Engine();
 

@@ -65,6 +65,8 @@ class Migrator {
   using ProcessCheck = std::function<bool(pid_t pid)>;
   /// Installs the check used by execute() (empty: no check). The default implementation ignores
   /// it, for migrators that never call move_pages.
+  // By value for the overrides, which move it into their member:
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   virtual void setProcessCheck(ProcessCheck check) { (void)check; }
 
   /// Replaces the limits a config reload may change (MigrationLimits). Called on the executing

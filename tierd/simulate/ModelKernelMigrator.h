@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tierd/migrate/MovePagesMigrator.h"
@@ -80,7 +81,9 @@ class FakePageSystem final : public PageSystem {
   void zombiePid(pid_t pid);
   /// The nodes `pid`'s cpuset lets it use (/proc/PID/status Mems_allowed_list; default: every
   /// node). A move call with a target outside them fails with -EACCES (see movePages).
-  void setMemsAllowed(pid_t pid, std::set<NodeId> nodes) { procs_[pid].memsAllowed = nodes; }
+  void setMemsAllowed(pid_t pid, std::set<NodeId> nodes) {
+    procs_[pid].memsAllowed = std::move(nodes);
+  }
   /// The kernel splits the THP containing `addr` of a Thp VMA (split_huge_page: memory pressure,
   /// a partial munmap, or a migration that found no free PMD-order block on its target): the
   /// 2 MiB chunk becomes base pages on the same node, moved one address at a time from then on.

@@ -1,0 +1,91 @@
+// tierd --check-config and --print-config-schema, and tierctl bench heat, run as binaries: the
+// exit codes and the full error lists of the config fixtures (moved from the unit ConfigTest:
+// these run build/bin programs, so they are integration tests that depend on them).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "policy/ConfigSchema.h"
+
+using namespace tierd::policy;
+
+namespace {
+
+const std::string kFixtures = TIERD_FIXTURES;
+const std::string kRepo = kFixtures + "/../..";
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+namespace {
+
+// Runs a command line, returns its exit status; stdout and stderr go to `out` and `err`.
+int run(const std::string& cmd, std::string& out, std::string& err) {
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("tierd-run-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  int rc = std::system((cmd + " >" + dir + "/out 2>" + dir + "/err").c_str());
+  out = readText(dir + "/out");
+  err = readText(dir + "/err");
+  std::filesystem::remove_all(dir);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("tierd --check-config exits 0 on good files and 1 with every error on bad ones") {
+  std::string out, err;
+  const std::string tierd = std::string(TIERD_BIN_DIR) + "/tierd";
+  for (const char* f : {"tierd.toml", "tierd-redis.toml", "tierd-gapbs.toml", "tierd-gups.toml"}) {
+    CHECK_MESSAGE(run(tierd + " --check-config --config " + kRepo + "/config/" + f, out, err) == 0,
+                  f);
+    CHECK(out.find("[daemon]") != std::string::npos);
+  }
+  CHECK(run("cd " + kFixtures + " && " + tierd +
+                " --check-config --config config/invalid/broken.toml",
+            out, err) == 1);
+  CHECK(err == readText(kFixtures + "/config/invalid/broken.errors") +
+                   "tierd: config/invalid/broken.toml: 23 errors\n");
+  CHECK(run(tierd + " --check-config --json --config " + kFixtures + "/config/valid/full.toml", out,
+            err) == 0);
+  CHECK(out.find("\"fast_quota\" : \"12.5%\"") != std::string::npos);
+  CHECK(run(tierd + " --print-config-schema", out, err) == 0);
+  CHECK(out == renderSchemaMarkdown());
+}
+
+TEST_CASE("tierctl bench heat --json prints its figures") {
+  std::string out, err;
+  REQUIRE(run(std::string(TIERD_BIN_DIR) +
+                  "/tierctl bench heat --json --gib 1 --samples 20000 --runs 1",
+              out, err) == 0);
+  for (const char* key : {"\"ingest_samples_per_cpu_second\"", "\"model_bytes_per_tracked_gib\"",
+                          "\"tracked_bytes\": 1073741824", "\"regions\": 512"})
+    CHECK_MESSAGE(out.find(key) != std::string::npos, key);
+}
+
+TEST_CASE("source = replay: tierd --check-config fails on a missing or malformed trace") {
+  // The real check (tierd --check-config reads the trace with telemetry::parseTrace).
+  std::string stdoutText, err;
+  const std::string tierd = std::string(TIERD_BIN_DIR) + "/tierd";
+  for (const char* name : {"replay-missing", "replay-bad-header"}) {
+    const std::string f = std::string("config/invalid/") + name;
+    CHECK(run("cd " + kFixtures + " && " + tierd + " --check-config --config " + f + ".toml",
+              stdoutText, err) == 1);
+    CHECK_MESSAGE(
+        err == readText(kFixtures + "/" + f + ".errors") + "tierd: " + f + ".toml: 1 error\n", err);
+  }
+  // A readable, well-formed trace passes (the full fixture's traces/gups.trace).
+  CHECK(run(tierd + " --check-config --config " + kFixtures + "/config/valid/full.toml", stdoutText,
+            err) == 0);
+}
