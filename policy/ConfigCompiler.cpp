@@ -14,6 +14,7 @@
 #include "policy/ConfigSchema.h"
 #include "policy/ConfigUnits.h"
 #include "tierd/core/FileSafety.h"
+#include "tierd/core/Numbers.h"
 
 namespace tierd::policy {
 
@@ -136,7 +137,7 @@ std::string checkAddress(const std::string& s) {
   }
   if (port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
-      std::stoul(port) > 65535)
+      !parseU64InRange(port, 0, 65535, "port").ok())
     return "invalid port '" + port + "' (0 .. 65535)";
   return "";
 }

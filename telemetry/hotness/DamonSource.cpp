@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <limits>
+
 #include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/HeatRegions.h"
 #include "tierd/sys/Parsers.h"
@@ -439,10 +441,9 @@ void DamonSource::stop() {
 
 std::optional<pid_t> DamonSource::kdamondPid() const {
   if (kdamondPid_.empty() || targetGone_) return std::nullopt;
-  char* end = nullptr;
-  const long v = std::strtol(kdamondPid_.c_str(), &end, 10);
-  if (end == kdamondPid_.c_str() || v <= 0) return std::nullopt;
-  return static_cast<pid_t>(v);
+  auto v = tierd::parseU64InRange(kdamondPid_, 1, std::numeric_limits<pid_t>::max(), "pid");
+  if (!v) return std::nullopt;
+  return static_cast<pid_t>(*v);
 }
 
 }  // namespace tierd::telemetry

@@ -41,11 +41,9 @@ Result<HotSetTruth> parseHotSet(std::string_view text, const std::string& contex
     words >> a >> b;
     if (a.empty()) continue;
     if (a == "pid") {
-      char* end = nullptr;
-      long v = std::strtol(b.c_str(), &end, 10);
-      if (b.empty() || *end != '\0' || v <= 0 || v > std::numeric_limits<pid_t>::max())
-        return Error::input("expected 'pid N', got '" + line + "'", where);
-      t.pid = static_cast<pid_t>(v);
+      auto v = tierd::parseU64InRange(b, 1, std::numeric_limits<pid_t>::max(), where);
+      if (!v) return Error::input("expected 'pid N', got '" + line + "'", where);
+      t.pid = static_cast<pid_t>(*v);
       havePid = true;
       continue;
     }

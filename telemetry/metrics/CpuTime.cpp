@@ -1,7 +1,5 @@
 #include "telemetry/metrics/CpuTime.h"
 
-#include <sys/resource.h>
-
 #include "tierd/core/Clock.h"
 
 namespace tierd::telemetry {
@@ -10,10 +8,10 @@ double threadCpuSeconds() {
   return static_cast<double>(threadCpuNs()) * 1e-9;
 }
 
-double threadSystemCpuSeconds() {
-  rusage ru{};
-  if (getrusage(RUSAGE_THREAD, &ru) != 0) return 0;
-  return static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) * 1e-6;
+Result<double> threadSystemCpuSeconds() {
+  auto ns = threadSystemCpuNs();
+  if (!ns) return ns.error();
+  return static_cast<double>(*ns) * 1e-9;
 }
 
 }  // namespace tierd::telemetry

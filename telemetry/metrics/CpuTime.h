@@ -5,13 +5,16 @@
 /// phase of a tick and adds the difference) and for the system CPU spent inside move_pages(2)
 /// (threadSystemCpuSeconds() around each call).
 
+#include "tierd/core/Result.h"
+
 namespace tierd::telemetry {
 
 /// User + system CPU seconds of the calling thread (clock_gettime(CLOCK_THREAD_CPUTIME_ID)).
 double threadCpuSeconds();
 
-/// System (kernel) CPU seconds of the calling thread (getrusage(RUSAGE_THREAD).ru_stime);
-/// microsecond resolution as the kernel reports it.
-double threadSystemCpuSeconds();
+/// System (kernel) CPU seconds of the calling thread (getrusage(RUSAGE_THREAD).ru_stime, through
+/// tierd/core/Clock.h threadSystemCpuNs); microsecond resolution as the kernel reports it.
+/// Errors: Environment with errno when getrusage fails (never a 0 that reads as "no time").
+Result<double> threadSystemCpuSeconds();
 
 }  // namespace tierd::telemetry

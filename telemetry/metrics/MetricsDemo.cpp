@@ -15,6 +15,7 @@
 
 #include "telemetry/metrics/DemoValues.h"
 #include "telemetry/metrics/PrometheusSink.h"
+#include "tierd/core/Numbers.h"
 
 namespace {
 volatile sig_atomic_t gStop = 0;
@@ -48,7 +49,12 @@ int main(int argc, char** argv) {
       for (std::string w; std::getline(ss, w, ',');)
         if (!w.empty()) workloads.push_back(w);
     } else if (a == "--max-seconds") {
-      maxSeconds = std::strtol(value().c_str(), nullptr, 10);
+      auto n = tierd::parseU64InRange(value(), 0, 86400, "--max-seconds");
+      if (!n) {
+        std::cerr << "tierd-metrics-demo: " << n.error().describe() << "\n";
+        return 2;
+      }
+      maxSeconds = static_cast<long>(*n);
     } else {
       std::cerr << "usage: tierd-metrics-demo [--listen ADDR] [--basic-auth-file FILE] "
                    "[--workloads a,b] [--max-seconds N]\n";

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "tierd/core/Numbers.h"
+
 namespace tierd::telemetry {
 
 namespace {
@@ -17,11 +19,9 @@ LabelValues toValues(std::initializer_list<std::string_view> labels) {
 }
 
 bool isNodeId(const std::string& s) {
-  if (s.empty() || s.size() > 4) return false;
-  if (s.size() > 1 && s[0] == '0') return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return std::stoi(s) <= kMaxNodeId;
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) return false;
+  if (s.find_first_not_of("0123456789") != std::string::npos) return false;
+  return parseU64InRange(s, 0, static_cast<uint64_t>(kMaxNodeId), "node").ok();
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "tierd/core/FileSafety.h"
+#include "tierd/core/Numbers.h"
 
 namespace tierd::telemetry {
 
@@ -119,11 +120,12 @@ Result<std::pair<std::string, int>> parseListenAddress(const std::string& addres
       return Error::input("'" + host + "' is not a numeric IPv4 address (write IPv6 as [::1])",
                           "metrics listen address");
   }
-  if (portText.empty() || portText.size() > 5 ||
-      portText.find_first_not_of("0123456789") != std::string::npos || std::stoi(portText) > 65535)
+  const bool digits = portText.find_first_not_of("0123456789") == std::string::npos;
+  auto port = parseU64InRange(portText, 0, 65535, "port");
+  if (!digits || !port)
     return Error::input("port '" + portText + "' is not a number in 0..65535",
                         "metrics listen address");
-  return std::make_pair(host, std::stoi(portText));
+  return std::make_pair(host, static_cast<int>(*port));
 }
 
 namespace {

@@ -81,6 +81,32 @@ TEST_CASE("tierd-gups writes a seeded scattered hot set and verifies its table")
   CHECK(run(kBin + "/tierd-gups --hot-share 1.5").status == 2);
 }
 
+TEST_CASE("tierd-gups rejects sizes and nodes that would wrap around instead of running") {
+  // 17592186044480M = 2^44 MiB + 64 MiB: 2^64 + 64 MiB bytes, which wrapped to 64 MiB.
+  CHECK(run(kBin + "/tierd-gups --size 17592186044480M --seconds 1").status == 2);
+  // 4294967296 = 2^32, which became node 0 through static_cast<int>.
+  CHECK(run(kBin + "/tierd-gups --size 64M --node 4294967296 --seconds 1").status == 2);
+  CHECK(run(kBin + "/tierd-churn --size 17592186044480M --seconds 1").status == 2);
+  CHECK(run(kBin + "/tierd-holdmem --size 17592186044480M --seconds 1").status == 2);
+}
+
+TEST_CASE("tierd-memsim names the bad argument and exits 2, without an exception") {
+  auto err = [](const std::string& args) {
+    Run r = run("(" + kBin + "/tierd-memsim " + args + " 2>&1 </dev/null)");
+    CHECK(r.status == 2);
+    return r.out;
+  };
+  CHECK(err("count --node 0x --size 1M") ==
+        "tierd-memsim: --node: expected an unsigned integer, got '0x'\n");
+  CHECK(err("count --node 0 --size 99999999999999999999") ==
+        "tierd-memsim: --size: an unsigned integer out of range: '99999999999999999999'\n");
+  CHECK(err("count --node 0 --size 17179869185G") ==
+        "tierd-memsim: --size: size '17179869185G' is more than 18446744073709551615 bytes\n");
+  CHECK(err("count --node 0 --size 1M --reps 0") ==
+        "tierd-memsim: --reps: '0' is not in 1..1000000\n");
+  CHECK(err("heat 12x") == "tierd-memsim: heat PID: expected an unsigned integer, got '12x'\n");
+}
+
 TEST_CASE("tierd-gups --hot-chunk makes the hot set whole chunks of that size") {
   const std::string a = "/tmp/tierd-gups-test-chunk." + std::to_string(::getpid());
   // 60 MiB rounds up to 64 MiB (whole 16 MiB chunks): 4 chunks, 25% hot = 1 chunk.

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/workloads/SizeArg.h"
 #include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/Parsers.h"
@@ -63,20 +64,9 @@ void usage(std::ostream& out) {
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
-  size_t i = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9')
-    ++i;
-  if (i == 0) return false;
-  auto n = tierd::sys::parseU64(s.substr(0, i), "size");
-  if (!n) return false;
-  const std::string unit = s.substr(i);
-  uint64_t mult = 0;
-  if (unit == "" || unit == "B") mult = 1;
-  if (unit == "K") mult = tierd::kKiB;
-  if (unit == "M") mult = tierd::kMiB;
-  if (unit == "G") mult = tierd::kGiB;
-  out = n.value() * mult;
-  return mult != 0 && n.value() <= (uint64_t{1} << 40) / mult;
+  auto n = tierd::workloads::parseSizeArg(s, "size", uint64_t{1} << 40);
+  if (n) out = *n;
+  return n.ok();
 }
 
 /// The value word `i` holds after pass `g` (pass 0 is the first touch).

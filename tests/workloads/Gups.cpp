@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/workloads/SizeArg.h"
 #include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/sys/Parsers.h"
@@ -73,26 +74,9 @@ void usage(std::ostream& out) {
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
-  size_t i = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9')
-    ++i;
-  if (i == 0) return false;
-  auto n = tierd::sys::parseU64(s.substr(0, i), "--size");
-  if (!n) return false;
-  const std::string unit = s.substr(i);
-  uint64_t mult = 1;
-  if (unit == "" || unit == "B")
-    mult = 1;
-  else if (unit == "K" || unit == "KiB")
-    mult = tierd::kKiB;
-  else if (unit == "M" || unit == "MiB")
-    mult = tierd::kMiB;
-  else if (unit == "G" || unit == "GiB")
-    mult = tierd::kGiB;
-  else
-    return false;
-  out = n.value() * mult;
-  return true;
+  auto n = tierd::workloads::parseSizeArg(s, "size");
+  if (n) out = *n;
+  return n.ok();
 }
 
 bool parseFraction(const std::string& s, double& out) {
@@ -155,7 +139,7 @@ int main(int argc, char** argv) {
       ok = v == "anon" || v == "thp" || v == "hugetlb-2M" || v == "hugetlb-1G";
     } else if (a == "--node") {
       auto n = tierd::sys::parseU64(v, a);
-      ok = n.ok();
+      ok = n.ok() && n.value() < 1024;
       if (ok) o.node = static_cast<int>(n.value());
     } else if (a == "--threads") {
       auto n = tierd::sys::parseU64(v, a);

@@ -39,11 +39,16 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/workloads/SizeArg.h"
+#include "tierd/core/Numbers.h"
+#include "tierd/sys/Parsers.h"
 
 namespace {
 
@@ -54,6 +59,12 @@ constexpr uint64_t kLine = 64;
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "tierd-memsim: " << what << "\n";
   std::exit(2);
+}
+
+/// "0x" and 1-16 hex digits (the plugin's range bounds), or nullopt.
+std::optional<uint64_t> parseHex0x(const std::string& s) {
+  if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return std::nullopt;
+  return tierd::sys::parseHexDigits(std::string_view(s).substr(2), true);
 }
 
 struct Range {
@@ -104,8 +115,10 @@ bool parseStats(const std::string& text, Stats& s) {
       Range r{};
       std::string a, b;
       l >> r.node >> a >> b;
-      r.start = std::stoull(a, nullptr, 0);
-      r.end = std::stoull(b, nullptr, 0);
+      auto start = parseHex0x(a), stop = parseHex0x(b);
+      if (!start || !stop) return false;
+      r.start = *start;
+      r.end = *stop;
       s.ranges.push_back(r);
     } else if (k == "node") {
       int n;
@@ -214,19 +227,17 @@ struct Args {
   std::string since;
 };
 
-uint64_t parseSize(const std::string& s) {
-  size_t used = 0;
-  uint64_t v = std::stoull(s, &used, 0);
-  std::string suf = s.substr(used);
-  if (suf == "K")
-    v <<= 10;
-  else if (suf == "M")
-    v <<= 20;
-  else if (suf == "G")
-    v <<= 30;
-  else if (!suf.empty())
-    die("bad size " + s);
-  return v;
+uint64_t parseSize(const std::string& option, const std::string& s) {
+  auto v = tierd::workloads::parseSizeArg(s, option);
+  if (!v) die(v.error().describe());
+  return *v;
+}
+
+/// `s` as a decimal integer in lo..hi, or exits 2 naming `option`.
+int parseIntArg(const std::string& option, const std::string& s, uint64_t lo, uint64_t hi) {
+  auto v = tierd::parseU64InRange(s, lo, hi, option);
+  if (!v) die(v.error().describe());
+  return static_cast<int>(*v);
 }
 
 Args parseArgs(int argc, char** argv, int from) {
@@ -236,13 +247,13 @@ Args parseArgs(int argc, char** argv, int from) {
     if (i + 1 >= argc) die("missing value after " + k);
     std::string v = argv[++i];
     if (k == "--node")
-      a.node = std::stoi(v);
+      a.node = parseIntArg(k, v, 0, 1023);
     else if (k == "--size")
-      a.size = parseSize(v);
+      a.size = parseSize(k, v);
     else if (k == "--reps")
-      a.reps = std::stoi(v);
+      a.reps = parseIntArg(k, v, 1, 1000000);
     else if (k == "--loads")
-      a.loads = parseSize(v);
+      a.loads = parseSize(k, v);
     else if (k == "--since")
       a.since = v;
     else
@@ -337,7 +348,9 @@ int cmdRanges() {
   std::ifstream bsf("/sys/devices/system/memory/block_size_bytes");
   std::string bss;
   if (!(bsf >> bss)) die("no /sys/devices/system/memory/block_size_bytes");
-  const uint64_t bs = std::stoull(bss, nullptr, 16);
+  const auto bsv = tierd::sys::parseHexDigits(bss, true);
+  if (!bsv || *bsv == 0) die("bad /sys/devices/system/memory/block_size_bytes '" + bss + "'");
+  const uint64_t bs = *bsv;
   int bad = 0;
   std::map<int, uint64_t> covered, declared;
   for (const auto& r : s.ranges) {
@@ -541,18 +554,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string cmd = argv[1];
-  try {
-    if (cmd == "mark" && argc == 3) return cmdMark(argv[2]);
-    if (cmd == "mem") return cmdMem(parseArgs(argc, argv, 2));
-    if (cmd == "heat" && argc >= 3) return cmdHeat(std::stoi(argv[2]), parseArgs(argc, argv, 3));
-    if (cmd == "ranges") return cmdRanges();
-    gStatsOptional = cmd == "chase" || cmd == "gups";
-    if (cmd == "chase") return cmdChase(parseArgs(argc, argv, 2));
-    if (cmd == "stream") return cmdStream(parseArgs(argc, argv, 2));
-    if (cmd == "gups") return cmdGups(parseArgs(argc, argv, 2));
-    if (cmd == "count") return cmdCount(parseArgs(argc, argv, 2));
-  } catch (const std::exception& e) {
-    die(std::string("bad argument: ") + e.what());
-  }
+  if (cmd == "mark" && argc == 3) return cmdMark(argv[2]);
+  if (cmd == "mem") return cmdMem(parseArgs(argc, argv, 2));
+  if (cmd == "heat" && argc >= 3)
+    return cmdHeat(parseIntArg("heat PID", argv[2], 1, 4194304), parseArgs(argc, argv, 3));
+  if (cmd == "ranges") return cmdRanges();
+  gStatsOptional = cmd == "chase" || cmd == "gups";
+  if (cmd == "chase") return cmdChase(parseArgs(argc, argv, 2));
+  if (cmd == "stream") return cmdStream(parseArgs(argc, argv, 2));
+  if (cmd == "gups") return cmdGups(parseArgs(argc, argv, 2));
+  if (cmd == "count") return cmdCount(parseArgs(argc, argv, 2));
   die("unknown subcommand " + cmd);
 }

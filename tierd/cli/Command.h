@@ -65,7 +65,9 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
                                        int& exitCode);
 
 /// Prints "NAME: " and e.describe() on stderr and returns `exitCode` (2 for a usage error, 1
-/// when the environment or the work failed).
+/// when the environment or the work failed). An Internal error is a bug whatever the call site
+/// expected: it is worded "NAME: internal error (a bug in tierd, please report it): ..." and
+/// returns kExitInternal (70) instead (exitCodeFor, docs/service.md "Exit codes").
 int fail(const CommandSpec& spec, const Error& e, int exitCode);
 
 /// Compiles the config file `path` as the daemon does (its replay trace checked with

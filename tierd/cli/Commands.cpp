@@ -108,8 +108,12 @@ Result<std::string> readInputFile(const std::string& path) {
 }
 
 int fail(const CommandSpec& spec, const Error& e, int exitCode) {
-  std::cerr << spec.name << ": " << e.describe() << "\n";
-  return exitCode;
+  std::cerr << spec.name << ": "
+            << (e.kind == ErrorKind::Internal
+                    ? "internal error (a bug in tierd, please report it): "
+                    : "")
+            << e.describe() << "\n";
+  return exitCodeFor(e, exitCode);
 }
 
 }  // namespace tierd::cli

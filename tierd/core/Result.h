@@ -67,6 +67,17 @@ class [[nodiscard]] Result {
   std::variant<T, Error> v_;
 };
 
+/// Exit code of tierd and tierctl for a bug: an Error of kind Internal, or an exception nothing
+/// handled (EX_SOFTWARE, sysexits.h; docs/service.md "Exit codes").
+inline constexpr int kExitInternal = 70;
+
+/// The exit code for a command that failed with `e`: kExitInternal when e.kind is Internal (a
+/// bug, whatever the call site expected), else `otherwise` (2 for a usage error, 1 when the
+/// environment, an input file or the work failed).
+inline int exitCodeFor(const Error& e, int otherwise) {
+  return e.kind == ErrorKind::Internal ? kExitInternal : otherwise;
+}
+
 /// Result of an operation with no value.
 struct Ok {};
 using Status = Result<Ok>;

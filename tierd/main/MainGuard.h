@@ -10,10 +10,12 @@
 #include <ostream>
 #include <string_view>
 
+#include "tierd/core/Result.h"
+
 namespace tierd::service {
 
 /// Exit code of a program ended by an exception that nothing handled (EX_SOFTWARE, sysexits.h).
-inline constexpr int kExitUncaught = 70;
+inline constexpr int kExitUncaught = kExitInternal;
 
 /// Runs `body` (the program) and returns its exit code. An exception escaping it is caught
 /// after the stack has unwound (every destructor ran: the daemon's engine stopped its sources),

@@ -5,7 +5,6 @@
 #include <numaif.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,10 +25,11 @@ double nowSeconds() {
   return static_cast<double>(monotonicNs()) / 1e9;
 }
 
+// The thread's kernel CPU seconds. runMigrateBench checks once that getrusage works here
+// (threadSystemCpuNs is an error only where RUSAGE_THREAD is missing), so a later 0 never hides
+// a failure.
 double threadKernelSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  return static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) / 1e6;
+  return static_cast<double>(threadSystemCpuNs().valueOr(0)) / 1e9;
 }
 
 uint64_t pageBytes(BenchPage p) {
@@ -239,6 +239,7 @@ Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
                                            const sys::SysRoot& root) {
   if (opts.runs < 1) return Error::input("runs must be >= 1", "--runs");
   if (numa_available() < 0) return Error::env("libnuma: NUMA is not available", "numa_available");
+  if (auto cpu = threadSystemCpuNs(); !cpu) return cpu.error().within("kernel CPU time");
   for (int n : {opts.from, opts.to})
     if (n < 0 || n > numa_max_node() || numa_node_size64(n, nullptr) <= 0)
       return Error::input("node " + std::to_string(n) + " has no memory or does not exist",

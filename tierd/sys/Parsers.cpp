@@ -1,42 +1,12 @@
 #include "tierd/sys/Parsers.h"
 
-#include <charconv>
 #include <limits>
 
+#include "tierd/core/Numbers.h"
 #include "tierd/sys/Lines.h"
 
 namespace tierd::sys {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\n\r");
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(" \t\n\r");
-  return s.substr(b, e - b + 1);
-}
-
-std::string quote(std::string_view s) {
-  constexpr size_t kMax = 80;
-  std::string out = "'";
-  out += s.size() > kMax ? std::string(s.substr(0, kMax)) + "..." : std::string(s);
-  out += "'";
-  return out;
-}
-
-template <typename T>
-Result<T> parseInt(std::string_view text, const std::string& context, const char* what) {
-  std::string_view t = trim(text);
-  if (t.empty()) return Error::input(std::string("expected ") + what + ", got empty text", context);
-  if (t.front() == '+')
-    return Error::input(std::string("expected ") + what + ", got " + quote(t), context);
-  T v{};
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec == std::errc::result_out_of_range)
-    return Error::input(std::string(what) + " out of range: " + quote(t), context);
-  if (ec != std::errc() || p != t.data() + t.size())
-    return Error::input(std::string("expected ") + what + ", got " + quote(t), context);
-  return v;
-}
 
 std::vector<std::string_view> splitBlanks(std::string_view s) {
   std::vector<std::string_view> out;
@@ -54,13 +24,6 @@ std::vector<std::string_view> splitBlanks(std::string_view s) {
 }
 
 }  // namespace
-
-Result<uint64_t> parseU64(std::string_view text, const std::string& context) {
-  std::string_view t = trim(text);
-  if (!t.empty() && t.front() == '-')
-    return Error::input("expected an unsigned integer, got " + quote(t), context);
-  return parseInt<uint64_t>(text, context, "an unsigned integer");
-}
 
 std::optional<uint64_t> parseHexDigits(std::string_view digits, bool upperOk) {
   if (digits.empty() || digits.size() > 16) return std::nullopt;
@@ -80,33 +43,31 @@ std::optional<uint64_t> parseHexDigits(std::string_view digits, bool upperOk) {
   return v;
 }
 
-Result<int64_t> parseI64(std::string_view text, const std::string& context) {
-  return parseInt<int64_t>(text, context, "an integer");
-}
-
 Result<std::set<int>> parseIdList(std::string_view text, const std::string& context) {
   std::set<int> ids;
-  std::string_view t = trim(text);
+  std::string_view t = trimBlanks(text);
   if (t.empty()) return ids;
   size_t pos = 0;
   while (pos <= t.size()) {
     size_t comma = t.find(',', pos);
     if (comma == std::string_view::npos) comma = t.size();
     std::string_view item = t.substr(pos, comma - pos);
-    if (item.empty()) return Error::input("empty item in id list " + quote(t), context);
+    if (item.empty()) return Error::input("empty item in id list " + quoteForError(t), context);
     size_t dash = item.find('-');
-    auto first = parseInt<int>(item.substr(0, dash), context, "an id");
+    auto first = parseDecimal<int>(item.substr(0, dash), context, "an id");
     if (!first || first.value() < 0)
-      return Error::input("bad id " + quote(item) + " in list " + quote(t), context);
+      return Error::input("bad id " + quoteForError(item) + " in list " + quoteForError(t),
+                          context);
     int last = first.value();
     if (dash != std::string_view::npos) {
-      auto l = parseInt<int>(item.substr(dash + 1), context, "an id");
+      auto l = parseDecimal<int>(item.substr(dash + 1), context, "an id");
       if (!l || l.value() < first.value())
-        return Error::input("bad range " + quote(item) + " in list " + quote(t), context);
+        return Error::input("bad range " + quoteForError(item) + " in list " + quoteForError(t),
+                            context);
       last = l.value();
     }
     if (last - first.value() > 1 << 20)
-      return Error::input("range too large " + quote(item), context);
+      return Error::input("range too large " + quoteForError(item), context);
     for (int i = first.value(); i <= last; ++i)
       ids.insert(i);
     pos = comma + 1;
@@ -144,17 +105,18 @@ Result<std::map<std::string, uint64_t>> parseMeminfo(std::string_view text,
         if (f.size() >= 2 && f[0] == "Node") i = 2;  // "Node 0 MemTotal: ..."
         if (i == 2) {
           auto n = parseU64(f[1], where);
-          if (!n) return Error::input("bad node number in " + quote(line), where);
+          if (!n) return Error::input("bad node number in " + quoteForError(line), where);
         }
         if (f.size() < i + 2 || f.size() > i + 3 || f[i].size() < 2 || f[i].back() != ':')
-          return Error::input("expected 'Key: value [kB]', got " + quote(line), where);
+          return Error::input("expected 'Key: value [kB]', got " + quoteForError(line), where);
         auto v = parseU64(f[i + 1], where);
         if (!v) return v.error();
         uint64_t value = v.value();
         if (f.size() == i + 3) {
-          if (f[i + 2] != "kB") return Error::input("unknown unit in " + quote(line), where);
+          if (f[i + 2] != "kB")
+            return Error::input("unknown unit in " + quoteForError(line), where);
           if (value > std::numeric_limits<uint64_t>::max() / 1024)
-            return Error::input("value out of range in " + quote(line), where);
+            return Error::input("value out of range in " + quoteForError(line), where);
           value *= 1024;
         }
         out[std::string(f[i].substr(0, f[i].size() - 1))] = value;
@@ -170,7 +132,8 @@ Result<std::map<std::string, int64_t>> parseKeyValue(std::string_view text,
   Status s =
       forEachLine(text, context, [&](std::string_view line, const std::string& where) -> Status {
         auto f = splitBlanks(line);
-        if (f.size() != 2) return Error::input("expected 'key value', got " + quote(line), where);
+        if (f.size() != 2)
+          return Error::input("expected 'key value', got " + quoteForError(line), where);
         auto v = parseI64(f[1], where);
         if (!v) return v.error();
         out[std::string(f[0])] = v.value();
@@ -183,26 +146,26 @@ Result<std::map<std::string, int64_t>> parseKeyValue(std::string_view text,
 Result<std::string> parseBracketChoice(std::string_view text, const std::string& context) {
   std::string active;
   int count = 0;
-  for (std::string_view w : splitBlanks(trim(text))) {
+  for (std::string_view w : splitBlanks(trimBlanks(text))) {
     if (w.size() >= 3 && w.front() == '[' && w.back() == ']') {
       active = std::string(w.substr(1, w.size() - 2));
       ++count;
     }
   }
   if (count != 1)
-    return Error::input("expected exactly one [bracketed] choice, got " + quote(trim(text)),
-                        context);
+    return Error::input(
+        "expected exactly one [bracketed] choice, got " + quoteForError(trimBlanks(text)), context);
   return active;
 }
 
 Result<std::vector<uint64_t>> parseU64Row(std::string_view text, const std::string& context) {
   std::vector<uint64_t> out;
-  std::string_view t = trim(text);
+  std::string_view t = trimBlanks(text);
   if (t.find('\n') != std::string_view::npos)
-    return Error::input("expected one line, got " + quote(t), context);
+    return Error::input("expected one line, got " + quoteForError(t), context);
   for (std::string_view w : splitBlanks(t)) {
     auto v = parseU64(w, context);
-    if (!v) return Error::input("expected integers, got " + quote(t), context);
+    if (!v) return Error::input("expected integers, got " + quoteForError(t), context);
     out.push_back(v.value());
   }
   if (out.empty()) return Error::input("expected integers, got empty text", context);
@@ -210,13 +173,13 @@ Result<std::vector<uint64_t>> parseU64Row(std::string_view text, const std::stri
 }
 
 Result<uint64_t> parseKbSize(std::string_view text, const std::string& context) {
-  std::string_view t = trim(text);
+  std::string_view t = trimBlanks(text);
   if (t.size() < 3 || t.substr(t.size() - 2) != "kB")
-    return Error::input("expected '<n>kB', got " + quote(t), context);
+    return Error::input("expected '<n>kB', got " + quoteForError(t), context);
   auto v = parseU64(t.substr(0, t.size() - 2), context);
-  if (!v) return Error::input("expected '<n>kB', got " + quote(t), context);
+  if (!v) return Error::input("expected '<n>kB', got " + quoteForError(t), context);
   if (v.value() == 0 || v.value() > std::numeric_limits<uint64_t>::max() / 1024)
-    return Error::input("size out of range: " + quote(t), context);
+    return Error::input("size out of range: " + quoteForError(t), context);
   return v.value() * 1024;
 }
 
@@ -271,20 +234,21 @@ Result<std::vector<BuddyZone>> parseBuddyinfo(std::string_view text, const std::
     const std::string_view line = takeLine(text);
     ++lineNo;
     const std::string where = context + ":" + std::to_string(lineNo);
-    if (trim(line).empty()) continue;
+    if (trimBlanks(line).empty()) continue;
     // "Node 0, zone   Normal   9482 ..." -> "Node", "0,", "zone", "Normal", counts...
     std::vector<std::string_view> f = splitBlanks(line);
     if (f.size() < 5 || f[0] != "Node" || f[1].size() < 2 || f[1].back() != ',' || f[2] != "zone")
-      return Error::input("expected 'Node N, zone NAME counts...', got " + quote(line), where);
+      return Error::input("expected 'Node N, zone NAME counts...', got " + quoteForError(line),
+                          where);
     auto node = parseU64(f[1].substr(0, f[1].size() - 1), where);
     if (!node || node.value() > static_cast<uint64_t>(std::numeric_limits<int>::max()))
-      return Error::input("bad node id in " + quote(line), where);
+      return Error::input("bad node id in " + quoteForError(line), where);
     BuddyZone z;
     z.node = static_cast<int>(node.value());
     z.zone = std::string(f[3]);
     for (size_t i = 4; i < f.size(); ++i) {
       auto n = parseU64(f[i], where);
-      if (!n) return Error::input("expected free block counts, got " + quote(line), where);
+      if (!n) return Error::input("expected free block counts, got " + quoteForError(line), where);
       z.freeBlocks.push_back(n.value());
     }
     if (!out.empty() && z.freeBlocks.size() != out.front().freeBlocks.size())

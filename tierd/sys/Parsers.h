@@ -13,19 +13,21 @@
 #include <string_view>
 #include <vector>
 
+#include "tierd/core/Numbers.h"
 #include "tierd/core/Result.h"
 
 namespace tierd::sys {
 
-/// Parses a whole string (surrounding blanks allowed) as a base-10 unsigned 64-bit integer.
-Result<uint64_t> parseU64(std::string_view text, const std::string& context);
+/// The strict decimal parsers of tierd/core/Numbers.h (whole text, base 10, Input error with
+/// `context` on garbage or overflow), here so the kernel-format parsers and their callers say
+/// sys::parseU64 as before.
+using tierd::parseI64;
+using tierd::parseU64;
 
 /// Hex digits only (no prefix, no blanks), 1 to 16 of them, as the kernel prints addresses in
 /// /proc/PID/maps (lower case); `upperOk` also accepts A-F. nullopt for anything else. Callers
 /// that allow a "0x" prefix strip it first; they build their own error with line context.
 std::optional<uint64_t> parseHexDigits(std::string_view digits, bool upperOk = false);
-/// Parses a whole string (surrounding blanks allowed) as a base-10 signed 64-bit integer.
-Result<int64_t> parseI64(std::string_view text, const std::string& context);
 
 /// Parses the kernel's list format used by cpulist, nodelist, possible, online, has_cpu:
 /// "0-3,8,10-11" (a trailing newline allowed; empty text = empty set). Ranges must be ascending.

@@ -2,11 +2,14 @@
 // durations exactly as the config compiler reads them (policy/ConfigUnits.h).
 #include <doctest/doctest.h>
 
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "policy/ConfigUnits.h"
 #include "tierd/cli/Args.h"
+#include "tierd/cli/Command.h"
 #include "tierd/cli/ValueParsers.h"
 
 using namespace tierd;
@@ -90,4 +93,22 @@ TEST_CASE("a bounded integer option refuses signs, blanks, units and values out 
     CHECK(n.error().context == "--runs");
     CHECK(n.error().message == "expected an integer in 0..100, got '" + std::string(bad) + "'");
   }
+}
+
+TEST_CASE("a command failing with an Internal error says it is a bug and exits 70") {
+  const CommandSpec spec = {"tierctl test", "usage: tierctl test\n", {}};
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  const int internal = fail(spec, Error{0, ErrorKind::Internal, "no events", "perf"}, 1);
+  const int env = fail(spec, Error::env("no PMU", "perf"), 1);
+  const int usage = fail(spec, Error::input("expected a pid", "--pid"), 2);
+  std::cerr.rdbuf(old);
+  CHECK(internal == kExitInternal);
+  CHECK(internal == 70);
+  CHECK(env == 1);
+  CHECK(usage == 2);
+  CHECK(captured.str() ==
+        "tierctl test: internal error (a bug in tierd, please report it): perf: no events\n"
+        "tierctl test: perf: no PMU\n"
+        "tierctl test: --pid: expected a pid\n");
 }

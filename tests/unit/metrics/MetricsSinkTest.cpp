@@ -104,3 +104,10 @@ TEST_CASE("the demo feeder populates every catalog family with accepted updates"
     CHECK(s.seriesCount(m.name) > 0);
   }
 }
+
+TEST_CASE("a node label of 25 digits is dropped, not an exception") {
+  RecordingSink s;
+  CHECK_FALSE(s.set(metric::kNodeCapacity, {"1234567890123456789012345", "fast"}, 1));
+  CHECK(s.rejectedUpdates() == 1);
+  CHECK(s.set(metric::kNodeCapacity, {"7", "fast"}, 1));
+}

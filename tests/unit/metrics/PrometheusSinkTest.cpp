@@ -46,6 +46,15 @@ TEST_CASE("listen addresses are parsed strictly") {
   CHECK_FALSE(parseListenAddress("::1:9464").ok());
 }
 
+TEST_CASE("a listen port of 25 digits is an Input error, not an exception") {
+  auto r = parseListenAddress("127.0.0.1:1234567890123456789012345");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == tierd::ErrorKind::Input);
+  CHECK(r.error().message == "port '1234567890123456789012345' is not a number in 0..65535");
+  CHECK(parseListenAddress("127.0.0.1:65535")->second == 65535);
+  CHECK_FALSE(parseListenAddress("127.0.0.1:").ok());
+}
+
 TEST_CASE("render() holds the families that have series, in the text format") {
   PrometheusSink s;
   s.setWorkloads({"redis"});

@@ -229,6 +229,17 @@ TEST_CASE("integers beyond the target type and range are errors, never truncated
   CHECK(both.message.find("not both") != std::string::npos);
 }
 
+TEST_CASE("a 25-digit metrics port is a file:line:column error, not an exception") {
+  CompileOutcome out = compileConfigText(
+      "[daemon]\nmetrics_listen = \"127.0.0.1:1234567890123456789012345\"\n", "/x/t.toml");
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].line == 2);
+  CHECK(out.errors[0].column > 0);
+  CHECK(out.errors[0].keyPath == "daemon.metrics_listen");
+  CHECK(out.errors[0].message == "invalid port '1234567890123456789012345' (0 .. 65535)");
+  CHECK(compileConfigText("[daemon]\nmetrics_listen = \"127.0.0.1:65535\"\n", "/x/t.toml").ok());
+}
+
 TEST_CASE("docs/configuration.md is the schema table rendered") {
   CHECK_MESSAGE(readText(kRepo + "/docs/configuration.md") == renderSchemaMarkdown(),
                 "regenerate with: build/bin/tierd --print-config-schema > docs/configuration.md");
