@@ -222,7 +222,14 @@ bool ScopeProvider::exeMatches(const std::string& dir, const std::string& comman
   }
   if (basename(exe) == command) return true;
   // A symlink of that name next to the executable (Debian: redis-server -> redis-check-rdb),
-  // looked up in the process's own root (a container's /usr/bin, not the host's).
+  // looked up in the process's own root (a container's /usr/bin, not the host's), and only for a
+  // process exec'ed by that name (argv[0]): a multi-call binary such as busybox has a symlink
+  // next to it for every applet, so without this `command = "bc"` selected every busybox `sh`
+  // and `sleep` (seen in the rig's gapbs scenario).
+  auto cmdline = root_.read(dir + "/cmdline");
+  if (!cmdline) return false;
+  const std::string argv0 = cmdline.value().substr(0, cmdline.value().find('\0'));
+  if (argv0.empty() || basename(argv0) != command) return false;
   const std::string sibling = dirname(exe) + "/" + command;
   if (exeStat) return sameFile(root_.path(dir + "/root" + sibling));
   return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;

@@ -206,6 +206,29 @@ TEST_CASE("ScopeProvider on the live system finds a child by command name and pi
   CHECK(after->vanishedPids == 1);
 }
 
+TEST_CASE("a multi-call binary's applet symlinks select only processes exec'ed by that name") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  t.put("/bin/busybox", "ELF");
+  for (const char* applet : {"sh", "sleep", "bc"})
+    t.link(std::string("/bin/") + applet, "busybox");
+  t.process(200, "sh", std::string("/bin/sh\0-c\0true\0", 16), "/bin/busybox");
+  t.process(201, "sleep",
+            std::string("sleep\0"
+                        "5\0",
+                        8),
+            "/bin/busybox");
+  t.process(202, "bc", std::string("bc\0-q\0", 6), "/bin/busybox");
+  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  auto bc = p.resolve({"calc", std::nullopt, {}, std::string("bc")});
+  REQUIRE(bc.ok());
+  CHECK(bc->pids == std::vector<pid_t>{202});
+  auto sh = p.resolve({"shell", std::nullopt, {}, std::string("sh")});
+  REQUIRE(sh.ok());
+  CHECK(sh->pids == std::vector<pid_t>{200});
+}
+
 TEST_CASE("a process that names itself like the workload is not selected: exe decides") {
   Tree t;
   t.put("/proc/self/mountinfo", kMountinfo);
