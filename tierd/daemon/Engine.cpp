@@ -120,6 +120,7 @@ Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
                NumaMapsReader numaMaps)
     : root_(root),
+      topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
       sources_(std::move(sources)),
       mappings_(mappings ? std::move(mappings)
@@ -131,6 +132,10 @@ Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
       config_(std::move(config)) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
+}
+
+void Engine::setTopologyProvider(std::unique_ptr<topology::TopologyProvider> provider) {
+  topology_ = std::move(provider);
 }
 
 bool Engine::stillSame(pid_t pid) {
@@ -617,7 +622,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     phaseStart = t;
   };
   report.dryRun = config_->daemon.dryRun;
-  auto topo = topology::readTopology(root_, toOverride(config_->tiers));
+  auto topo = topology_->read(toOverride(config_->tiers));
   if (!topo) return topo.error().within("topology");
   report.topologyMethod = topo->method;
   report.fastNodes = topo->nodesIn(topology::Tier::Fast);

@@ -39,6 +39,7 @@
 #include "tierd/sys/ProcMaps.h"
 #include "tierd/sys/SysRoot.h"
 #include "tierd/topology/Topology.h"
+#include "tierd/topology/TopologyProvider.h"
 
 namespace tierd::daemon {
 
@@ -193,11 +194,16 @@ class Engine {
  public:
   /// `migrator` executes and locates; `sources` builds a hotness source per process;
   /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`,
-  /// `numaMaps` to /proc/PID/numa_maps under `root`.
+  /// `numaMaps` to /proc/PID/numa_maps under `root`. The topology is read under `root`
+  /// (topology::SysRootTopologyProvider) until setTopologyProvider() says otherwise.
   Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator, SourceFactory sources,
          pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
          MappingsReader mappings = {}, NumaMapsReader numaMaps = {});
   ~Engine();
+
+  /// Replaces where each tick reads the topology (the simulator's modelled machine). Call before
+  /// the first tick(); `provider` must not be null.
+  void setTopologyProvider(std::unique_ptr<topology::TopologyProvider> provider);
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
   /// re-applied; workloads whose selector changed start afresh; the migrator gets the new
@@ -300,6 +306,7 @@ class Engine {
                                              TickReport& report);
 
   sys::SysRoot root_;
+  std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
   SourceFactory sources_;
   MappingsReader mappings_;

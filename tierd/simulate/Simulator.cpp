@@ -18,6 +18,7 @@
 #include "tierd/daemon/Tuning.h"
 #include "tierd/simulate/ModelKernelMigrator.h"
 #include "tierd/topology/Topology.h"
+#include "tierd/topology/TopologyProvider.h"
 
 namespace tierd::daemon {
 namespace {
@@ -150,30 +151,48 @@ class TempRoot {
   std::string dir_;
 };
 
-std::string meminfoPath(NodeId n) {
-  return "/sys/devices/system/node/node" + std::to_string(n) + "/meminfo";
-}
+// The modelled machine's topology (the engine's TopologyProvider): the topology tree's, read once
+// per [tiers] override, with each memory node's MemFree its free memory besides the traced
+// processes (`baseFree`) minus the modelled bytes now on it, so the engine sees promotions fill
+// the fast tier.
+class ModelTopology final : public topology::TopologyProvider {
+ public:
+  ModelTopology(sys::SysRoot root, topology::TierOverride readWith, topology::Topology read,
+                const std::map<NodeId, uint64_t>& baseFree,
+                const std::vector<std::pair<pid_t, uint64_t>>& regions,
+                const migrate::FakePageSystem& kernel)
+      : root_(std::move(root)),
+        readWith_(std::move(readWith)),
+        read_(std::move(read)),
+        baseFree_(baseFree),
+        regions_(regions),
+        kernel_(kernel) {}
 
-// The node's meminfo with MemFree (and MemUsed) replaced.
-std::string rewriteMeminfo(const std::string& text, NodeId node, uint64_t total, uint64_t freeB) {
-  std::istringstream in(text);
-  std::string line, out;
-  auto field = [&](const char* key, uint64_t bytes) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "Node %d %-16s%8llu kB\n", node, key,
-                  static_cast<unsigned long long>(bytes / kKiB));
-    return std::string(buf);
-  };
-  while (std::getline(in, line)) {
-    if (line.find(" MemFree:") != std::string::npos)
-      out += field("MemFree:", freeB);
-    else if (line.find(" MemUsed:") != std::string::npos)
-      out += field("MemUsed:", total > freeB ? total - freeB : 0);
-    else
-      out += line + "\n";
+  Result<topology::Topology> read(const topology::TierOverride& override) override {
+    if (override.fastNodes != readWith_.fastNodes || override.slowNodes != readWith_.slowNodes) {
+      auto again = topology::readTopology(root_, override);
+      if (!again) return again.error();
+      read_ = std::move(again.value());
+      readWith_ = override;
+    }
+    std::map<NodeId, uint64_t> on;
+    for (const auto& [pid, start] : regions_)
+      if (auto n = kernel_.nodeOf(pid, start)) on[*n] += kRegion;
+    topology::Topology topo = read_;
+    for (topology::Node& n : topo.nodes)
+      if (auto f = baseFree_.find(n.id); f != baseFree_.end())
+        n.memFree = f->second > on[n.id] ? f->second - on[n.id] : 0;
+    return topo;
   }
-  return out;
-}
+
+ private:
+  sys::SysRoot root_;
+  topology::TierOverride readWith_;
+  topology::Topology read_;
+  const std::map<NodeId, uint64_t>& baseFree_;
+  const std::vector<std::pair<pid_t, uint64_t>>& regions_;
+  const migrate::FakePageSystem& kernel_;
+};
 
 std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
   if (from.empty()) return s;
@@ -300,16 +319,14 @@ class Simulation {
     for (const topology::Node& n : topo->nodes) {
       if (n.tier == topology::Tier::None) continue;
       baseFree_[n.id] = n.memFree;
-      total_[n.id] = n.memTotal;
       if (n.tier == topology::Tier::Fast) {
         fastTotal += n.memTotal;
         res_.fastFreeAtStartBytes += n.memFree;
       }
-      auto text = sysRoot_.read(meminfoPath(n.id));
-      if (!text) return text.error();
-      meminfoText_[n.id] = text.value();
     }
     res_.fastHeadroomBytes = config_.migration.fastHeadroom.resolve(fastTotal);
+    tiers_ = override;
+    machine_ = std::move(topo.value());
     return Ok{};
   }
 
@@ -425,6 +442,8 @@ class Simulation {
     engine_ = std::make_unique<Engine>(sysRoot_, std::move(migratorOwned_), factory,
                                        /*selfPid=*/0, simConfig_,
                                        [kernel](pid_t pid) { return kernel->smaps(pid); });
+    engine_->setTopologyProvider(std::make_unique<ModelTopology>(
+        sysRoot_, std::move(tiers_), std::move(machine_), baseFree_, regions_, *kernel_));
   }
 
   // Time: t0 is the first sample's time; ticks cover the trace, then the tail.
@@ -441,7 +460,6 @@ class Simulation {
 
   // Tick k (1-based) at t0 + k * interval, its deadline one interval later.
   Status runTick(uint64_t k) {
-    if (Status s = writeMeminfo(); !s) return s;
     const uint64_t now = t0_ + k * interval_;
     kernel_->sleepUntilNs(static_cast<int64_t>(k * interval_), nullptr);
     kernel_->clearLog();
@@ -456,21 +474,6 @@ class Simulation {
       if (seenProblems_.insert(clean).second) res_.problems.push_back(clean);
     }
     res_.ticks.push_back(tickFigures(k, now, *report));
-    return Ok{};
-  }
-
-  // The machine's free memory as the engine will read it this tick.
-  Status writeMeminfo() const {
-    std::map<NodeId, uint64_t> on;
-    for (const auto& [pid, start] : regions_)
-      if (auto n = kernel_->nodeOf(pid, start)) on[*n] += kRegion;
-    for (const auto& [n, f] : baseFree_) {
-      const uint64_t freeB = f > on[n] ? f - on[n] : 0;
-      if (Status s =
-              root_.put(meminfoPath(n), rewriteMeminfo(meminfoText_.at(n), n, total_.at(n), freeB));
-          !s)
-        return s.error();
-    }
     return Ok{};
   }
 
@@ -618,8 +621,9 @@ class Simulation {
   TempRoot root_;
   sys::SysRoot sysRoot_;
   std::set<NodeId> fast_;
-  std::map<NodeId, uint64_t> baseFree_, total_;
-  std::map<NodeId, std::string> meminfoText_;
+  std::map<NodeId, uint64_t> baseFree_;
+  topology::TierOverride tiers_;  // the [tiers] override `machine_` was read with
+  topology::Topology machine_;    // the tree's topology as read, before the model's memory
   // The memory model (modelMemory); the kernel belongs to the migrator, which belongs to the
   // engine once it is started.
   std::unique_ptr<HookedMigrator> migratorOwned_;

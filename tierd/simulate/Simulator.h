@@ -7,9 +7,10 @@
 /// The model, in full:
 ///  - Machine: the topology fixture tree `topologyDir` (a captured /sys + /proc, e.g.
 ///    tests/fixtures/topology/qemu-2node), copied into a private temporary SysRoot. Its nodes'
-///    MemFree is taken as the memory free *besides* the traced processes. Before every tick the
-///    copy's nodeN/meminfo MemFree is rewritten to that value minus the modelled bytes on the
-///    node, so the engine's topology refresh sees promotions fill the fast tier.
+///    MemFree is taken as the memory free *besides* the traced processes. The engine's topology
+///    comes from the model (its TopologyProvider): the tree's topology, read once, with each
+///    node's MemFree that value minus the modelled bytes on the node at the tick, so the engine
+///    sees promotions fill the fast tier.
 ///  - Memory: each traced pid gets one THP-backed (2 MiB page) anonymous private mapping per run
 ///    of consecutive 2 MiB regions that hold at least one of its samples (vaddr rounded down to
 ///    2 MiB). Unsampled memory is not modelled (the trace cannot show it). Every region starts on
