@@ -128,7 +128,7 @@ Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
       numaMaps_(numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
         return sys::readNumaMaps(root, pid);
       })),
-      scopes_(root, selfPid),
+      scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
       config_(std::move(config)) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
@@ -136,6 +136,10 @@ Engine::Engine(sys::SysRoot root, std::unique_ptr<migrate::Migrator> migrator,
 
 void Engine::setTopologyProvider(std::unique_ptr<topology::TopologyProvider> provider) {
   topology_ = std::move(provider);
+}
+
+void Engine::setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider) {
+  scopes_ = std::move(provider);
 }
 
 bool Engine::stillSame(pid_t pid) {
@@ -196,12 +200,12 @@ void Engine::dropProc(pid_t pid) {
 
 void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) {
   numaStat_.clear();
-  if (Status s = scopes_.refreshMounts(); !s) {
+  if (Status s = scopes_->refreshMounts(); !s) {
     report.problems.push_back("cgroup mounts: " + s.error().describe());
   }
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
     const policy::WorkloadConfig& w = config_->workloads[i];
-    auto scope = scopes_.resolve(toScopeSelector(w));
+    auto scope = scopes_->resolve(toScopeSelector(w));
     if (!scope) {
       ++totals_.scopeErrors;
       report.problems.push_back(scope.error().describe());

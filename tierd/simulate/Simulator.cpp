@@ -16,6 +16,7 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/Tuning.h"
+#include "tierd/scope/Scope.h"
 #include "tierd/simulate/ModelKernelMigrator.h"
 #include "tierd/topology/Topology.h"
 #include "tierd/topology/TopologyProvider.h"
@@ -104,6 +105,46 @@ class HookedMigrator final : public migrate::Migrator {
 
  private:
   std::unique_ptr<migrate::ModelKernelMigrator> m_;
+};
+
+// Start time (/proc/PID/stat field 22) of every traced process; a new holder of a reused pid has
+// a later one.
+constexpr uint64_t kTracedStartTime = 1;
+
+// The model's scopes (the engine's ScopeProvider). Every selector is a pid list (assignScope); a
+// traced pid is in scope while its traced process holds it, that is until a modelled pid reuse
+// gives the pid to a new process (`startTimes` then shows a later start time), which is counted
+// in vanishedPids and never selected, as scope::SysRootScopeProvider's pinning of pid-list
+// entries does on a live system.
+class ModelScopes final : public scope::ScopeProvider {
+ public:
+  explicit ModelScopes(const std::map<pid_t, uint64_t>& startTimes) : startTimes_(startTimes) {}
+
+  Status refreshMounts() override { return Ok{}; }  // the model has no cgroups
+
+  Result<scope::WorkloadScope> resolve(const scope::WorkloadSelector& sel) override {
+    if (sel.cgroup || sel.command)
+      return Error::input("the simulation selects processes by pid only",
+                          "workload '" + sel.name + "'");
+    scope::WorkloadScope scope;
+    scope.name = sel.name;
+    std::vector<pid_t> pids = sel.pids;
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+    for (pid_t p : pids) {
+      auto it = startTimes_.find(p);
+      if (it == startTimes_.end() || it->second != kTracedStartTime) {
+        ++scope.vanishedPids;
+        continue;
+      }
+      scope.startTimes[p] = it->second;
+      scope.pids.push_back(p);
+    }
+    return scope;
+  }
+
+ private:
+  const std::map<pid_t, uint64_t>& startTimes_;
 };
 
 // /proc/PID/stat of a traced process; `startTime` is field 22.
@@ -398,16 +439,16 @@ class Simulation {
     return Ok{};
   }
 
-  // Scope and cgroup files the engine reads: /proc/PID/stat (its start time, field 22, names the
-  // process) marks a pid alive; /proc/PID/status gives its allowed CPUs and nodes.
+  // The processes: who holds each traced pid (startTimes_, what ModelScopes answers from), and
+  // the files the engine still reads under its root for them: /proc/PID/stat (the start time,
+  // field 22, names the process: the identity checked before every move call) and
+  // /proc/PID/status (its allowed CPUs and nodes).
   Status writeProcesses() {
-    if (Status s = root_.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
-      return s.error();
     for (const auto& [pid, w] : workloadOf_) {
+      startTimes_[pid] = kTracedStartTime;
       const std::string dir = "/proc/" + std::to_string(pid);
-      if (Status s = root_.put(dir + "/comm", "traced\n"); !s) return s.error();
-      if (Status s = root_.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
-      if (Status s = root_.put(dir + "/stat", statLine(pid, 1)); !s) return s.error();
+      if (Status s = root_.put(dir + "/stat", statLine(pid, kTracedStartTime)); !s)
+        return s.error();
       // The traced process runs unconstrained: every CPU and node allowed (/proc/PID/status).
       if (Status s =
               root_.put(dir + "/status",
@@ -444,6 +485,7 @@ class Simulation {
                                        [kernel](pid_t pid) { return kernel->smaps(pid); });
     engine_->setTopologyProvider(std::make_unique<ModelTopology>(
         sysRoot_, std::move(tiers_), std::move(machine_), baseFree_, regions_, *kernel_));
+    engine_->setScopeProvider(std::make_unique<ModelScopes>(startTimes_));
   }
 
   // Time: t0 is the first sample's time; ticks cover the trace, then the tail.
@@ -506,7 +548,10 @@ class Simulation {
       kernel_->populate(pid, start, kRegion, node);
       newHolder_[{pid, start}] = node;
     }
-    if (Status st = root_.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, 1 + k)); !st)
+    startTimes_[pid] = kTracedStartTime + k;
+    if (Status st =
+            root_.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, startTimes_[pid]));
+        !st)
       reuseStatus_ = st;
     for (SimProcess& p : res_.processes)
       if (p.pid == pid) p.reusedAtTick = k;
@@ -616,6 +661,7 @@ class Simulation {
   // Scope (assignScope).
   std::map<pid_t, std::vector<AccessSample>> byPid_;
   std::map<pid_t, size_t> workloadOf_;
+  std::map<pid_t, uint64_t> startTimes_;  // start time of each traced pid's holder (writeProcesses)
   std::shared_ptr<policy::CompiledConfig> simConfig_;
   // The machine (readMachine).
   TempRoot root_;

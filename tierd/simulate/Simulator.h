@@ -20,7 +20,10 @@
 ///  - Scope: every traced pid belongs to exactly one workload: the workload whose `pids` list
 ///    names it, else `defaultWorkload` (default: the config's first workload). The simulation
 ///    runs on a copy of the config whose selectors are replaced by those pid lists (cgroups and
-///    command names of the recording machine do not exist in the model).
+///    command names of the recording machine do not exist in the model). The engine's scopes
+///    come from the model (its ScopeProvider): a traced pid is in its workload while the traced
+///    process holds it; the engine still reads each traced pid's /proc/PID/stat (identity) and
+///    /proc/PID/status (allowed CPUs and nodes), written once under the SysRoot.
 ///  - Time: tick k runs at t0 + k * [daemon] interval, t0 = the first sample's time; its drain
 ///    returns the samples with time <= that. Ticks continue until the last sample is drained,
 ///    then `tailNs` longer. The migrator's clock is simulated: it is advanced to the tick's time
