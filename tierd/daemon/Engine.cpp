@@ -120,6 +120,7 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
                NumaMapsReader numaMaps)
     : root_(root),
+      topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
       sources_(std::move(sources)),
       mappings_(mappings ? std::move(mappings)
@@ -127,10 +128,18 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
       numaMaps_(numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
         return sys::readNumaMaps(root, pid);
       })),
-      scopes_(root, selfPid),
+      scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
       config_(std::move(config)) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
+}
+
+void Engine::setTopologyProvider(std::unique_ptr<topology::TopologyProvider> provider) {
+  topology_ = std::move(provider);
+}
+
+void Engine::setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider) {
+  scopes_ = std::move(provider);
 }
 
 bool Engine::stillSame(pid_t pid) {
@@ -191,12 +200,12 @@ void Engine::dropProc(pid_t pid) {
 
 void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) {
   numaStat_.clear();
-  if (Status s = scopes_.refreshMounts(); !s) {
+  if (Status s = scopes_->refreshMounts(); !s) {
     report.problems.push_back("cgroup mounts: " + s.error().describe());
   }
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
     const policy::WorkloadConfig& w = config_->workloads[i];
-    auto scope = scopes_.resolve(toScopeSelector(w));
+    auto scope = scopes_->resolve(toScopeSelector(w));
     if (!scope) {
       ++totals_.scopeErrors;
       report.problems.push_back(scope.error().describe());
@@ -617,7 +626,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     phaseStart = t;
   };
   report.dryRun = config_->daemon.dryRun;
-  auto topo = topology::readTopology(root_, toOverride(config_->tiers));
+  auto topo = topology_->read(toOverride(config_->tiers));
   if (!topo) return topo.error().within("topology");
   report.topologyMethod = topo->method;
   report.fastNodes = topo->nodesIn(topology::Tier::Fast);

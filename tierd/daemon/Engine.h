@@ -39,6 +39,7 @@
 #include "tierd/sys/ProcMaps.h"
 #include "tierd/sys/SysRoot.h"
 #include "tierd/topology/Topology.h"
+#include "tierd/topology/TopologyProvider.h"
 
 namespace tierd::daemon {
 
@@ -193,11 +194,22 @@ class Engine {
  public:
   /// `migrator` executes and locates; `sources` builds a hotness source per process;
   /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`,
-  /// `numaMaps` to /proc/PID/numa_maps under `root`.
+  /// `numaMaps` to /proc/PID/numa_maps under `root`. The topology and the scopes are read under
+  /// `root` (topology::SysRootTopologyProvider, scope::SysRootScopeProvider with `selfPid`) until
+  /// setTopologyProvider() or setScopeProvider() says otherwise.
   Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
          SourceFactory sources, pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
          MappingsReader mappings = {}, NumaMapsReader numaMaps = {});
   ~Engine();
+
+  /// Replaces where each tick reads the topology (the simulator's modelled machine). Call before
+  /// the first tick(); `provider` must not be null.
+  void setTopologyProvider(std::unique_ptr<topology::TopologyProvider> provider);
+  /// Replaces who resolves the workloads' scopes each tick (the simulator's model). Call before
+  /// the first tick() (the provider holds what it pinned, e.g. pid-list entries); `provider` must
+  /// not be null. Process identity (/proc/PID/stat) and placement (/proc/PID/status) are still
+  /// read under the engine's root.
+  void setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider);
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
   /// re-applied; workloads whose selector changed start afresh; the migrator gets the new
@@ -300,6 +312,7 @@ class Engine {
                                              TickReport& report);
 
   sys::SysRoot root_;
+  std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
   SourceFactory sources_;
   MappingsReader mappings_;
@@ -307,7 +320,7 @@ class Engine {
   /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
   /// workloads whose cgroup has a readable one.
   std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;
-  scope::ScopeProvider scopes_;
+  std::unique_ptr<scope::ScopeProvider> scopes_;
   std::shared_ptr<const policy::CompiledConfig> config_;
   policy::HeatModel heat_;
   policy::Arbiter arbiter_;

@@ -126,10 +126,10 @@ Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int 
   return parseNumaStatLine(text, "anon", cgroupVersion, pageSize, context);
 }
 
-ScopeProvider::ScopeProvider(sys::SysRoot root, pid_t selfPid)
+SysRootScopeProvider::SysRootScopeProvider(sys::SysRoot root, pid_t selfPid)
     : root_(std::move(root)), self_(selfPid) {}
 
-Status ScopeProvider::refreshMounts() {
+Status SysRootScopeProvider::refreshMounts() {
   auto text = root_.read("/proc/self/mountinfo");
   if (!text) return text.error();
   auto mounts = parseCgroupMounts(text.value(), root_.path("/proc/self/mountinfo"));
@@ -138,7 +138,7 @@ Status ScopeProvider::refreshMounts() {
   return Ok{};
 }
 
-Result<std::string> ScopeProvider::cgroupDir(const std::string& path, int& version) const {
+Result<std::string> SysRootScopeProvider::cgroupDir(const std::string& path, int& version) const {
   // Prefer the v2 hierarchy, then v1 hierarchies that account memory, then any v1 hierarchy.
   std::vector<const CgroupMount*> order;
   for (const auto& m : mounts_)
@@ -166,8 +166,8 @@ Result<std::string> ScopeProvider::cgroupDir(const std::string& path, int& versi
                     "workload");
 }
 
-Status ScopeProvider::cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
-                                 size_t& walked) const {
+Status SysRootScopeProvider::cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
+                                        size_t& walked) const {
   if (depth > kMaxCgroupDepth)
     return Error::input("cgroup tree deeper than " + std::to_string(kMaxCgroupDepth) + " levels",
                         root_.path(dir));
@@ -197,7 +197,7 @@ Status ScopeProvider::cgroupPids(const std::string& dir, int depth, std::vector<
   return Ok{};
 }
 
-bool ScopeProvider::exeMatches(const std::string& dir, const std::string& command) const {
+bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string& command) const {
   // Kernel threads have no exe link (readlink fails): never ours to move.
   std::string exe = readLink(root_.path(dir + "/exe"));
   if (exe.empty()) return false;
@@ -235,7 +235,7 @@ bool ScopeProvider::exeMatches(const std::string& dir, const std::string& comman
   return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;
 }
 
-bool ScopeProvider::uidMatches(pid_t pid, uid_t uid) const {
+bool SysRootScopeProvider::uidMatches(pid_t pid, uid_t uid) const {
   auto status = root_.read("/proc/" + std::to_string(pid) + "/status");
   if (!status) return false;
   for (const std::string& line : split(status.value(), '\n')) {
@@ -249,7 +249,7 @@ bool ScopeProvider::uidMatches(pid_t pid, uid_t uid) const {
   return false;
 }
 
-std::vector<pid_t> ScopeProvider::pidsByCommand(const std::string& command) const {
+std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& command) const {
   std::vector<pid_t> out;
   auto entries = root_.list("/proc");
   if (!entries || command.empty()) return out;
@@ -261,7 +261,7 @@ std::vector<pid_t> ScopeProvider::pidsByCommand(const std::string& command) cons
   return out;
 }
 
-Result<WorkloadScope> ScopeProvider::resolve(const WorkloadSelector& sel) {
+Result<WorkloadScope> SysRootScopeProvider::resolve(const WorkloadSelector& sel) {
   WorkloadScope scope;
   scope.name = sel.name;
   std::vector<pid_t> pids;

@@ -3,8 +3,10 @@
 /// ScopeProvider: which processes belong to each configured workload (DESIGN.md "Interfaces").
 /// A workload is selected by a cgroup path (cgroup v2, or v1 through its memory/pids hierarchy),
 /// a pid list, or a command name. tierd never moves memory of a process outside these scopes.
+/// The engine asks a ScopeProvider; SysRootScopeProvider answers from the kernel's files, the
+/// simulator from its model (tierd/simulate/Simulator.cpp).
 ///
-/// Kernel files read under a SysRoot:
+/// Kernel files SysRootScopeProvider reads under a SysRoot:
 ///   /proc/self/mountinfo                 cgroup and cgroup2 mount points (proc(5))
 ///   <cgroup dir>/cgroup.procs            member pids (v1 and v2)
 ///   <cgroup dir>/memory.numa_stat        per-node usage ("anon N0=... N1=..." v2, in bytes;
@@ -99,20 +101,37 @@ Result<std::map<NodeId, uint64_t>> parseNumaStatLine(std::string_view text, cons
 Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int cgroupVersion,
                                                      uint64_t pageSize, const std::string& context);
 
-/// Resolves workload selectors to pids. Not thread-safe; one instance per daemon.
+/// Resolves workload selectors to the processes in scope now (the engine's seam). One scope pass
+/// per tick: refreshMounts(), then resolve() of each configured workload. Called by one thread
+/// (the engine's); may block on file reads; not thread-safe.
 class ScopeProvider {
  public:
-  /// `selfPid` is excluded from every scope (tierd never moves its own memory).
-  ScopeProvider(sys::SysRoot root, pid_t selfPid);
+  virtual ~ScopeProvider() = default;
 
-  /// Reads the cgroup mounts (once per call; cheap). Errors: mountinfo unreadable or malformed.
-  Status refreshMounts();
+  /// Starts a scope pass: re-reads the cgroup mounts the cgroup selectors resolve against (a
+  /// provider without cgroups returns Ok). An error is a problem of the pass, not its end: the
+  /// engine reports it and resolves every workload anyway.
+  virtual Status refreshMounts() = 0;
 
   /// Resolves one selector. A missing cgroup is an Environment error (ENOENT) naming the paths
   /// tried; a workload with no live process is not an error (empty pids). A pid-list entry is
   /// pinned to the process that held the pid when it was first resolved: once that process is
   /// gone, a new process with the same number is counted in vanishedPids and never selected.
-  Result<WorkloadScope> resolve(const WorkloadSelector& selector);
+  virtual Result<WorkloadScope> resolve(const WorkloadSelector& selector) = 0;
+};
+
+/// The ScopeProvider of the live system (or a fixture tree): resolves selectors from the files
+/// of the file comment, read under a SysRoot. One instance per daemon.
+class SysRootScopeProvider final : public ScopeProvider {
+ public:
+  /// `selfPid` is excluded from every scope (tierd never moves its own memory).
+  SysRootScopeProvider(sys::SysRoot root, pid_t selfPid);
+
+  /// Reads the cgroup mounts (once per call; cheap). Errors: mountinfo unreadable or malformed.
+  Status refreshMounts() override;
+
+  /// See ScopeProvider::resolve. Reads the files of the file comment for the selector's kind.
+  Result<WorkloadScope> resolve(const WorkloadSelector& selector) override;
 
   /// The cgroup mounts found by the last refreshMounts().
   const std::vector<CgroupMount>& mounts() const { return mounts_; }

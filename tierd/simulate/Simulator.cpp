@@ -16,8 +16,10 @@
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/Tuning.h"
+#include "tierd/scope/Scope.h"
 #include "tierd/simulate/ModelKernelMigrator.h"
 #include "tierd/topology/Topology.h"
+#include "tierd/topology/TopologyProvider.h"
 
 namespace tierd::daemon {
 namespace {
@@ -105,6 +107,46 @@ class HookedMigrator final : public migrate::Migrator {
   std::unique_ptr<migrate::ModelKernelMigrator> m_;
 };
 
+// Start time (/proc/PID/stat field 22) of every traced process; a new holder of a reused pid has
+// a later one.
+constexpr uint64_t kTracedStartTime = 1;
+
+// The model's scopes (the engine's ScopeProvider). Every selector is a pid list (assignScope); a
+// traced pid is in scope while its traced process holds it, that is until a modelled pid reuse
+// gives the pid to a new process (`startTimes` then shows a later start time), which is counted
+// in vanishedPids and never selected, as scope::SysRootScopeProvider's pinning of pid-list
+// entries does on a live system.
+class ModelScopes final : public scope::ScopeProvider {
+ public:
+  explicit ModelScopes(const std::map<pid_t, uint64_t>& startTimes) : startTimes_(startTimes) {}
+
+  Status refreshMounts() override { return Ok{}; }  // the model has no cgroups
+
+  Result<scope::WorkloadScope> resolve(const scope::WorkloadSelector& sel) override {
+    if (sel.cgroup || sel.command)
+      return Error::input("the simulation selects processes by pid only",
+                          "workload '" + sel.name + "'");
+    scope::WorkloadScope scope;
+    scope.name = sel.name;
+    std::vector<pid_t> pids = sel.pids;
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+    for (pid_t p : pids) {
+      auto it = startTimes_.find(p);
+      if (it == startTimes_.end() || it->second != kTracedStartTime) {
+        ++scope.vanishedPids;
+        continue;
+      }
+      scope.startTimes[p] = it->second;
+      scope.pids.push_back(p);
+    }
+    return scope;
+  }
+
+ private:
+  const std::map<pid_t, uint64_t>& startTimes_;
+};
+
 // /proc/PID/stat of a traced process; `startTime` is field 22.
 std::string statLine(pid_t pid, uint64_t startTime) {
   return std::to_string(pid) + " (traced) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
@@ -150,30 +192,48 @@ class TempRoot {
   std::string dir_;
 };
 
-std::string meminfoPath(NodeId n) {
-  return "/sys/devices/system/node/node" + std::to_string(n) + "/meminfo";
-}
+// The modelled machine's topology (the engine's TopologyProvider): the topology tree's, read once
+// per [tiers] override, with each memory node's MemFree its free memory besides the traced
+// processes (`baseFree`) minus the modelled bytes now on it, so the engine sees promotions fill
+// the fast tier.
+class ModelTopology final : public topology::TopologyProvider {
+ public:
+  ModelTopology(sys::SysRoot root, topology::TierOverride readWith, topology::Topology read,
+                const std::map<NodeId, uint64_t>& baseFree,
+                const std::vector<std::pair<pid_t, uint64_t>>& regions,
+                const migrate::FakePageSystem& kernel)
+      : root_(std::move(root)),
+        readWith_(std::move(readWith)),
+        read_(std::move(read)),
+        baseFree_(baseFree),
+        regions_(regions),
+        kernel_(kernel) {}
 
-// The node's meminfo with MemFree (and MemUsed) replaced.
-std::string rewriteMeminfo(const std::string& text, NodeId node, uint64_t total, uint64_t freeB) {
-  std::istringstream in(text);
-  std::string line, out;
-  auto field = [&](const char* key, uint64_t bytes) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "Node %d %-16s%8llu kB\n", node, key,
-                  static_cast<unsigned long long>(bytes / kKiB));
-    return std::string(buf);
-  };
-  while (std::getline(in, line)) {
-    if (line.find(" MemFree:") != std::string::npos)
-      out += field("MemFree:", freeB);
-    else if (line.find(" MemUsed:") != std::string::npos)
-      out += field("MemUsed:", total > freeB ? total - freeB : 0);
-    else
-      out += line + "\n";
+  Result<topology::Topology> read(const topology::TierOverride& override) override {
+    if (override.fastNodes != readWith_.fastNodes || override.slowNodes != readWith_.slowNodes) {
+      auto again = topology::readTopology(root_, override);
+      if (!again) return again.error();
+      read_ = std::move(again.value());
+      readWith_ = override;
+    }
+    std::map<NodeId, uint64_t> on;
+    for (const auto& [pid, start] : regions_)
+      if (auto n = kernel_.nodeOf(pid, start)) on[*n] += kRegion;
+    topology::Topology topo = read_;
+    for (topology::Node& n : topo.nodes)
+      if (auto f = baseFree_.find(n.id); f != baseFree_.end())
+        n.memFree = f->second > on[n.id] ? f->second - on[n.id] : 0;
+    return topo;
   }
-  return out;
-}
+
+ private:
+  sys::SysRoot root_;
+  topology::TierOverride readWith_;
+  topology::Topology read_;
+  const std::map<NodeId, uint64_t>& baseFree_;
+  const std::vector<std::pair<pid_t, uint64_t>>& regions_;
+  const migrate::FakePageSystem& kernel_;
+};
 
 std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
   if (from.empty()) return s;
@@ -300,16 +360,14 @@ class Simulation {
     for (const topology::Node& n : topo->nodes) {
       if (n.tier == topology::Tier::None) continue;
       baseFree_[n.id] = n.memFree;
-      total_[n.id] = n.memTotal;
       if (n.tier == topology::Tier::Fast) {
         fastTotal += n.memTotal;
         res_.fastFreeAtStartBytes += n.memFree;
       }
-      auto text = sysRoot_.read(meminfoPath(n.id));
-      if (!text) return text.error();
-      meminfoText_[n.id] = text.value();
     }
     res_.fastHeadroomBytes = config_.migration.fastHeadroom.resolve(fastTotal);
+    tiers_ = override;
+    machine_ = std::move(topo.value());
     return Ok{};
   }
 
@@ -381,16 +439,16 @@ class Simulation {
     return Ok{};
   }
 
-  // Scope and cgroup files the engine reads: /proc/PID/stat (its start time, field 22, names the
-  // process) marks a pid alive; /proc/PID/status gives its allowed CPUs and nodes.
+  // The processes: who holds each traced pid (startTimes_, what ModelScopes answers from), and
+  // the files the engine still reads under its root for them: /proc/PID/stat (the start time,
+  // field 22, names the process: the identity checked before every move call) and
+  // /proc/PID/status (its allowed CPUs and nodes).
   Status writeProcesses() {
-    if (Status s = root_.put("/proc/self/mountinfo", "1 0 0:1 / / rw - rootfs rootfs rw\n"); !s)
-      return s.error();
     for (const auto& [pid, w] : workloadOf_) {
+      startTimes_[pid] = kTracedStartTime;
       const std::string dir = "/proc/" + std::to_string(pid);
-      if (Status s = root_.put(dir + "/comm", "traced\n"); !s) return s.error();
-      if (Status s = root_.put(dir + "/cmdline", std::string("traced\0", 7)); !s) return s.error();
-      if (Status s = root_.put(dir + "/stat", statLine(pid, 1)); !s) return s.error();
+      if (Status s = root_.put(dir + "/stat", statLine(pid, kTracedStartTime)); !s)
+        return s.error();
       // The traced process runs unconstrained: every CPU and node allowed (/proc/PID/status).
       if (Status s =
               root_.put(dir + "/status",
@@ -425,6 +483,9 @@ class Simulation {
     engine_ = std::make_unique<Engine>(sysRoot_, std::move(migratorOwned_), factory,
                                        /*selfPid=*/0, simConfig_,
                                        [kernel](pid_t pid) { return kernel->smaps(pid); });
+    engine_->setTopologyProvider(std::make_unique<ModelTopology>(
+        sysRoot_, std::move(tiers_), std::move(machine_), baseFree_, regions_, *kernel_));
+    engine_->setScopeProvider(std::make_unique<ModelScopes>(startTimes_));
   }
 
   // Time: t0 is the first sample's time; ticks cover the trace, then the tail.
@@ -441,7 +502,6 @@ class Simulation {
 
   // Tick k (1-based) at t0 + k * interval, its deadline one interval later.
   Status runTick(uint64_t k) {
-    if (Status s = writeMeminfo(); !s) return s;
     const uint64_t now = t0_ + k * interval_;
     kernel_->sleepUntilNs(static_cast<int64_t>(k * interval_), nullptr);
     kernel_->clearLog();
@@ -456,21 +516,6 @@ class Simulation {
       if (seenProblems_.insert(clean).second) res_.problems.push_back(clean);
     }
     res_.ticks.push_back(tickFigures(k, now, *report));
-    return Ok{};
-  }
-
-  // The machine's free memory as the engine will read it this tick.
-  Status writeMeminfo() const {
-    std::map<NodeId, uint64_t> on;
-    for (const auto& [pid, start] : regions_)
-      if (auto n = kernel_->nodeOf(pid, start)) on[*n] += kRegion;
-    for (const auto& [n, f] : baseFree_) {
-      const uint64_t freeB = f > on[n] ? f - on[n] : 0;
-      if (Status s =
-              root_.put(meminfoPath(n), rewriteMeminfo(meminfoText_.at(n), n, total_.at(n), freeB));
-          !s)
-        return s.error();
-    }
     return Ok{};
   }
 
@@ -503,7 +548,10 @@ class Simulation {
       kernel_->populate(pid, start, kRegion, node);
       newHolder_[{pid, start}] = node;
     }
-    if (Status st = root_.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, 1 + k)); !st)
+    startTimes_[pid] = kTracedStartTime + k;
+    if (Status st =
+            root_.put("/proc/" + std::to_string(pid) + "/stat", statLine(pid, startTimes_[pid]));
+        !st)
       reuseStatus_ = st;
     for (SimProcess& p : res_.processes)
       if (p.pid == pid) p.reusedAtTick = k;
@@ -613,13 +661,15 @@ class Simulation {
   // Scope (assignScope).
   std::map<pid_t, std::vector<AccessSample>> byPid_;
   std::map<pid_t, size_t> workloadOf_;
+  std::map<pid_t, uint64_t> startTimes_;  // start time of each traced pid's holder (writeProcesses)
   std::shared_ptr<policy::CompiledConfig> simConfig_;
   // The machine (readMachine).
   TempRoot root_;
   sys::SysRoot sysRoot_;
   std::set<NodeId> fast_;
-  std::map<NodeId, uint64_t> baseFree_, total_;
-  std::map<NodeId, std::string> meminfoText_;
+  std::map<NodeId, uint64_t> baseFree_;
+  topology::TierOverride tiers_;  // the [tiers] override `machine_` was read with
+  topology::Topology machine_;    // the tree's topology as read, before the model's memory
   // The memory model (modelMemory); the kernel belongs to the migrator, which belongs to the
   // engine once it is started.
   std::unique_ptr<HookedMigrator> migratorOwned_;

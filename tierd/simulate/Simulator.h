@@ -7,9 +7,10 @@
 /// The model, in full:
 ///  - Machine: the topology fixture tree `topologyDir` (a captured /sys + /proc, e.g.
 ///    tests/fixtures/topology/qemu-2node), copied into a private temporary SysRoot. Its nodes'
-///    MemFree is taken as the memory free *besides* the traced processes. Before every tick the
-///    copy's nodeN/meminfo MemFree is rewritten to that value minus the modelled bytes on the
-///    node, so the engine's topology refresh sees promotions fill the fast tier.
+///    MemFree is taken as the memory free *besides* the traced processes. The engine's topology
+///    comes from the model (its TopologyProvider): the tree's topology, read once, with each
+///    node's MemFree that value minus the modelled bytes on the node at the tick, so the engine
+///    sees promotions fill the fast tier.
 ///  - Memory: each traced pid gets one THP-backed (2 MiB page) anonymous private mapping per run
 ///    of consecutive 2 MiB regions that hold at least one of its samples (vaddr rounded down to
 ///    2 MiB). Unsampled memory is not modelled (the trace cannot show it). Every region starts on
@@ -19,7 +20,10 @@
 ///  - Scope: every traced pid belongs to exactly one workload: the workload whose `pids` list
 ///    names it, else `defaultWorkload` (default: the config's first workload). The simulation
 ///    runs on a copy of the config whose selectors are replaced by those pid lists (cgroups and
-///    command names of the recording machine do not exist in the model).
+///    command names of the recording machine do not exist in the model). The engine's scopes
+///    come from the model (its ScopeProvider): a traced pid is in its workload while the traced
+///    process holds it; the engine still reads each traced pid's /proc/PID/stat (identity) and
+///    /proc/PID/status (allowed CPUs and nodes), written once under the SysRoot.
 ///  - Time: tick k runs at t0 + k * [daemon] interval, t0 = the first sample's time; its drain
 ///    returns the samples with time <= that. Ticks continue until the last sample is drained,
 ///    then `tailNs` longer. The migrator's clock is simulated: it is advanced to the tick's time

@@ -127,7 +127,7 @@ TEST_CASE("ScopeProvider resolves cgroup, pid-list and command selectors") {
   t.process(301, "tierd-gups", std::string("./build/bin/tierd-gups\0--size\0", 30),
             "/home/u/tierd/build/bin/tierd-gups");
 
-  ScopeProvider p(sys::SysRoot(t.dir.string()), 42);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 42);
   REQUIRE(p.refreshMounts().ok());
 
   WorkloadSelector byCgroup{"redis", std::string("/redis"), {}, std::nullopt};
@@ -163,7 +163,7 @@ TEST_CASE("ScopeProvider resolves cgroup, pid-list and command selectors") {
 }
 
 TEST_CASE("ScopeProvider on the live system finds a child by command name and pid") {
-  ScopeProvider p(sys::SysRoot::live(), getpid());
+  SysRootScopeProvider p(sys::SysRoot::live(), getpid());
   REQUIRE(p.refreshMounts().ok());
   pid_t child = fork();
   REQUIRE(child >= 0);
@@ -219,7 +219,7 @@ TEST_CASE("a multi-call binary's applet symlinks select only processes exec'ed b
                         8),
             "/bin/busybox");
   t.process(202, "bc", std::string("bc\0-q\0", 6), "/bin/busybox");
-  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
   REQUIRE(p.refreshMounts().ok());
   auto bc = p.resolve({"calc", std::nullopt, {}, std::string("bc")});
   REQUIRE(bc.ok());
@@ -239,7 +239,7 @@ TEST_CASE("a process that names itself like the workload is not selected: exe de
             1000);
   t.link("/usr/bin/redis-server", "redis-check-rdb");  // Debian's layout
   t.put("/usr/bin/redis-check-rdb", "ELF");
-  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
   REQUIRE(p.refreshMounts().ok());
 
   auto byName = p.resolve({"redis", std::nullopt, {}, std::string("redis-server")});
@@ -276,7 +276,7 @@ TEST_CASE("a cgroup v2 parent (a pod or a slice) selects the processes of its de
   t.put(pod + "/sidecar/deeper/cgroup.procs", "520\n");
   for (int pid : {500, 501, 510, 520})
     t.process(pid, "w", std::string("w\0", 2), "/usr/bin/w");
-  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
   REQUIRE(p.refreshMounts().ok());
   auto s = p.resolve({"pod", std::string("/kubepods.slice/pod1"), {}, std::nullopt});
   REQUIRE(s.ok());
@@ -288,7 +288,7 @@ TEST_CASE("a pid-list entry stays pinned to its process: a new holder of the pid
   Tree t;
   t.put("/proc/self/mountinfo", kMountinfo);
   t.process(700, "db", std::string("db\0", 3), "/usr/bin/db", 5000);
-  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
   REQUIRE(p.refreshMounts().ok());
   auto first = p.resolve({"db", std::nullopt, {700}, std::nullopt});
   REQUIRE(first.ok());
@@ -338,7 +338,7 @@ TEST_CASE(
   t.put(slice + "/a/cgroup.procs", "600\n");
   t.put(slice + "/threaded/cgroup.procs", "not a pid list\n");  // what EOPNOTSUPP stands for here
   t.process(600, "w", std::string("w\0", 2), "/usr/bin/w");
-  ScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
   REQUIRE(p.refreshMounts().ok());
   auto s = p.resolve({"batch", std::string("/batch.slice"), {}, std::nullopt});
   REQUIRE_MESSAGE(s.ok(), s.error().describe());

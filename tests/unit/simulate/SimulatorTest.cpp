@@ -307,6 +307,9 @@ TEST_CASE("a pid reused between the scope scan and the move: the new holder is n
   CHECK(first.summary.pidReuses == 1);
   CHECK(first.summary.newHolderMovedBytes == 0);
   CHECK(first.ticks.back().fastBytes == 0);  // the new holder's memory stayed where it was
+  // The new holder never entered a scope: no hotness source was ever asked for it.
+  for (const std::string& p : first.problems)
+    CHECK_MESSAGE(p.find("sampling") == std::string::npos, p);
 
   // Reused at 2 s: tick 1 moved 8 MiB of the old process; the new holder finds its pages where
   // the old one's were (4 regions on the fast node) and nothing moves them afterwards.
