@@ -29,13 +29,16 @@ build() {
     cat "$1/build.log" >&2
     die "make pr bc failed in $1 - see above"
   fi
-  [ -x "$1/pr" ] && [ -x "$1/bc" ] || die "make pr bc left no pr/bc in $1"
+  if [ ! -x "$1/pr" ] || [ ! -x "$1/bc" ]; then
+    die "make pr bc left no pr/bc in $1"
+  fi
 }
 
 if [ -n "${TIERD_GAPBS_DIR:-}" ]; then
   dir="$(cd "$TIERD_GAPBS_DIR" && pwd)" || die "TIERD_GAPBS_DIR=$TIERD_GAPBS_DIR is not a folder"
-  [ -r "$dir/Makefile" ] && [ -r "$dir/src/pr.cc" ] ||
+  if [ ! -r "$dir/Makefile" ] || [ ! -r "$dir/src/pr.cc" ]; then
     die "TIERD_GAPBS_DIR=$dir is not a GAPBS checkout (no Makefile, src/pr.cc)"
+  fi
   if [ -x "$dir/pr" ] && [ -x "$dir/bc" ] && [ -z "$(find "$dir/src" -newer "$dir/pr" -o -newer "$dir/bc" | head -n1)" ]; then
     echo "build-gapbs: cached pr, bc in $dir" >&2
   else

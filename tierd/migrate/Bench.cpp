@@ -235,8 +235,11 @@ double LocateBenchReport::speedup() const {
   return t > 0 ? meanStd(naiveSeconds).mean / t : 0;
 }
 
-Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
-                                           const sys::SysRoot& root) {
+namespace {
+
+// What runMigrateBench needs before it allocates: runs >= 1, NUMA, the kernel CPU clock, and
+// memory on both nodes.
+Status checkMigrateBench(const MigrateBenchOptions& opts) {
   if (opts.runs < 1) return Error::input("runs must be >= 1", "--runs");
   if (numa_available() < 0) return Error::env("libnuma: NUMA is not available", "numa_available");
   if (auto cpu = threadSystemCpuNs(); !cpu) return cpu.error().within("kernel CPU time");
@@ -244,6 +247,14 @@ Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
     if (n < 0 || n > numa_max_node() || numa_node_size64(n, nullptr) <= 0)
       return Error::input("node " + std::to_string(n) + " has no memory or does not exist",
                           "--from/--to");
+  return Ok{};
+}
+
+}  // namespace
+
+Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
+                                           const sys::SysRoot& root) {
+  if (Status s = checkMigrateBench(opts); !s) return s.error();
   MigrateBenchReport rep;
   rep.options = opts;
   rep.pageSize = pageBytes(opts.page);
