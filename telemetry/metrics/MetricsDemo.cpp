@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -24,7 +25,9 @@ void onSignal(int) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace tierd::telemetry;
   ExporterOptions options;
   options.listenAddress = "127.0.0.1:0";
@@ -78,4 +81,20 @@ int main(int argc, char** argv) {
     feeder.feed(**sink, workloads);
   }
   return 0;
+}
+
+}  // namespace
+
+// An exception nothing handled (prometheus-cpp's Exposer throws, std::bad_alloc) ends in one line
+// and the exit code of an internal error (70, EX_SOFTWARE, as tierd's and tierctl's MainGuard),
+// not in std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tierd-metrics-demo: fatal: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "tierd-metrics-demo: fatal: unknown exception\n");
+  }
+  return tierd::kExitInternal;
 }
