@@ -197,6 +197,20 @@ Status SysRootScopeProvider::cgroupPids(const std::string& dir, int depth, std::
   return Ok{};
 }
 
+bool SysRootScopeProvider::goesBy(const std::string& dir, const std::string& command) const {
+  if (auto comm = root_.read(dir + "/comm")) {
+    std::string c = comm.value();
+    while (!c.empty() && c.back() == '\n')
+      c.pop_back();
+    if (!c.empty() && c == command.substr(0, 15)) return true;
+  }
+  auto cmdline = root_.read(dir + "/cmdline");
+  if (!cmdline) return false;
+  const std::string& text = cmdline.value();
+  const std::string argv0 = text.substr(0, text.find_first_of(std::string("\0 ", 2)));
+  return !argv0.empty() && basename(argv0) == command;
+}
+
 bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string& command) const {
   // Kernel threads have no exe link (readlink fails): never ours to move.
   std::string exe = readLink(root_.path(dir + "/exe"));
@@ -223,13 +237,11 @@ bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string&
   if (basename(exe) == command) return true;
   // A symlink of that name next to the executable (Debian: redis-server -> redis-check-rdb),
   // looked up in the process's own root (a container's /usr/bin, not the host's), and only for a
-  // process exec'ed by that name (argv[0]): a multi-call binary such as busybox has a symlink
-  // next to it for every applet, so without this `command = "bc"` selected every busybox `sh`
-  // and `sleep` (seen in the rig's gapbs scenario).
-  auto cmdline = root_.read(dir + "/cmdline");
-  if (!cmdline) return false;
-  const std::string argv0 = cmdline.value().substr(0, cmdline.value().find('\0'));
-  if (argv0.empty() || basename(argv0) != command) return false;
+  // process that goes by that name: its comm (the kernel's copy of the exec'ed name, 15 bytes)
+  // or the first word of its argv[0] (redis rewrites its cmdline to "redis-server *:6379"). A
+  // multi-call binary such as busybox has a symlink next to it for every applet, so without this
+  // `command = "bc"` selected every busybox `sh` and `sleep` (seen in the rig's gapbs scenario).
+  if (!goesBy(dir, command)) return false;
   const std::string sibling = dirname(exe) + "/" + command;
   if (exeStat) return sameFile(root_.path(dir + "/root" + sibling));
   return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;

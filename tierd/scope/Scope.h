@@ -142,6 +142,10 @@ class SysRootScopeProvider final : public ScopeProvider {
                     size_t& walked) const;
   std::vector<pid_t> pidsByCommand(const std::string& command) const;
   bool exeMatches(const std::string& dir, const std::string& command) const;
+  /// Whether the process at `dir` (/proc/PID) goes by `command`: its comm equals the command's
+  /// first 15 bytes, or the basename of its argv[0]'s first word (/proc/PID/cmdline up to the
+  /// first NUL or space) equals it.
+  bool goesBy(const std::string& dir, const std::string& command) const;
   bool uidMatches(pid_t pid, uid_t uid) const;
 
   sys::SysRoot root_;

@@ -227,6 +227,17 @@ TEST_CASE("a multi-call binary's applet symlinks select only processes exec'ed b
   auto sh = p.resolve({"shell", std::nullopt, {}, std::string("sh")});
   REQUIRE(sh.ok());
   CHECK(sh->pids == std::vector<pid_t>{200});
+  // A process that rewrote its cmdline (redis: "redis-server *:6379", one string) still goes by
+  // its comm and its argv[0]'s first word.
+  t.link("/usr/bin/redis-server", "redis-check-rdb");
+  t.put("/usr/bin/redis-check-rdb", "ELF");
+  t.process(300, "redis-server", std::string("redis-server *:6379\0", 20),
+            "/usr/bin/redis-check-rdb");
+  t.process(301, "redis-rdb-bgsa", std::string("/usr/bin/redis-server *:6379", 28),
+            "/usr/bin/redis-check-rdb");
+  auto redis = p.resolve({"redis", std::nullopt, {}, std::string("redis-server")});
+  REQUIRE(redis.ok());
+  CHECK(redis->pids == std::vector<pid_t>{300, 301});
 }
 
 TEST_CASE("a process that names itself like the workload is not selected: exe decides") {
