@@ -17,23 +17,25 @@ namespace {
 const std::string kFixtures = TIERD_FIXTURES;
 const std::string kQemu = kFixtures + "/topology/qemu-2node";
 
+// Runs the shell command `c`, returns its stdout; `rc` gets pclose's wait status.
+std::string capture(const std::string& c, int& rc) {
+  std::string out;
+  FILE* p = ::popen(c.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, n);
+  rc = ::pclose(p);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("tierctl simulate runs on the checked-in recorded trace, text and JSON") {
   const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl simulate --trace " + kFixtures +
                           "/traces/gups-sw-page-faults.trace --config " + kFixtures +
                           "/../../config/tierd-gups.toml --topology " + kQemu;
-  auto capture = [](const std::string& c, int& rc) {
-    std::string out;
-    FILE* p = ::popen(c.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-      out.append(buf, n);
-    rc = ::pclose(p);
-    return out;
-  };
   int rc = -1;
   const std::string text = capture(cmd, rc);
   CHECK(rc == 0);
@@ -58,17 +60,6 @@ TEST_CASE("tierctl simulate --reuse-pid models the pid changing hands") {
   const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl simulate --trace " + kFixtures +
                           "/traces/gups-phases.trace --config " + kFixtures +
                           "/simulate/phases-quota.toml --topology " + kQemu + " --json";
-  auto capture = [](const std::string& c, int& rc) {
-    std::string out;
-    FILE* p = ::popen(c.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-      out.append(buf, n);
-    rc = ::pclose(p);
-    return out;
-  };
   int rc = -1;
   auto j = nlohmann::json::parse(capture(cmd + " --reuse-pid 31337@2s", rc), nullptr, false);
   CHECK(rc == 0);
