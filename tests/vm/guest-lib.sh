@@ -109,8 +109,9 @@ rig_done() {
   exit 1
 }
 
-# --- memsim (scenarios with "# rig: memsim=count|cost"; tests/vm/memsim/README.md) -------------
-# The plugin publishes its counters to $RIG_OUT/memsim.stats at least 5 times a second.
+# --- memsim (scenarios with "# rig: memsim=sample|count|cost"; tests/vm/memsim/README.md) ------
+# The plugin publishes its counters to $RIG_OUT/memsim.stats at least 5 times a second. With
+# memsim=sample it counts only during 100 ms of every second: shares are right, counts partial.
 
 # rig_mem_mark NAME: remembers the counters now (a publication made after this call began) as
 # mark NAME (a file under /tmp).
@@ -138,4 +139,28 @@ rig_frame_heat() {
   else
     "$RIG_BIN/tierd-memsim" heat "$1"
   fi
+}
+
+# rig_heat_share FILE: node 0's shares from a rig_frame_heat output, "ACCESS_PCT MEMORY_PCT
+# MISS_PCT": of the process's accesses, of its 2 MiB regions (where they live now), and of its
+# LLC-model misses (its memory traffic); one decimal each, "- - -" when there were no accesses.
+rig_heat_share() {
+  awk '$1 == "total" { a[$3] = $5; m[$3] = $7; t += $5; tm += $7 }
+       $1 == "region" { r++; if ($3 == 0) r0++ }
+       END {
+         if (t <= 0 || r <= 0) { print "- - -"; exit }
+         miss = "-"
+         if (tm > 0) miss = sprintf("%.1f", 100 * m[0] / tm)
+         printf "%.1f %.1f %s\n", 100 * a[0] / t, 100 * r0 / r, miss
+       }' "$1"
+}
+
+# rig_access_share PID NAME SECONDS: node 0's shares of PID's accesses over the next SECONDS
+# (rig_heat_share's "ACCESS_PCT MEMORY_PCT MISS_PCT"); the rig_frame_heat output is kept in
+# $RIG_OUT/heat-NAME.txt.
+rig_access_share() {
+  rig_mem_mark "$2"
+  sleep "$3"
+  rig_frame_heat "$1" "$2" >"$RIG_OUT/heat-$2.txt"
+  rig_heat_share "$RIG_OUT/heat-$2.txt"
 }

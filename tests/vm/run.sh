@@ -17,10 +17,12 @@
 #   gapbs=PROGRAM...       GAPBS programs (e.g. "pr bc") built by build-gapbs.sh (from
 #                          $TIERD_GAPBS_DIR or ../shared/third_party/gapbs) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
-#   memsim=off|count|cost  the memsim TCG plugin (tests/vm/memsim): off (default), count (an LLC
-#                          model counts every access per node and per 2 MiB frame) or cost (count,
-#                          and each LLC miss to node N delays the vCPU by LAT_N - LAT_cpu ns);
-#                          counters in $RIG_OUT/memsim.stats (guest-lib.sh: rig_mem, rig_frame_heat)
+#   memsim=off|sample|count|cost  the memsim TCG plugin (tests/vm/memsim): off (default), count
+#                          (an LLC model counts every access per node and per 2 MiB frame), sample
+#                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
+#                          ms: shares without count's 2x slowdown) or cost (count, and each LLC
+#                          miss to node N delays the vCPU by LAT_N - LAT_cpu ns); counters in
+#                          $RIG_OUT/memsim.stats (guest-lib.sh: rig_mem, rig_frame_heat)
 # Environment:
 #   TIERD_VM_CACHE   kernel, initramfs, logs and results (default <repo>/build/vm)
 #   TIERD_BUILD_DIR  CMake build folder shared with the guest at /mnt/build (default <repo>/build)
@@ -97,12 +99,12 @@ prepare_kernel() {
   initrd="$cache/initramfs-$1.cpio.gz"
 }
 
-# memsim_mode SCENARIO_FILE -> off|count|cost ($TIERD_VM_MEMSIM overrides the header)
+# memsim_mode SCENARIO_FILE -> off|sample|count|cost ($TIERD_VM_MEMSIM overrides the header)
 memsim_mode() {
   local m="${TIERD_VM_MEMSIM:-$(header "$1" memsim)}"
   case "${m:-off}" in
-    off | count | cost) echo "${m:-off}" ;;
-    *) die "$(basename "$1"): memsim=$m (use off, count or cost)" ;;
+    off | sample | count | cost) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): memsim=$m (use off, sample, count or cost)" ;;
   esac
 }
 
@@ -121,7 +123,12 @@ memsim_args() {
   llc="$(to_mib "${T[LLC]:?topology: LLC (last-level cache size, e.g. 16M) missing for memsim}")"
   line="${T[LLC_LINE]:-64}" ways="${T[LLC_WAYS]:-16}"
   cpu_lat="${T[LAT_0]}"
-  local pa="memsim.so,mode=$memsim,out=${outdir//,/,,}/memsim.stats,llc=${llc}M,line=$line,ways=$ways"
+  local pa="memsim.so,out=${outdir//,/,,}/memsim.stats,llc=${llc}M,line=$line,ways=$ways"
+  if [ "$memsim" = sample ]; then
+    pa+=",mode=count,sample=${TIERD_VM_MEMSIM_SAMPLE:-100:1000}"
+  else
+    pa+=",mode=$memsim"
+  fi
   for ((i = 0; i < NODES; i++)); do
     size="$(to_mib "${T[MEM_$i]}")"
     c0=$cum c1=$((cum + size))
