@@ -111,7 +111,25 @@ rig_done() {
 
 # --- memsim (scenarios with "# rig: memsim=sample|count|cost"; tests/vm/memsim/README.md) ------
 # The plugin publishes its counters to $RIG_OUT/memsim.stats at least 5 times a second. With
-# memsim=sample it counts only during 100 ms of every second: shares are right, counts partial.
+# memsim=sample it counts from rig_mem_start on, during 100 ms of every second: shares are right,
+# counts partial.
+
+# rig_mem_start: with memsim=sample, the plugin counts nothing (and costs nothing) until this is
+# called; it returns once the plugin counts (fails after 60 s). Does nothing in count and cost
+# modes, which count from boot.
+rig_mem_start() {
+  grep -q '^active ' "$RIG_OUT/memsim.stats" 2>/dev/null || return 0
+  : >"$RIG_OUT/memsim.start"
+  rig_i=0
+  while ! grep -qx 'active 1' "$RIG_OUT/memsim.stats" 2>/dev/null; do
+    rig_i=$((rig_i + 1))
+    if [ $rig_i -gt 300 ]; then
+      fail "memsim did not start counting within 60 s of rig_mem_start"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
 
 # rig_mem_mark NAME: remembers the counters now (a publication made after this call began) as
 # mark NAME (a file under /tmp).

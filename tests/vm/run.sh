@@ -20,7 +20,8 @@
 #   memsim=off|sample|count|cost  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
-#                          ms: shares without count's 2x slowdown) or cost (count, and each LLC
+#                          ms, from the scenario's rig_mem_start on: full speed before it, shares
+#                          after it without count's cost in cache-model contention) or cost (count, and each LLC
 #                          miss to node N delays the vCPU by LAT_N - LAT_cpu ns); counters in
 #                          $RIG_OUT/memsim.stats (guest-lib.sh: rig_mem, rig_frame_heat)
 # Environment:
@@ -125,7 +126,7 @@ memsim_args() {
   cpu_lat="${T[LAT_0]}"
   local pa="memsim.so,out=${outdir//,/,,}/memsim.stats,llc=${llc}M,line=$line,ways=$ways"
   if [ "$memsim" = sample ]; then
-    pa+=",mode=count,sample=${TIERD_VM_MEMSIM_SAMPLE:-100:1000}"
+    pa+=",mode=count,sample=${TIERD_VM_MEMSIM_SAMPLE:-100:1000},start=${outdir//,/,,}/memsim.start"
   else
     pa+=",mode=$memsim"
   fi

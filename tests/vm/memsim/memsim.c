@@ -13,15 +13,21 @@
  *      segments from the node sizes and q35's RAM layout.
  * charge: ns added to the accessing vCPU for each miss of the LLC model to NODE (cost mode).
  * sample=ON_MS:PERIOD_MS (count mode only): count during ON_MS of every PERIOD_MS instead of
- *      always. Instrumenting every access roughly halves guest speed; uninstrumented, the guest
- *      runs at full TCG speed. The plugin switches between the two with qemu_plugin_reset(),
- *      which flushes the translated code so it is retranslated with or without the per-access
- *      callbacks (QEMU 7.2's only way to change instrumentation; Debian's 7.2.18 fixed its lock).
- *      The switch is asked for from a vCPU thread (a reset needs one): from the access callback,
- *      from the vCPU idle callback, and from a callback on one in 16 translated kernel blocks
- *      (the timer interrupt runs kernel code on every vCPU, busy or not), so a vCPU that only
- *      runs user code still switches on time. Shares (per node, per frame) are unbiased by
- *      time; absolute counts cover only the ON windows (sampled_ns in the stats file).
+ *      always. The per-access callback stays installed and returns at once outside the counting
+ *      windows (one load of a flag the publisher thread flips), so the LLC model, the shared tag
+ *      array that both vCPUs write and the frame counters cost nothing then. (Switching the
+ *      instrumentation itself with qemu_plugin_reset() would be cheaper still, but QEMU 7.2 can
+ *      leave a vCPU's plugin_mem_cbs pointing at callback arrays that the reset's code flush
+ *      frees: "qemu_plugin_vcpu_mem_cb: code should not be reached", seen here at boot.)
+ *      Shares (per node, per frame) are unbiased by time; absolute counts cover only the
+ *      windows (sampled_ns in the stats file).
+ * start=FILE (with sample): install nothing per access until FILE exists (the guest creates it in
+ *      the results share: rig_mem_start), so the scenario runs at full TCG speed until it wants
+ *      numbers. Going from no per-access callbacks to callbacks is one qemu_plugin_reset(), safe
+ *      in 7.2 because no callback array exists yet to be freed; the plugin never goes back.
+ *      The reset is asked for from a vCPU thread (QEMU needs one): from the vCPU idle callback
+ *      and from a callback on one in 16 translated kernel blocks (the timer interrupt runs kernel
+ *      code on every vCPU, busy or not).
  * Every data access (loads and stores, user and kernel) goes through a shared set-associative
  * LRU last-level-cache model indexed by guest-physical line; misses are counted per node, split
  * read/write and user/kernel (user: virtual address in the lower half). Accesses and misses are
@@ -37,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <qemu-plugin.h>
 
@@ -61,7 +68,6 @@ struct vcpu {
   int64_t debt_ns;
   uint64_t delay_ns, charged_ns, waits;
   uint64_t *frame_acc, *frame_miss; /* per 2 MiB guest-physical frame */
-  uint64_t until_check;              /* sampling: accesses left before the next clock read */
   char pad[64];
 };
 
@@ -83,17 +89,18 @@ static pthread_t publisher;
 static uint64_t seq;
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Duty-cycle sampling (sample=ON_MS:PERIOD_MS). sample_period_ns 0: always counting. The state
- * changes only in on_reset(), which QEMU runs with every vCPU stopped (exclusive context). */
-static qemu_plugin_id_t plugin_id;
+/* Duty-cycle sampling (sample=ON_MS:PERIOD_MS). sample_period_ns 0: always counting. Only the
+ * publisher thread writes these; the vCPU threads read `counting`. */
 static uint64_t sample_on_ns, sample_period_ns;
-static int counting = 1;          /* instrumented now */
-static uint64_t next_switch_ns;   /* when the current window ends (host CLOCK_MONOTONIC) */
-static int switch_pending;        /* a qemu_plugin_reset() is queued */
-static uint64_t window_start_ns;  /* start of the current counting window */
-static uint64_t sampled_ns;       /* counting time of the windows that ended */
-static uint64_t windows;          /* counting windows begun */
-#define SWITCH_CHECK_EVERY 4096   /* accesses between two clock reads in the access callback */
+static int counting = 1;         /* inside a counting window now */
+static uint64_t window_start_ns; /* start of the current counting window */
+static uint64_t sampled_ns;      /* counting time of the windows that ended */
+static uint64_t windows;         /* counting windows begun */
+/* start=FILE: per-access callbacks are installed once FILE exists (the publisher sees it and sets
+ * start_seen; a vCPU thread then asks for the reset; on_activate sets active). */
+static qemu_plugin_id_t plugin_id;
+static const char *start_path;
+static int active = 1, start_seen, activating;
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -139,59 +146,10 @@ static void pay(struct vcpu *v) {
   if (v->debt_ns < -CREDIT_NS) v->debt_ns = -CREDIT_NS;
 }
 
-static void register_callbacks(qemu_plugin_id_t id);
-
-/* Sampling: the current window (counting or not) ended: flip the state. Runs in QEMU's exclusive
- * context after the translated code was flushed and every callback of ours unregistered. */
-static void on_reset(qemu_plugin_id_t id) {
-  uint64_t t = now_ns();
-  if (counting) {
-    __atomic_store_n(&sampled_ns, sampled_ns + (t - window_start_ns), __ATOMIC_RELAXED);
-    __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&next_switch_ns, t + (sample_period_ns - sample_on_ns), __ATOMIC_RELAXED);
-  } else {
-    window_start_ns = t;
-    __atomic_store_n(&windows, windows + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&next_switch_ns, t + sample_on_ns, __ATOMIC_RELAXED);
-  }
-  register_callbacks(id);
-  __atomic_store_n(&switch_pending, 0, __ATOMIC_RELEASE);
-}
-
-/* Sampling: called on a vCPU thread; asks for the switch once the window is over. */
-static void maybe_switch(void) {
-  if (now_ns() < __atomic_load_n(&next_switch_ns, __ATOMIC_RELAXED)) return;
-  if (__atomic_exchange_n(&switch_pending, 1, __ATOMIC_ACQ_REL)) return;
-  /* Read the window's end again now that we own the switch: a switch that just finished (its
-   * on_reset released switch_pending) moved it, and asking again would be a reset while QEMU
-   * still marks the last one as running, which it ignores, leaving switch_pending set for good. */
-  if (now_ns() < __atomic_load_n(&next_switch_ns, __ATOMIC_ACQUIRE)) {
-    __atomic_store_n(&switch_pending, 0, __ATOMIC_RELEASE);
-    return;
-  }
-  qemu_plugin_reset(plugin_id, on_reset);
-}
-
-static void on_trigger_tb(unsigned int vcpu_index, void *udata) {
-  (void)vcpu_index;
-  (void)udata;
-  maybe_switch();
-}
-
-static void on_idle(qemu_plugin_id_t id, unsigned int vcpu_index) {
-  (void)id;
-  (void)vcpu_index;
-  maybe_switch();
-}
-
 static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
   (void)udata;
+  if (!__atomic_load_n(&counting, __ATOMIC_RELAXED)) return;
   struct vcpu *v = &vcpus[vcpu_index];
-  if (sample_period_ns && v->until_check-- == 0) {
-    v->until_check = SWITCH_CHECK_EVERY;
-    maybe_switch();
-  }
   struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
   if (!hw) return;
   if (qemu_plugin_hwaddr_is_io(hw)) {
@@ -227,18 +185,52 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
 
 static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
-  if (sample_period_ns) {
-    /* one kernel block in 16 (by a hash of its address) asks for the switch when it runs */
-    uint64_t pc = qemu_plugin_tb_vaddr(tb);
-    if (pc >= USER_TOP && ((pc * 0x9e3779b97f4a7c15ull) >> 60) == 0)
-      qemu_plugin_register_vcpu_tb_exec_cb(tb, on_trigger_tb, QEMU_PLUGIN_CB_NO_REGS, NULL);
-  }
-  if (!__atomic_load_n(&counting, __ATOMIC_RELAXED)) return;
   size_t n = qemu_plugin_tb_n_insns(tb);
   for (size_t i = 0; i < n; i++) {
     qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i), on_mem, QEMU_PLUGIN_CB_NO_REGS,
                                      QEMU_PLUGIN_MEM_RW, NULL);
   }
+}
+
+static void on_exit_cb(qemu_plugin_id_t id, void *p);
+
+/* start=FILE: runs in QEMU's exclusive context after the code flush of the reset, which also
+ * removed every callback of ours: install the per-access ones. */
+static void on_activate(qemu_plugin_id_t id) {
+  qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
+  qemu_plugin_register_atexit_cb(id, on_exit_cb, NULL);
+  __atomic_store_n(&window_start_ns, now_ns(), __ATOMIC_RELAXED);
+  __atomic_store_n(&windows, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+}
+
+/* start=FILE, on a vCPU thread: once the file was seen, ask for the reset (once). */
+static void maybe_activate(void) {
+  if (!__atomic_load_n(&start_seen, __ATOMIC_ACQUIRE)) return;
+  if (__atomic_exchange_n(&activating, 1, __ATOMIC_ACQ_REL)) return;
+  qemu_plugin_reset(plugin_id, on_activate);
+}
+
+static void on_trigger_tb(unsigned int vcpu_index, void *udata) {
+  (void)vcpu_index;
+  (void)udata;
+  maybe_activate();
+}
+
+static void on_idle(qemu_plugin_id_t id, unsigned int vcpu_index) {
+  (void)id;
+  (void)vcpu_index;
+  maybe_activate();
+}
+
+/* start=FILE, before it exists: no per-access callbacks; one kernel block in 16 (by a hash of
+ * its address) gets a callback that can ask for the activation. */
+static void on_tb_trans_armed(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
+  (void)id;
+  uint64_t pc = qemu_plugin_tb_vaddr(tb);
+  if (pc >= USER_TOP && ((pc * 0x9e3779b97f4a7c15ull) >> 60) == 0)
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_trigger_tb, QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
 static void publish(int final) {
@@ -266,10 +258,11 @@ static void publish(int final) {
   fprintf(f, "memsim 1\nmode %s\nseq %" PRIu64 "\nfinal %d\ntime_ns %" PRIu64 "\n", mode_cost ? "cost" : "count",
           ++seq, final, now_ns());
   fprintf(f, "llc %" PRIu64 " line %" PRIu64 " ways %" PRIu64 "\n", llc_bytes, line_bytes, ways);
+  if (start_path) fprintf(f, "active %d\n", __atomic_load_n(&active, __ATOMIC_ACQUIRE));
   if (sample_period_ns) {
     /* counting time so far: the ended windows plus the running one */
     uint64_t sampled = __atomic_load_n(&sampled_ns, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&counting, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&active, __ATOMIC_ACQUIRE) && __atomic_load_n(&counting, __ATOMIC_RELAXED)) {
       uint64_t t = now_ns(), w = __atomic_load_n(&window_start_ns, __ATOMIC_RELAXED);
       if (t > w) sampled += t - w;
     }
@@ -302,12 +295,48 @@ static void publish(int final) {
   pthread_mutex_unlock(&write_lock);
 }
 
+static void sleep_until(uint64_t t) {
+  struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+/* Publishes every interval_ms and, with sampling, opens and closes the counting windows. */
 static void *publisher_main(void *arg) {
   (void)arg;
+  uint64_t next_publish = now_ns() + interval_ms * 1000000ull;
+  int was_active = __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+  uint64_t next_switch = sample_period_ns && was_active ? window_start_ns + sample_on_ns : UINT64_MAX;
   while (!stopping) {
-    struct timespec ts = {interval_ms / 1000, (long)(interval_ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    if (!stopping) publish(0);
+    sleep_until(next_publish < next_switch ? next_publish : next_switch);
+    if (stopping) break;
+    uint64_t t = now_ns();
+    if (!was_active) {
+      if (!__atomic_load_n(&start_seen, __ATOMIC_RELAXED) && access(start_path, F_OK) == 0)
+        __atomic_store_n(&start_seen, 1, __ATOMIC_RELEASE);
+      if (__atomic_load_n(&active, __ATOMIC_ACQUIRE)) { /* on_activate ran: the first window is open */
+        was_active = 1;
+        next_switch = sample_period_ns ? __atomic_load_n(&window_start_ns, __ATOMIC_RELAXED) + sample_on_ns
+                                       : UINT64_MAX;
+      }
+    }
+    if (t >= next_switch) {
+      if (__atomic_load_n(&counting, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&counting, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&sampled_ns, sampled_ns + (t - window_start_ns), __ATOMIC_RELAXED);
+        next_switch = window_start_ns + sample_period_ns;
+      } else {
+        __atomic_store_n(&window_start_ns, t, __ATOMIC_RELAXED);
+        __atomic_store_n(&windows, windows + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&counting, 1, __ATOMIC_RELAXED);
+        next_switch = t + sample_on_ns;
+      }
+    }
+    if (t >= next_publish) {
+      publish(0);
+      next_publish += interval_ms * 1000000ull;
+      if (next_publish < t) next_publish = t + interval_ms * 1000000ull;
+    }
   }
   return NULL;
 }
@@ -317,13 +346,6 @@ static void on_exit_cb(qemu_plugin_id_t id, void *p) {
   (void)p;
   stopping = 1;
   publish(1);
-}
-
-/* Installs our callbacks (at start, and after every sampling switch: a reset removes them all). */
-static void register_callbacks(qemu_plugin_id_t id) {
-  qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
-  qemu_plugin_register_atexit_cb(id, on_exit_cb, NULL);
-  if (sample_period_ns) qemu_plugin_register_vcpu_idle_cb(id, on_idle);
 }
 
 static int bad(const char *what, const char *arg) {
@@ -397,6 +419,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         return bad("sample must be ON_MS:PERIOD_MS with 0 < ON_MS < PERIOD_MS <= 60000", val);
       sample_on_ns = on * 1000000ull;
       sample_period_ns = period * 1000000ull;
+    } else if (!strcmp(k, "start")) {
+      start_path = val;
     } else if (!strcmp(k, "charge")) {
       int node;
       long long ns;
@@ -408,6 +432,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     }
   }
   if (!out_path) return bad("missing argument", "out=FILE");
+  if (start_path && !sample_period_ns) return bad("start=FILE needs sample=ON_MS:PERIOD_MS", start_path);
   if (sample_period_ns && mode_cost) return bad("sample is for count mode (a cost must be paid on every access)", "sample");
   if (!nsegs) return bad("missing argument", "seg=NODE:HW:GPA:LEN");
   if (line_bytes < 8 || (line_bytes & (line_bytes - 1))) return bad("line must be a power of two >= 8", "line");
@@ -428,14 +453,22 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     vcpus[c].frame_miss = calloc(nframes, sizeof(uint64_t));
     if (!vcpus[c].frame_acc || !vcpus[c].frame_miss) return bad("out of memory", "");
   }
-  publish(0);
-  if (pthread_create(&publisher, NULL, publisher_main, NULL) != 0) return bad("cannot start the publisher", "");
-  pthread_detach(publisher);
   plugin_id = id;
   window_start_ns = now_ns();
   windows = 1;
-  next_switch_ns = window_start_ns + sample_on_ns;
-  register_callbacks(id);
+  if (start_path) {
+    unlink(start_path); /* a file left by an earlier boot must not start this one */
+    active = 0;
+    windows = 0;
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans_armed);
+    qemu_plugin_register_vcpu_idle_cb(id, on_idle);
+  } else {
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
+  }
+  qemu_plugin_register_atexit_cb(id, on_exit_cb, NULL);
+  publish(0);
+  if (pthread_create(&publisher, NULL, publisher_main, NULL) != 0) return bad("cannot start the publisher", "");
+  pthread_detach(publisher);
   fprintf(stderr,
           "memsim: mode=%s sample=%" PRIu64 "/%" PRIu64 "ms llc=%" PRIu64 " line=%" PRIu64 " ways=%" PRIu64
           " segments=%d nodes=%d vcpus=%d out=%s (plugin API %d, QEMU offers %d..%d)\n",
