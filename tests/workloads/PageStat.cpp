@@ -5,6 +5,8 @@
 // One arena of 2 MiB slots, each slot a case (the expected status of each of its 4 KiB pages):
 //   thp-n0-n1     one 4 MiB THP mapping, first 2 MiB on node 0, second moved to node 1 (one VMA,
 //                 two PMDs on two nodes: an answer must not leak across PMDs)
+//   4k-alternating base pages (MADV_NOHUGEPAGE), every other one moved to node 1 -> 0, 1, 0, ...
+//                 (one page table, answers alternating)
 //   hole          nothing mapped                                   -> -EFAULT
 //   untouched     mapped, never touched                            -> -ENOENT
 //   zero-4k       MADV_NOHUGEPAGE, only read                       -> -EFAULT (zero page)
@@ -135,6 +137,27 @@ std::vector<Case> buildLayout(uintptr_t base, bool hugetlb) {
   cases.back().expected = uniform(slotPages, 0);
   auto n1 = uniform(slotPages, 1);
   cases.back().expected.insert(cases.back().expected.end(), n1.begin(), n1.end());
+
+  a = next("4k-alternating", 1);
+  mapFixed(a, kHuge);
+  advise(a, kHuge, MADV_NOHUGEPAGE);
+  bindTo(reinterpret_cast<void*>(a), kHuge, 0);
+  writeTouch(a, kHuge);
+  {
+    std::vector<void*> odd;
+    for (size_t i = 1; i < slotPages; i += 2)
+      odd.push_back(reinterpret_cast<void*>(a + i * kPage));
+    std::vector<int> target(odd.size(), 1), st(odd.size(), -1);
+    if (move_pages(0, odd.size(), odd.data(), target.data(), st.data(), MPOL_MF_MOVE) != 0)
+      layoutFailed("move_pages of every other 4 KiB page to node 1");
+    for (int v : st)
+      if (v != 1) {
+        errno = v < 0 ? -v : 0;
+        layoutFailed("a 4 KiB page did not move to node 1");
+      }
+  }
+  for (size_t i = 0; i < slotPages; ++i)
+    cases.back().expected.push_back(static_cast<int>(i % 2));
 
   next("hole", 1);
   cases.back().expected = uniform(slotPages, -EFAULT);
