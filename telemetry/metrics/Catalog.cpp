@@ -308,15 +308,16 @@ std::vector<MetricDef> systemMetrics() {
       counter(kConfigReloads, "tierd_config_reloads_total", "reloads",
               "Config reloads (SIGHUP); on failure the last good config stays.",
               {{"result", LabelDomain::Fixed, {"success", "failure"}, "outcome of the reload"}}),
-      gauge(kKernelCapability, "tierd_kernel_capability_available", "boolean",
-            "1 when the kernel or hardware offers a capability tierd can use, else 0 (read-only "
-            "probes at start and on topology refresh).",
-            {{"capability",
-              LabelDomain::Fixed,
-              {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
-               "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs",
-               "perf_software", "move_pages"},
-              "what is available"}}),
+      gauge(
+          kKernelCapability, "tierd_kernel_capability_available", "boolean",
+          "1 when the kernel or hardware offers a capability tierd can use, else 0 (read-only "
+          "probes at start and on topology refresh).",
+          {{"capability",
+            LabelDomain::Fixed,
+            {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
+             "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs", "perf_software",
+             "move_pages", "kernel_folio_copy_chunked", "kernel_pages_stat_batched"},
+            "what is available"}}),
       counter(kKernelVmstatEvents, "tierd_kernel_vmstat_events_total", "events",
               "Increase of the kernel's own migration counters in /proc/vmstat since tierd "
               "started (pgmigrate_*, pgpromote_*, pgdemote_* and numa_pages_migrated count base "

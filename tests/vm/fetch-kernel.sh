@@ -7,8 +7,8 @@
 #
 # What it does, all under the cache folder ${TIERD_VM_CACHE:-<repo>/build/vm}:
 #   1. writes a PRIVATE apt configuration (apt-SUITE/sources.list naming the suite with the same
-#      mirror URI and keyring as the machine's own debian.sources) and runs `apt-get update` and
-#      `apt-get download` with it. The machine's apt sources, lists and /boot are never touched.
+#      mirror URI and keyring as the machine's own debian.sources; scripts/lib/private-apt.sh)
+#      and runs `apt-get update` and `apt-get download` with it. The machine's apt sources, lists and /boot are never touched.
 #   2. resolves the versioned package behind the `linux-image-amd64` metapackage of that suite,
 #      downloads it and unpacks it with `dpkg -x` (never installed).
 #   3. extracts an uncompressed vmlinux from the bzImage (PVH boot needs the ELF) and collects the
@@ -20,6 +20,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=scripts/lib/private-apt.sh
+. "$repo/scripts/lib/private-apt.sh"
 cache="${TIERD_VM_CACHE:-$repo/build/vm}"
 series="${1:-7.3}"
 
@@ -47,51 +49,19 @@ for tool in apt-get dpkg-deb xz od grep; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/install-deps)"
 done
 
-# --- 1. private apt configuration -------------------------------------------------------------
-# Take the mirror and keyring of the machine's main Debian entry (the stanza whose Suites list
-# contains plain "bookworm"), so the private config uses exactly what the machine is allowed to use.
-sources=/etc/apt/sources.list.d/debian.sources
-mirror=""
-keyring=""
-if [ -r "$sources" ]; then
-  read -r mirror keyring < <(awk '
-    function flush() { if (is_main && uri != "") { print uri, key; done = 1 } uri = ""; key = ""; is_main = 0 }
-    /^[[:space:]]*$/ { if (!done) flush(); next }
-    /^URIs:/      { uri = $2 }
-    /^Signed-By:/ { key = $2 }
-    /^Suites:/    { for (i = 2; i <= NF; i++) if ($i == "bookworm") is_main = 1 }
-    END { if (!done) flush() }' "$sources") || true
-fi
-if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
-  mirror="$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list)"
-fi
-[ -n "$mirror" ] || die "cannot find the Debian mirror URI in $sources or /etc/apt/sources.list"
-[ -n "$keyring" ] || keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-[ -r "$keyring" ] || die "keyring $keyring not readable (package debian-archive-keyring)"
-
+# --- 1. private apt configuration (scripts/lib/private-apt.sh) ----------------------------------
+# The mirror and keyring of the machine's main Debian entry (the stanza whose Suites list contains
+# plain "bookworm"), so the private config uses exactly what the machine is allowed to use.
+main_entry="$(private_apt_main_mirror)"
+read -r mirror keyring <<<"$main_entry"
 aptdir="$cache/apt-$suite"
-mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/debs"
-echo "deb [signed-by=$keyring] $mirror $suite main" >"$aptdir/sources.list"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$aptdir/sources.list"
-  -o "Dir::Etc::SourceParts=/dev/null"
-  -o "Dir::State::Lists=$aptdir/lists"
-  -o "Dir::Cache=$aptdir/cache"
-  -o "Dir::State::status=/dev/null"
-  -o "APT::Get::List-Cleanup=0"
-  -o "Debug::NoLocking=1"
-  -o "APT::Default-Release=$suite"
-)
+mkdir -p "$aptdir/debs"
+private_apt_init "$aptdir" "deb [signed-by=$keyring] $mirror $suite main"
+private_apt_opts+=(-o "APT::Default-Release=$suite")
+apt_opts=("${private_apt_opts[@]}")
 
 echo "fetch-kernel: private apt update of $mirror $suite (lists in $aptdir)"
-if ! apt-get -q "${apt_opts[@]}" update >"$aptdir/update.log" 2>&1; then
-  cat "$aptdir/update.log" >&2
-  die "apt-get update of $suite from $mirror failed (network? mirror?) - see above"
-fi
-if grep -qE '^(W|E): ' "$aptdir/update.log"; then
-  cat "$aptdir/update.log" >&2
-  die "apt-get update of $suite reported errors - see above"
-fi
+private_apt_update "$aptdir" "$suite"
 
 # --- 2. resolve and download the versioned image package ----------------------------------------
 meta_depends="$(apt-cache "${apt_opts[@]}" show "linux-image-amd64/$suite" 2>/dev/null |

@@ -204,6 +204,7 @@ void readFreePmdBlocks(const sys::SysRoot& root, Topology& topo) {
 Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>& warnings) {
   Capabilities c;
   if (auto r = root.readAttr("/proc/sys/kernel/osrelease")) c.kernelRelease = r.value();
+  c.tierdKernel = parseTierdKernelRelease(c.kernelRelease);
   if (auto t = root.read("/sys/kernel/mm/transparent_hugepage/enabled")) {
     auto mode = sys::parseBracketChoice(t.value(),
                                         root.path("/sys/kernel/mm/transparent_hugepage/enabled"));
@@ -249,6 +250,23 @@ std::string joinIds(const std::set<int>& ids) {
 }
 
 }  // namespace
+
+std::optional<TierdKernel> parseTierdKernelRelease(const std::string& release) {
+  static const std::string kTag = "-tierd";
+  const size_t at = release.rfind(kTag);
+  if (at == std::string::npos) return std::nullopt;
+  std::string digits = release.substr(at + kTag.size());
+  if (!digits.empty() && digits.back() == '+') digits.pop_back();  // kbuild: tree modified
+  if (digits.empty() || digits.size() > 6 ||
+      !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return std::nullopt;
+  TierdKernel k;
+  k.revision = std::stoi(digits);
+  if (k.revision < 1) return std::nullopt;
+  k.folioCopyChunked = k.revision >= 1;
+  k.pagesStatBatched = k.revision >= 1;
+  return k;
+}
 
 const char* tierName(Tier t) {
   switch (t) {

@@ -83,9 +83,31 @@ struct Node {
   std::string reason;                ///< why, in words
 };
 
+/// tierd's own kernel patches (kernel-patches/ in this repository), told by the release tag
+/// `-tierdN` that kernel-patches/7.3/guest.config puts in CONFIG_LOCALVERSION (`uname -r` is
+/// e.g. `7.3.4-tierd1`). N is the revision of the series; each revision includes the patches of
+/// the ones before it. The tag is a claim of the kernel's builder: the patches themselves leave
+/// no other trace in /proc or /sys.
+struct TierdKernel {
+  int revision = 0;  ///< N of `-tierdN`, >= 1
+  /// Patch 1 (revision >= 1): folio_mc_copy() copies a large folio in 2 MiB chunks (migration
+  /// of THP and hugetlb folios pays one machine-check-safe copy per chunk, not per 4 KiB).
+  bool folioCopyChunked = false;
+  /// Patch 2 (revision >= 1): move_pages(nodes=NULL) answers every address of a PMD/PUD-mapped
+  /// folio from one walk, so asking for every 4 KiB address of a THP costs little more than
+  /// asking once per huge page.
+  bool pagesStatBatched = false;
+};
+
+/// The `-tierdN` tag of a kernel release string ("7.3.4-tierd1", also with kbuild's trailing
+/// "+"); nullopt when the release has no such tag (any stock kernel) or N is not a positive
+/// number. Pure.
+std::optional<TierdKernel> parseTierdKernelRelease(const std::string& release);
+
 /// What the kernel and hardware offer tierd (read-only probes; nothing is written to find out).
 struct Capabilities {
-  std::string kernelRelease;         ///< /proc/sys/kernel/osrelease
+  std::string kernelRelease;               ///< /proc/sys/kernel/osrelease
+  std::optional<TierdKernel> tierdKernel;  ///< from kernelRelease; nullopt on a stock kernel
   std::string thpMode;               ///< active word of transparent_hugepage/enabled, "" if absent
   uint64_t pmdPageSize = 0;          ///< transparent_hugepage/hpage_pmd_size, bytes, 0 if absent
   uint64_t basePageSize = 0;         ///< bytes; sysconf on the live system, else smaps, else 0

@@ -34,6 +34,16 @@ std::string renderTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+// "none", or the tag's revision and what it brings, e.g. "tierd1: chunked folio copy, ...".
+std::string tierdKernelText(const std::optional<TierdKernel>& k) {
+  if (!k) return "none (stock kernel)";
+  std::string s = "tierd" + std::to_string(k->revision) + ":";
+  if (k->folioCopyChunked) s += " chunked folio copy,";
+  if (k->pagesStatBatched) s += " batched move_pages status,";
+  s.pop_back();
+  return s;
+}
+
 }  // namespace
 
 nlohmann::ordered_json topologyToJson(const Topology& topo) {
@@ -71,7 +81,13 @@ nlohmann::ordered_json topologyToJson(const Topology& topo) {
   for (const auto& [t, ids] : topo.memoryTiers)
     tiers.push_back({{"tier", t}, {"nodes", ids}});
   const Capabilities& c = topo.caps;
+  J tierdKernel = nullptr;
+  if (c.tierdKernel)
+    tierdKernel = {{"revision", c.tierdKernel->revision},
+                   {"folio_copy_chunked", c.tierdKernel->folioCopyChunked},
+                   {"pages_stat_batched", c.tierdKernel->pagesStatBatched}};
   J caps = {{"kernel_release", c.kernelRelease},
+            {"tierd_kernel", tierdKernel},
             {"thp_mode", c.thpMode.empty() ? J(nullptr) : J(c.thpMode)},
             {"pmd_page_size_bytes", c.pmdPageSize},
             {"base_page_size_bytes", c.basePageSize},
@@ -146,6 +162,7 @@ std::string topologyToText(const Topology& topo) {
   out << "\ncapabilities:\n";
   std::vector<std::vector<std::string>> crows = {
       {"  kernel", c.kernelRelease.empty() ? "unknown" : c.kernelRelease},
+      {"  tierd kernel patches", tierdKernelText(c.tierdKernel)},
       {"  THP mode", c.thpMode.empty() ? "unavailable" : c.thpMode},
       {"  base page size", c.basePageSize ? formatBytes(c.basePageSize) : "unknown"},
       {"  PMD page size", c.pmdPageSize ? formatBytes(c.pmdPageSize) : "unknown"},

@@ -53,6 +53,8 @@ TEST_CASE("publishTopology exports memory nodes per tier, hugetlb pools and capa
   CHECK(cap("perf_software") == 1);
   CHECK(cap("perf_ibs") == 0);
   CHECK_FALSE(s.has("tierd_kernel_capability_available", {"perf_pebs"}));
+  CHECK(cap("kernel_folio_copy_chunked") == 0);  // a stock kernel
+  CHECK(cap("kernel_pages_stat_batched") == 0);
 
   t.caps.thpMode = "never";
   t.caps.numaBalancing = 1;
@@ -61,4 +63,9 @@ TEST_CASE("publishTopology exports memory nodes per tier, hugetlb pools and capa
   CHECK(cap("thp") == 0);
   CHECK(cap("numa_balancing_tiering") == 0);
   CHECK(cap("memory_tiers") == 0);
+
+  t.caps.tierdKernel = topology::parseTierdKernelRelease("7.3.4-tierd1");
+  publishTopology(t, s);
+  CHECK(cap("kernel_folio_copy_chunked") == 1);
+  CHECK(cap("kernel_pages_stat_batched") == 1);
 }

@@ -300,3 +300,40 @@ TEST_CASE("free PMD-order blocks per node come from /proc/buddyinfo; absent or b
   CHECK(std::any_of(broken->warnings.begin(), broken->warnings.end(),
                     [](const std::string& w) { return w.find("buddyinfo") != std::string::npos; }));
 }
+
+TEST_CASE("a kernel built from kernel-patches/ is told by its -tierdN release tag") {
+  CHECK_FALSE(parseTierdKernelRelease("7.3.4+deb13-amd64").has_value());
+  CHECK_FALSE(parseTierdKernelRelease("6.12.95+deb12-amd64").has_value());
+  CHECK_FALSE(parseTierdKernelRelease("").has_value());
+  CHECK_FALSE(parseTierdKernelRelease("7.3.4-tierd").has_value());
+  CHECK_FALSE(parseTierdKernelRelease("7.3.4-tierd0").has_value());
+  CHECK_FALSE(parseTierdKernelRelease("7.3.4-tierd1x").has_value());
+  CHECK_FALSE(parseTierdKernelRelease("7.3.4-tierd-1").has_value());
+  auto k = parseTierdKernelRelease("7.3.4-tierd1");
+  REQUIRE(k.has_value());
+  CHECK(k->revision == 1);
+  CHECK(k->folioCopyChunked);
+  CHECK(k->pagesStatBatched);
+  auto dirty = parseTierdKernelRelease("7.3.4-tierd2+");
+  REQUIRE(dirty.has_value());
+  CHECK(dirty->revision == 2);
+
+  // The rig's tree with the patched kernel's release (kernel-patches/7.3/guest.config).
+  FixtureCopy f("qemu-2node");
+  Topology stock = load("qemu-2node");
+  CHECK_FALSE(stock.caps.tierdKernel.has_value());
+  CHECK(topologyToJson(stock)["capabilities"]["tierd_kernel"].is_null());
+  CHECK(contains(topologyToText(stock), "none (stock kernel)"));
+  f.put("/proc/sys/kernel/osrelease", "7.3.4-tierd1\n");
+  auto t = f.read();
+  REQUIRE(t.ok());
+  REQUIRE(t->caps.tierdKernel.has_value());
+  CHECK(t->caps.tierdKernel->revision == 1);
+  auto j = topologyToJson(t.value())["capabilities"];
+  CHECK(j["kernel_release"] == "7.3.4-tierd1");
+  CHECK(j["tierd_kernel"]["revision"] == 1);
+  CHECK(j["tierd_kernel"]["folio_copy_chunked"] == true);
+  CHECK(j["tierd_kernel"]["pages_stat_batched"] == true);
+  CHECK(
+      contains(topologyToText(t.value()), "tierd1: chunked folio copy, batched move_pages status"));
+}

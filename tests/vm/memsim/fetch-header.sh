@@ -6,8 +6,8 @@
 #   1. reads the installed binary package's source name and version (dpkg-query ${source:Version},
 #      e.g. qemu 1:7.2+dfsg-7+deb12u18: a binNMU "+bN" suffix is not part of the source version);
 #   2. writes a PRIVATE apt configuration with deb-src entries for bookworm, bookworm-updates and
-#      bookworm-security (mirror URIs and keyring taken from the machine's debian.sources, as
-#      tests/vm/fetch-kernel.sh does) and runs `apt-get update` and
+#      bookworm-security (mirror URIs and keyring taken from the machine's debian.sources;
+#      scripts/lib/private-apt.sh, as tests/vm/fetch-kernel.sh does) and runs `apt-get update` and
 #      `apt-get source --download-only qemu=VERSION` with it (dpkg-dev; the .dsc is verified);
 #   3. unpacks ONLY include/qemu/qemu-plugin.h from the upstream tarball, and fails when one of
 #      Debian's patches touches it (the header would then differ from the one QEMU was built with).
@@ -18,6 +18,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
+# shellcheck source=scripts/lib/private-apt.sh
+. "$repo/scripts/lib/private-apt.sh"
 cache="${TIERD_VM_CACHE:-$repo/build/vm}/memsim"
 inc="$cache/include"
 
@@ -38,59 +40,27 @@ if [ -s "$inc/qemu-plugin.h" ] && [ "$(cat "$inc/source-version" 2>/dev/null)" =
   exit 0
 fi
 
-# --- private apt configuration with deb-src entries --------------------------------------------
-sources=/etc/apt/sources.list.d/debian.sources
-entries=()
-if [ -r "$sources" ]; then
-  # One "URI KEYRING SUITE..." line per stanza.
-  while read -r line; do entries+=("$line"); done < <(awk '
-    function flush() { if (uri != "") print uri, (key == "" ? "-" : key), suites; uri = ""; key = ""; suites = "" }
-    /^[[:space:]]*$/ { flush(); next }
-    /^URIs:/      { uri = $2 }
-    /^Signed-By:/ { key = $2 }
-    /^Suites:/    { suites = ""; for (i = 2; i <= NF; i++) suites = suites " " $i }
-    END { flush() }' "$sources")
-fi
-if [ ${#entries[@]} -eq 0 ] && [ -r /etc/apt/sources.list ]; then
-  while read -r line; do entries+=("$line"); done < <(awk '$1 == "deb" && $3 ~ /^bookworm/ { print $2, "-", $3 }' /etc/apt/sources.list)
-fi
-[ ${#entries[@]} -gt 0 ] || die "cannot find Debian mirror URIs in $sources or /etc/apt/sources.list"
-
-aptdir="$cache/apt"
-mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial" "$aptdir/src"
-: >"$aptdir/sources.list"
-for e in "${entries[@]}"; do
-  read -r uri key suites <<<"$e"
-  [ "$key" != "-" ] || key=/usr/share/keyrings/debian-archive-keyring.gpg
+# --- private apt configuration with deb-src entries (scripts/lib/private-apt.sh) ---------------
+lines=()
+while read -r uri key suites; do
+  [ "$key" != "-" ] || key="$private_apt_default_keyring"
   [ -r "$key" ] || die "keyring $key not readable (package debian-archive-keyring)"
   for s in $suites; do
     case "$s" in
-      bookworm | bookworm-updates | bookworm-security) echo "deb-src [signed-by=$key] $uri $s main" >>"$aptdir/sources.list" ;;
+      bookworm | bookworm-updates | bookworm-security) lines+=("deb-src [signed-by=$key] $uri $s main") ;;
     esac
   done
-done
-[ -s "$aptdir/sources.list" ] || die "no bookworm suite in the machine's apt sources"
-apt_opts=(
-  -o "Dir::Etc::SourceList=$aptdir/sources.list"
-  -o "Dir::Etc::SourceParts=/dev/null"
-  -o "Dir::State::Lists=$aptdir/lists"
-  -o "Dir::Cache=$aptdir/cache"
-  -o "Dir::State::status=/dev/null"
-  -o "APT::Get::List-Cleanup=0"
-  -o "Debug::NoLocking=1"
-)
+done < <(private_apt_entries)
+[ ${#lines[@]} -gt 0 ] || die "no bookworm suite in the machine's apt sources"
+aptdir="$cache/apt"
+mkdir -p "$aptdir/src"
+private_apt_init "$aptdir" "${lines[@]}"
+apt_opts=("${private_apt_opts[@]}")
 
 dsc="$(find "$aptdir/src" -maxdepth 1 -name "${src_pkg}_${src_ver#*:}.dsc" | head -n1)"
 if [ -z "$dsc" ]; then
   echo "memsim-header: private apt update (deb-src, lists in $aptdir)"
-  if ! apt-get -q "${apt_opts[@]}" update >"$aptdir/update.log" 2>&1; then
-    cat "$aptdir/update.log" >&2
-    die "apt-get update of the deb-src entries failed (network? mirror?) - see above"
-  fi
-  if grep -qE '^(W|E): ' "$aptdir/update.log"; then
-    cat "$aptdir/update.log" >&2
-    die "apt-get update of the deb-src entries reported errors - see above"
-  fi
+  private_apt_update "$aptdir" "the deb-src entries"
   echo "memsim-header: apt-get source --download-only $src_pkg=$src_ver"
   if ! (cd "$aptdir/src" && apt-get -q "${apt_opts[@]}" source --download-only "$src_pkg=$src_ver") >"$aptdir/source.log" 2>&1; then
     cat "$aptdir/source.log" >&2
