@@ -354,10 +354,13 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   }
   const uint64_t base = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
-  proc.mappings = managedMappings(vmas.value(), base, pmd);
+  // The one smaps read of this process this tick: locate() and execute() plan against it too.
+  auto smaps = std::make_shared<const std::vector<sys::SmapsVma>>(std::move(vmas.value()));
+  migrator_->shareSmaps(pid, smaps);
+  proc.mappings = managedMappings(*smaps, base, pmd);
   heat_.setMappings(pid, proc.mappings);
   proc.anonHuge.clear();
-  for (const sys::SmapsVma& v : vmas.value())
+  for (const sys::SmapsVma& v : *smaps)
     proc.anonHuge[v.start] = v.anonHugePages;
 
   std::vector<AddressRange> ranges;
@@ -665,6 +668,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   admitProcs(scoped, nowNs, report);
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
+  migrator_->clearSharedSmaps();
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), report);
   // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
@@ -697,6 +701,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   checkKernelTiering(topo.value(), report);
   if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty())
     execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
+  migrator_->clearSharedSmaps();  // no smaps read outlives its tick
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;

@@ -724,3 +724,16 @@ TEST_CASE("regionNodes looks up each run's mapping by bisection, not by scanning
   // log2(4096) = 12: at most 13 comparisons per run.
   CHECK(probes <= 13 * kMappings);
 }
+
+TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves use that read") {
+  Rig rig;
+  const migrate::FakePageSystem& k = rig.fake->kernel();
+  for (uint64_t s = 1; s <= 3; ++s) {
+    const uint64_t before = k.smapsReads();
+    TickReport r = rig.tick(s);
+    CHECK(k.smapsReads() - before == 1);
+    if (s == 1) CHECK(r.promotedBytes == 4 * 2 * kMiB);  // moved, planned on the engine's read
+  }
+  // The hot regions are split from the cold ones across two nodes now: locate needed smaps.
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+}
