@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
@@ -89,6 +90,56 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
     else
       m.pageSize = v.kernelPageSize ? v.kernelPageSize : basePage;
     out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
+                                                     const std::vector<LocatedRun>& runs,
+                                                     uint64_t* probes) {
+  // The mapping holding each run's start, by binary search over the mappings sorted by start
+  // (smaps lists them so; sorted here when a reader did not), not a scan of every mapping per run.
+  std::vector<const policy::Mapping*> byStart;
+  byStart.reserve(mappings.size());
+  for (const policy::Mapping& m : mappings)
+    byStart.push_back(&m);
+  auto earlier = [](const policy::Mapping* x, const policy::Mapping* y) {
+    return x->start < y->start;
+  };
+  if (!std::is_sorted(byStart.begin(), byStart.end(), earlier))
+    std::stable_sort(byStart.begin(), byStart.end(), earlier);
+  uint64_t looked = 0;
+  auto holding = [&](uint64_t addr) -> const policy::Mapping* {
+    auto it = std::upper_bound(byStart.begin(), byStart.end(), addr,
+                               [&looked](uint64_t a, const policy::Mapping* m) {
+                                 ++looked;
+                                 return a < m->start;
+                               });
+    if (it == byStart.begin()) return nullptr;
+    const policy::Mapping* m = *std::prev(it);
+    return addr < m->end ? m : nullptr;
+  };
+  std::map<uint64_t, std::map<NodeId, uint64_t>> bytes;
+  for (const LocatedRun& run : runs) {
+    if (run.status < 0) continue;
+    const policy::Mapping* m = holding(run.start);
+    const uint64_t regionSize = (m && m->hugetlb && m->pageSize >= kGiB) ? m->pageSize : 2 * kMiB;
+    uint64_t a = run.start;
+    const uint64_t end = run.start + run.length;
+    while (a < end) {
+      const uint64_t region = a & ~(regionSize - 1);
+      const uint64_t stop = std::min(end, region + regionSize);
+      bytes[region][run.status] += stop - a;
+      a = stop;
+    }
+  }
+  if (probes) *probes += looked;
+  std::vector<std::pair<uint64_t, NodeId>> out;
+  out.reserve(bytes.size());
+  for (const auto& [region, perNode] : bytes) {
+    auto best = std::max_element(perNode.begin(), perNode.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
+    out.emplace_back(region, best->first);
   }
   return out;
 }
@@ -303,10 +354,13 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   }
   const uint64_t base = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
-  proc.mappings = managedMappings(vmas.value(), base, pmd);
+  // The one smaps read of this process this tick: locate() and execute() plan against it too.
+  auto smaps = std::make_shared<const std::vector<sys::SmapsVma>>(std::move(vmas.value()));
+  migrator_->shareSmaps(pid, smaps);
+  proc.mappings = managedMappings(*smaps, base, pmd);
   heat_.setMappings(pid, proc.mappings);
   proc.anonHuge.clear();
-  for (const sys::SmapsVma& v : vmas.value())
+  for (const sys::SmapsVma& v : *smaps)
     proc.anonHuge[v.start] = v.anonHugePages;
 
   std::vector<AddressRange> ranges;
@@ -320,35 +374,7 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
                               located.error().describe());
     return;
   }
-  // Node of each region = the node holding most of its present bytes.
-  std::map<uint64_t, std::map<NodeId, uint64_t>> bytes;
-  size_t mi = 0;
-  for (const LocatedRun& run : located->runs) {
-    if (run.status < 0) continue;
-    while (mi < proc.mappings.size() && proc.mappings[mi].end <= run.start)
-      ++mi;
-    if (mi == proc.mappings.size()) mi = 0;
-    const policy::Mapping* m = nullptr;
-    for (const policy::Mapping& c : proc.mappings)
-      if (run.start >= c.start && run.start < c.end) m = &c;
-    const uint64_t regionSize = (m && m->hugetlb && m->pageSize >= kGiB) ? m->pageSize : 2 * kMiB;
-    uint64_t a = run.start;
-    const uint64_t end = run.start + run.length;
-    while (a < end) {
-      const uint64_t region = a & ~(regionSize - 1);
-      const uint64_t stop = std::min(end, region + regionSize);
-      bytes[region][run.status] += stop - a;
-      a = stop;
-    }
-  }
-  std::vector<std::pair<uint64_t, NodeId>> regionNodes;
-  regionNodes.reserve(bytes.size());
-  for (const auto& [region, perNode] : bytes) {
-    auto best = std::max_element(perNode.begin(), perNode.end(),
-                                 [](const auto& x, const auto& y) { return x.second < y.second; });
-    regionNodes.emplace_back(region, best->first);
-  }
-  heat_.setLocations(pid, std::move(regionNodes));
+  heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
   countSplitThps(proc, located->runs, pmd, report);
 }
 
@@ -642,6 +668,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   admitProcs(scoped, nowNs, report);
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
+  migrator_->clearSharedSmaps();
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), report);
   // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
@@ -674,6 +701,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   checkKernelTiering(topo.value(), report);
   if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty())
     execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
+  migrator_->clearSharedSmaps();  // no smaps read outlives its tick
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;

@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "policy/Arbiter.h"
@@ -57,6 +58,18 @@ using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSou
 /// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
 std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
                                              uint64_t basePage, uint64_t pmdSize);
+
+/// The node of each region of one process, from its located runs (Migrator::locate): per 2 MiB
+/// region (per huge page for a hugetlb mapping of 1 GiB pages), the node holding most of the
+/// region's present bytes, the lowest node id on a tie; regions with no present byte are left
+/// out. A run's region size is that of the mapping holding the run's start. `mappings`:
+/// disjoint (managedMappings of one smaps read), in any order; `runs` in any order, those with a
+/// negative status (not present, no VMA) ignored. Returns (region start, node) ascending by
+/// start. O(runs x log mappings): `probes`, when not null, is increased by the number of mapping
+/// comparisons made (what tests and `tierctl bench tick` count instead of time).
+std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
+                                                     const std::vector<LocatedRun>& runs,
+                                                     uint64_t* probes = nullptr);
 
 /// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
 /// the engine's SysRoot; tests pass the fake kernel's rendering.

@@ -74,6 +74,21 @@ class Migrator {
   /// the next execute() uses them. The default implementation ignores them, for migrators
   /// without limits.
   virtual void setLimits(const MigrationLimits& limits) { (void)limits; }
+
+  /// /proc/PID/smaps of one process, as a caller read it (shared, never copied).
+  using SmapsSnapshot = std::shared_ptr<const std::vector<sys::SmapsVma>>;
+  /// Hands the migrator the smaps of `pid` that the caller read this tick (the engine reads it
+  /// to find the managed mappings), so that the next locate() and execute() plan against it
+  /// instead of walking the process's page tables again. Kept until clearSharedSmaps(); a newer
+  /// one for the same pid replaces it; `smaps` must not be null. What changed in the process
+  /// since the read is found as it is when the migrator reads smaps itself: a page whose VMA is
+  /// gone answers -EFAULT (Gone after a /proc/PID/maps check). Called on the executing thread.
+  /// The default implementation ignores it, for migrators that read no smaps.
+  // By value: the overrides keep it. NOLINTNEXTLINE(performance-unnecessary-value-param)
+  virtual void shareSmaps(pid_t pid, SmapsSnapshot smaps) { (void)pid, (void)smaps; }
+  /// Forgets every smaps given to shareSmaps() (the engine calls it at the end of each tick, so
+  /// that no read outlives its tick). The default implementation does nothing.
+  virtual void clearSharedSmaps() {}
 };
 
 /// The kernel surface under the migration engine. One implementation per environment.

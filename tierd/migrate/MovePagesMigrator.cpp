@@ -34,7 +34,7 @@ struct MovePagesMigrator::BatchState {
   const std::vector<MoveRange>* batch = nullptr;
   BatchResult result;
   std::vector<Segment> segments;
-  std::map<pid_t, Result<std::vector<sys::SmapsVma>>> smaps;
+  std::map<pid_t, Result<SmapsSnapshot>> smaps;  // per pid: read once per execute()
   std::map<pid_t, PidState> pids;
   std::set<std::pair<uint64_t, NodeId>> blocked;  // (page size, node) that returned -ENOMEM
   // Per pid: Mems_allowed read at planning (nullopt: could not be read, send anyway), and the
@@ -67,6 +67,13 @@ struct MovePagesMigrator::BatchState {
 MovePagesMigrator::MovePagesMigrator(MigratorConfig config, std::unique_ptr<PageSystem> system)
     : config_(config), sys_(system ? std::move(system) : makeLinuxPageSystem()) {}
 
+Result<Migrator::SmapsSnapshot> MovePagesMigrator::smapsOf(pid_t pid) {
+  if (auto it = sharedSmaps_.find(pid); it != sharedSmaps_.end()) return it->second;
+  auto read = sys_->smaps(pid);
+  if (!read) return read.error();
+  return SmapsSnapshot(std::make_shared<const std::vector<sys::SmapsVma>>(std::move(read.value())));
+}
+
 uint64_t MovePagesMigrator::bytesPerCall() const {
   if (nsPerByte_ <= 0) return std::max<uint64_t>(config_.initialBytesPerCall, 1);
   double b = static_cast<double>(config_.callLatencyTargetNs) / nsPerByte_;
@@ -89,7 +96,7 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     return;
   }
   auto it = st.smaps.find(r.pid);
-  if (it == st.smaps.end()) it = st.smaps.emplace(r.pid, sys_->smaps(r.pid)).first;
+  if (it == st.smaps.end()) it = st.smaps.emplace(r.pid, smapsOf(r.pid)).first;
   if (!it->second.ok()) {
     int code = it->second.error().code;
     MoveOutcome o = MoveOutcome::OtherError;
@@ -108,7 +115,7 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     auto allowed = sys_->memsAllowed(r.pid);
     st.memsAllowed[r.pid] = allowed ? std::optional(allowed.value()) : std::nullopt;
   }
-  const auto& vmas = it->second.value();
+  const auto& vmas = *it->second.value();
   const uint64_t thp = sys_->thpSize();
   // A range planned in base pages (page_granularity = "base") sends every base page address,
   // even where THPs back it; 0 (tierctl move) and 2 MiB send one address per THP.
@@ -738,7 +745,8 @@ struct MovePagesMigrator::LocateState {
   uint64_t base = 0;  // base page size
   uint64_t thp = 0;   // PMD THP size
   std::map<uint64_t, const sys::NumaMapsVma*> numaByStart;
-  std::optional<std::map<uint64_t, sys::SmapsVma>> smapsByStart;  // read on first need
+  SmapsSnapshot smaps;                                    // read (or shared) on first need
+  std::map<uint64_t, const sys::SmapsVma*> smapsByStart;  // into `smaps`
   LocateResult out;
 
   // Appends a run, merged into the last one when it continues it with the same status and page
@@ -817,15 +825,15 @@ Status MovePagesMigrator::locateInVma(LocateState& st, const sys::SmapsVma& v, u
     st.out.skippedBytes += b - a;
     return Ok{};
   }
-  if (!st.smapsByStart) {
-    auto sm = sys_->smaps(st.pid);
+  if (!st.smaps) {
+    auto sm = smapsOf(st.pid);
     if (!sm) return sm.error();
-    st.smapsByStart.emplace();
-    for (auto& m : sm.value())
-      st.smapsByStart->emplace(m.start, std::move(m));
+    st.smaps = std::move(sm.value());
+    for (const sys::SmapsVma& m : *st.smaps)
+      st.smapsByStart.emplace(m.start, &m);
   }
-  auto sit = st.smapsByStart->find(v.start);
-  const sys::SmapsVma* sv = sit == st.smapsByStart->end() ? nullptr : &sit->second;
+  auto sit = st.smapsByStart.find(v.start);
+  const sys::SmapsVma* sv = sit == st.smapsByStart.end() ? nullptr : sit->second;
   if (sv && sv->end == v.end && !sv->hugetlb() && sv->anonHugePages > 0 &&
       sv->anonHugePages == sv->rss && st.thp > base)
     return locateThpChunks(st, v, a, b);

@@ -4,13 +4,14 @@
 /// libnuma's numa_move_pages, or FakePageSystem in tests), so every rule below is unit-tested.
 ///
 /// execute():
-///   1. Plans each range against /proc/PID/smaps: one address per hugetlb page (KernelPageSize),
-///      one per PMD THP where the VMA's AnonHugePages covers all its resident memory (Rss); where
-///      it covers only part, the head address of each aligned 2 MiB chunk, then (after the
-///      heads) the chunk's other base pages re-queried and sent only if still elsewhere; one per
-///      base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4 KiB).
-///      Parts of a range with no VMA are Gone and drop the range. Base-page VMAs with Rss 0 are
-///      NotPresent without a call; sparse ones (Rss < half the VMA) send only the pages
+///   1. Plans each range against /proc/PID/smaps (read once per pid and call, or the one the
+///      caller shared for the tick: Migrator::shareSmaps): one address per hugetlb page
+///      (KernelPageSize), one per PMD THP where the VMA's AnonHugePages covers all its resident
+///      memory (Rss); where it covers only part, the head address of each aligned 2 MiB chunk, then
+///      (after the heads) the chunk's other base pages re-queried and sent only if still elsewhere;
+///      one per base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4
+///      KiB). Parts of a range with no VMA are Gone and drop the range. Base-page VMAs with Rss 0
+///      are NotPresent without a call; sparse ones (Rss < half the VMA) send only the pages
 ///      /proc/PID/pagemap shows mapped (parts larger than locateMaxScanBytes: NotAttempted).
 ///   2. Queries up to maxPagesPerCall pages at a time (move_pages nodes=NULL, cheap: pages already
 ///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
@@ -34,13 +35,13 @@
 ///      rest of the batch; -EBUSY pages are retried after a back-off (busyRetries times), then
 ///      reported.
 ///
-/// locate(): reads maps and numa_maps; a VMA whose numa_maps counts cover every page on one node
-/// is answered without a query; hugetlb VMAs are queried one address per huge page; THP VMAs
-/// whose Rss is all AnonHugePages one address per 2 MiB chunk (a chunk whose first address is
-/// not present is checked in /proc/PID/pagemap: nothing mapped means all -ENOENT, a mapped zero
-/// page means a per-base-page query; chunks not wholly inside the VMA are queried per base page);
-/// everything else per base page. The result equals the naive per-base-page query exactly (tested,
-/// and checked by `tierctl bench locate`).
+/// locate(): reads maps and numa_maps (and smaps, when needed and not shared); a VMA whose
+/// numa_maps counts cover every page on one node is answered without a query; hugetlb VMAs are
+/// queried one address per huge page; THP VMAs whose Rss is all AnonHugePages one address per 2 MiB
+/// chunk (a chunk whose first address is not present is checked in /proc/PID/pagemap: nothing
+/// mapped means all -ENOENT, a mapped zero page means a per-base-page query; chunks not wholly
+/// inside the VMA are queried per base page); everything else per base page. The result equals the
+/// naive per-base-page query exactly (tested, and checked by `tierctl bench locate`).
 
 #include <map>
 #include <memory>
@@ -68,6 +69,10 @@ class MovePagesMigrator final : public Migrator {
   /// Takes the new call latency target and byte rates into config(). The token buckets keep
   /// their balance (debt included); a bucket holds at most one second of its new rate.
   void setLimits(const MigrationLimits& limits) override;
+  /// Kept for locate() and execute() (see Migrator::shareSmaps): a pid with a shared smaps is
+  /// planned and located without reading /proc/PID/smaps.
+  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override { sharedSmaps_[pid] = std::move(smaps); }
+  void clearSharedSmaps() override { sharedSmaps_.clear(); }
 
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }
@@ -121,8 +126,12 @@ class MovePagesMigrator final : public Migrator {
   Status locateSparse(LocateState& st, uint64_t a, uint64_t b);
   Status locateThpChunks(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
 
+  /// The shared smaps of `pid`, else a fresh read (PageSystem::smaps) wrapped the same way.
+  Result<SmapsSnapshot> smapsOf(pid_t pid);
+
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
+  std::map<pid_t, SmapsSnapshot> sharedSmaps_;  ///< from shareSmaps(), until clearSharedSmaps()
   ProcessCheck processCheck_;
   double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet
   double tokens_[2] = {0, 0};  ///< budget bytes per Direction (may go negative: debt)

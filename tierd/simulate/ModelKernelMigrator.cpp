@@ -386,13 +386,16 @@ Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counte
 }
 
 Result<std::vector<sys::SmapsVma>> FakePageSystem::maps(pid_t pid) {
+  ++mapsReads_;
   return render(pid, false);
 }
 Result<std::vector<sys::SmapsVma>> FakePageSystem::smaps(pid_t pid) {
+  ++smapsReads_;
   return render(pid, true);
 }
 
 Result<std::vector<sys::NumaMapsVma>> FakePageSystem::numaMaps(pid_t pid) {
+  ++numaMapsReads_;
   auto pit = procs_.find(pid);
   if (pit == procs_.end() || pit->second.exited)
     return Error::sys(ENOENT, "cannot open", "/proc/" + std::to_string(pid) + "/numa_maps");

@@ -95,6 +95,11 @@ class FakePageSystem final : public PageSystem {
   // ---- inspection ----
   /// Node of the page containing `addr`, nullopt when not present or unmapped.
   std::optional<NodeId> nodeOf(pid_t pid, uint64_t addr) const;
+  /// Reads of /proc/PID/maps, smaps and numa_maps answered so far (any pid, failed ones too):
+  /// what tests count to pin how often a tick walks a process's page tables.
+  uint64_t mapsReads() const { return mapsReads_; }
+  uint64_t smapsReads() const { return smapsReads_; }
+  uint64_t numaMapsReads() const { return numaMapsReads_; }
   /// Ordered operation log (calls with results, exits, unmaps, sleeps).
   const std::vector<std::string>& log() const { return log_; }
   void clearLog() { log_.clear(); }
@@ -197,6 +202,9 @@ class FakePageSystem final : public PageSystem {
   std::map<uint64_t, std::vector<std::function<void()>>> before_;
   uint64_t calls_ = 0;
   uint64_t moveCalls_ = 0;
+  uint64_t mapsReads_ = 0;
+  uint64_t smapsReads_ = 0;
+  uint64_t numaMapsReads_ = 0;
   int64_t now_ = 0;
   int64_t cpu_ = 0;
   std::vector<std::string> log_;
@@ -223,6 +231,10 @@ class ModelKernelMigrator final : public Migrator {
   int64_t nowNs() override { return engine_.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
   void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }
+  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
+    engine_.shareSmaps(pid, std::move(smaps));
+  }
+  void clearSharedSmaps() override { engine_.clearSharedSmaps(); }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 

@@ -94,6 +94,10 @@ class HookedMigrator final : public migrate::Migrator {
   int64_t nowNs() override { return m_->nowNs(); }
   void setProcessCheck(ProcessCheck check) override { m_->setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { m_->setLimits(limits); }
+  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
+    m_->shareSmaps(pid, std::move(smaps));
+  }
+  void clearSharedSmaps() override { m_->clearSharedSmaps(); }
   /// Runs the pending hook now, if any (a tick that made no move call).
   void runHook() {
     if (!hook) return;

@@ -77,6 +77,10 @@ class HookedMigrator final : public migrate::Migrator {
   int64_t nowNs() override { return fake.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { fake.setLimits(limits); }
+  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
+    fake.shareSmaps(pid, std::move(smaps));
+  }
+  void clearSharedSmaps() override { fake.clearSharedSmaps(); }
 };
 
 struct Rig {
@@ -675,4 +679,61 @@ TEST_CASE("workload memory: the cgroup's memory.numa_stat, else the processes' n
   CHECK(pod.memory.at(1).anon == 3 * kMiB);
   CHECK(pod.memory.at(0).file == 8192);
   CHECK(pod.memory.at(1).file == 4096);
+}
+
+TEST_CASE("regionNodes: each region goes to the node with most of its present bytes") {
+  const uint64_t a = kBase, b = kBase + 8 * kMiB, h = kBase + 2 * kGiB;
+  const std::vector<policy::Mapping> mappings = {
+      {a, a + 4 * kMiB, 2 * kMiB, false},  // THP
+      {b, b + 4 * kMiB, 4096, false},      // base pages
+      {h, h + 2 * kGiB, kGiB, true},       // hugetlb, 1 GiB pages: 1 GiB regions
+  };
+  const std::vector<LocatedRun> runs = {
+      {h + kGiB, kGiB, kGiB, 0},                   // second 1 GiB page on node 0
+      {a, 2 * kMiB, 2 * kMiB, 1},                  // region a on node 1
+      {a + 2 * kMiB, 1 * kMiB, 4096, 0},           // region a+2M: half on 0 ...
+      {a + 3 * kMiB, 1 * kMiB, 4096, 1},           // ... half on 1: a tie, the lower id
+      {b, 4096, 4096, 0},                          // region b: 1 page on 0 ...
+      {b + 4096, 2 * kMiB - 4096, 4096, -ENOENT},  // ... the rest not present
+      {b + 2 * kMiB, 2 * kMiB, 4096, -EFAULT},     // region b+2M: nothing present
+      {h, kGiB, kGiB, 1},                          // first 1 GiB page on node 1
+  };
+  const std::vector<std::pair<uint64_t, NodeId>> want = {
+      {a, 1}, {a + 2 * kMiB, 0}, {b, 0}, {h, 1}, {h + kGiB, 0}};
+  CHECK(regionNodes(mappings, runs) == want);
+  // The same answer whatever order smaps had.
+  const std::vector<policy::Mapping> shuffled = {mappings[2], mappings[0], mappings[1]};
+  CHECK(regionNodes(shuffled, runs) == want);
+}
+
+TEST_CASE("regionNodes looks up each run's mapping by bisection, not by scanning every mapping") {
+  // 4096 THP mappings with a 2 MiB hole between each, one run per mapping (a process with many
+  // VMAs): a scan per run would compare 4096 x 4096 mappings.
+  constexpr uint64_t kMappings = 4096;
+  std::vector<policy::Mapping> mappings;
+  std::vector<LocatedRun> runs;
+  for (uint64_t i = 0; i < kMappings; ++i) {
+    const uint64_t s = kBase + i * 4 * kMiB;
+    mappings.push_back({s, s + 2 * kMiB, 2 * kMiB, false});
+    runs.push_back({s, 2 * kMiB, 2 * kMiB, static_cast<int>(i % 2)});
+  }
+  uint64_t probes = 0;
+  const auto nodes = regionNodes(mappings, runs, &probes);
+  REQUIRE(nodes.size() == kMappings);
+  CHECK(nodes[1] == std::pair<uint64_t, NodeId>{kBase + 4 * kMiB, 1});
+  // log2(4096) = 12: at most 13 comparisons per run.
+  CHECK(probes <= 13 * kMappings);
+}
+
+TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves use that read") {
+  Rig rig;
+  const migrate::FakePageSystem& k = rig.fake->kernel();
+  for (uint64_t s = 1; s <= 3; ++s) {
+    const uint64_t before = k.smapsReads();
+    TickReport r = rig.tick(s);
+    CHECK(k.smapsReads() - before == 1);
+    if (s == 1) CHECK(r.promotedBytes == 4 * 2 * kMiB);  // moved, planned on the engine's read
+  }
+  // The hot regions are split from the cold ones across two nodes now: locate needed smaps.
+  CHECK(rig.regionsOn(kPid, 0) == 4);
 }

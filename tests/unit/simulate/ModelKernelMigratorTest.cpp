@@ -663,3 +663,62 @@ TEST_CASE("a partly huge VMA is moved per 2 MiB chunk: THP heads whole, base pag
   CHECK(res.ranges[0].busy.empty());
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2 + 2 * 512);
 }
+
+TEST_CASE("execute reads each pid's smaps once per call, and not at all when it was shared") {
+  ModelKernelMigrator m;
+  auto& k = m.kernel();
+  for (pid_t p : {kPid, kPid + 1}) {
+    k.map(p, kBase, 16 * kMiB, FakeBacking::Thp);
+    k.populate(p, kBase, 16 * kMiB, 1);
+  }
+  // Eight ranges of two processes, interleaved.
+  std::vector<MoveRange> batch;
+  for (uint64_t i = 0; i < 8; ++i)
+    batch.push_back(
+        range(kBase + (i / 2) * 2 * kMiB, 2 * kMiB, 0, kPid + static_cast<pid_t>(i % 2)));
+  auto res = m.execute(batch, kNoDeadline);
+  CHECK(res.stats.pagesMoved == 8);
+  CHECK(k.smapsReads() == 2);
+
+  // The caller's read of kPid (the engine's, this tick) is planned against; kPid + 1 is read.
+  auto shared = k.smaps(kPid);
+  REQUIRE(shared.ok());
+  m.shareSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(shared.value()));
+  batch.clear();
+  for (uint64_t i = 0; i < 8; ++i)
+    batch.push_back(
+        range(kBase + (4 + i / 2) * 2 * kMiB, 2 * kMiB, 0, kPid + static_cast<pid_t>(i % 2)));
+  const uint64_t before = k.smapsReads();
+  res = m.execute(batch, kNoDeadline);
+  CHECK(res.stats.pagesMoved == 8);
+  CHECK(k.smapsReads() - before == 1);
+  // A shared read that is out of date by the move: the unmapped part answers -EFAULT, and the
+  // range is gone, as when the unmap happens between a fresh read and the move.
+  k.unmap(kPid, kBase + 12 * kMiB, 2 * kMiB);
+  res = m.execute({range(kBase + 12 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Gone) == 1);
+  CHECK(res.ranges[0].dropped);
+  m.clearSharedSmaps();
+  res = m.execute({range(kBase + 14 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 1);
+  CHECK(k.smapsReads() - before == 2);
+}
+
+TEST_CASE("locate plans against a shared smaps instead of reading it") {
+  ModelKernelMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 8 * kMiB, FakeBacking::Thp);
+  k.populate(kPid, kBase, 4 * kMiB, 0);
+  k.populate(kPid, kBase + 4 * kMiB, 4 * kMiB, 1);  // two nodes: numa_maps alone cannot answer
+  auto fresh = m.locate(kPid, {{kBase, 8 * kMiB}});
+  REQUIRE(fresh.ok());
+  CHECK(k.smapsReads() == 1);
+  auto shared = k.smaps(kPid);
+  REQUIRE(shared.ok());
+  m.shareSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(shared.value()));
+  auto again = m.locate(kPid, {{kBase, 8 * kMiB}});
+  REQUIRE(again.ok());
+  CHECK(k.smapsReads() == 2);  // the test's own read only
+  CHECK(again->perBasePage(4096) == fresh->perBasePage(4096));
+  CHECK(again->queryCalls == fresh->queryCalls);
+}
