@@ -89,8 +89,9 @@ static pthread_t publisher;
 static uint64_t seq;
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Duty-cycle sampling (sample=ON_MS:PERIOD_MS). sample_period_ns 0: always counting. Only the
- * publisher thread writes these; the vCPU threads read `counting`. */
+/* Duty-cycle sampling (sample=ON_MS:PERIOD_MS). sample_period_ns 0: always counting. The
+ * publisher thread writes these (on_activate too, once, in QEMU's exclusive context); the vCPU
+ * threads read `counting`. */
 static uint64_t sample_on_ns, sample_period_ns;
 static int counting = 1;         /* inside a counting window now */
 static uint64_t window_start_ns; /* start of the current counting window */
