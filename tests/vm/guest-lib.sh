@@ -99,6 +99,13 @@ in_words() {
   return 1
 }
 
+# rig_param KEY DEFAULT: the value of KEY from the host's $TIERD_VM_PARAMS (tests/vm/run.sh
+# writes them to $RIG_OUT/params), or DEFAULT.
+rig_param() {
+  rig_v="$(sed -n "s/^$1=//p" "$RIG_OUT/params" 2>/dev/null | tail -n 1)"
+  echo "${rig_v:-$2}"
+}
+
 # rig_done: ends the scenario with the checks' verdict.
 rig_done() {
   if [ "$rig_failed" -eq 0 ]; then

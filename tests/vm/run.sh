@@ -31,6 +31,8 @@
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
 #   TIERD_VM_MEMSIM  overrides every scenario's memsim= (e.g. to measure the plugin's cost)
 #   TIERD_VM_KERNEL  overrides every scenario's kernel= (7.3 or 6.12)
+#   TIERD_VM_PARAMS  KEY=VALUE words handed to the scenarios (rig_param KEY DEFAULT in the guest;
+#                    scripts/bench passes the workload's parameters this way)
 #   TIERD_GAPBS_DIR  a GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`,
 #                    instead of the tarball in ../shared/third_party/gapbs
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
@@ -229,6 +231,12 @@ boot() {
   local name="$1" file="$2" log="$3" outdir="$4" limit="$5" status=0
   rm -rf "$outdir"
   mkdir -p "$outdir"
+  # $TIERD_VM_PARAMS: KEY=VALUE words for the scenario (rig_param in guest-lib.sh reads them).
+  local kv
+  for kv in ${TIERD_VM_PARAMS:-}; do
+    [[ "$kv" =~ ^[A-Z][A-Z0-9_]*=[A-Za-z0-9._:/-]*$ ]] || die "TIERD_VM_PARAMS: '$kv' is not KEY=VALUE"
+    echo "$kv" >>"$outdir/params"
+  done
   # "# rig: gapbs=PROGRAM...": GAPBS (not vendored) built on the host, its programs in
   # $RIG_OUT/supplied. build-gapbs.sh exits 3 when there is no GAPBS at all: nothing is supplied
   # and the scenario says it was not run.
