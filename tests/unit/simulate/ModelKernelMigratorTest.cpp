@@ -668,8 +668,8 @@ TEST_CASE("execute reads each pid's smaps once per call, and not at all when it 
   ModelKernelMigrator m;
   auto& k = m.kernel();
   for (pid_t p : {kPid, kPid + 1}) {
-    k.map(p, kBase, 16 * kMiB, FakeBacking::Thp);
-    k.populate(p, kBase, 16 * kMiB, 1);
+    k.map(p, kBase, 32 * kMiB, FakeBacking::Thp);
+    k.populate(p, kBase, 32 * kMiB, 1);
   }
   // Eight ranges of two processes, interleaved.
   std::vector<MoveRange> batch;
@@ -694,12 +694,12 @@ TEST_CASE("execute reads each pid's smaps once per call, and not at all when it 
   CHECK(k.smapsReads() - before == 1);
   // A shared read that is out of date by the move: the unmapped part answers -EFAULT, and the
   // range is gone, as when the unmap happens between a fresh read and the move.
-  k.unmap(kPid, kBase + 12 * kMiB, 2 * kMiB);
-  res = m.execute({range(kBase + 12 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
+  k.unmap(kPid, kBase + 24 * kMiB, 2 * kMiB);
+  res = m.execute({range(kBase + 24 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Gone) == 1);
   CHECK(res.ranges[0].dropped);
   m.clearSharedSmaps();
-  res = m.execute({range(kBase + 14 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
+  res = m.execute({range(kBase + 28 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 1);
   CHECK(k.smapsReads() - before == 2);
 }
