@@ -70,7 +70,9 @@ void usage(std::ostream& out) {
          "--mlock locks the table in RAM after first touch (it must still migrate).\n"
          "--unbind resets the table's memory policy to the default after first touch: the pages\n"
          "stay on --node, but the kernel's NUMA balancing may move them (it never moves pages of\n"
-         "a VMA bound to other nodes).\n";
+         "a VMA bound to other nodes).\n"
+         "SIGUSR1 shifts the hot set to other chunks (as many, disjoint where the table allows),\n"
+         "rewrites --hot-set-out and prints 't=Ns hot set shifted'; another SIGUSR1 shifts it back.\n";
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
@@ -232,27 +234,42 @@ int main(int argc, char** argv) {
     std::swap(order[i], order[pick.below(i + 1)]);
   uint64_t hot = static_cast<uint64_t>(o.hotFraction * static_cast<double>(chunks) + 0.5);
   hot = std::min(std::max<uint64_t>(hot, o.hotFraction > 0 ? 1 : 0), chunks);
-  std::vector<uint64_t> hotChunks(order.begin(), order.begin() + static_cast<long>(hot));
-  std::vector<uint64_t> coldChunks(order.begin() + static_cast<long>(hot), order.end());
-  std::sort(hotChunks.begin(), hotChunks.end());
-  if (!o.hotSetOut.empty()) {
-    std::ofstream f(o.hotSetOut);
-    f << "pid " << ::getpid() << "\n";
-    char line[64];
-    for (size_t i = 0; i < hotChunks.size();) {  // merge adjacent chunks into one range
-      size_t j = i + 1;
-      while (j < hotChunks.size() && hotChunks[j] == hotChunks[j - 1] + 1)
-        ++j;
-      std::snprintf(line, sizeof line, "%lx-%lx\n",
-                    static_cast<unsigned long>(base + hotChunks[i] * chunkBytes),
-                    static_cast<unsigned long>(base + hotChunks[j - 1] * chunkBytes + chunkBytes));
-      f << line;
-      i = j;
+  // Two hot sets: phase 0 uses the first `hot` chunks of the shuffle, phase 1 (after SIGUSR1)
+  // the next `hot` (wrapping around where the table has fewer than 2 * hot chunks).
+  std::vector<uint64_t> hotSets[2], coldSets[2];
+  for (int ph = 0; ph < 2; ++ph) {
+    std::vector<bool> isHot(chunks, false);
+    for (uint64_t k = 0; k < hot; ++k)
+      isHot[order[(ph * hot + k) % chunks]] = true;
+    for (uint64_t c = 0; c < chunks; ++c)
+      (isHot[c] ? hotSets[ph] : coldSets[ph]).push_back(c);
+  }
+  // The hot set as "pid N" and merged hex ranges, written aside and renamed (tierd-hotset and
+  // the rig read it while gups runs).
+  const auto writeHotSet = [&](const std::vector<uint64_t>& hotChunks) {
+    if (o.hotSetOut.empty()) return true;
+    const std::string tmp = o.hotSetOut + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << "pid " << ::getpid() << "\n";
+      char line[64];
+      for (size_t i = 0; i < hotChunks.size();) {  // merge adjacent chunks into one range
+        size_t j = i + 1;
+        while (j < hotChunks.size() && hotChunks[j] == hotChunks[j - 1] + 1)
+          ++j;
+        std::snprintf(line, sizeof line, "%lx-%lx\n",
+                      static_cast<unsigned long>(base + hotChunks[i] * chunkBytes),
+                      static_cast<unsigned long>(base + hotChunks[j - 1] * chunkBytes + chunkBytes));
+        f << line;
+        i = j;
+      }
+      if (!f.flush()) return false;
     }
-    if (!f) {
-      std::cerr << "tierd-gups: cannot write " << o.hotSetOut << "\n";
-      return 1;
-    }
+    return ::rename(tmp.c_str(), o.hotSetOut.c_str()) == 0;
+  };
+  if (!writeHotSet(hotSets[0])) {
+    std::cerr << "tierd-gups: cannot write " << o.hotSetOut << "\n";
+    return 1;
   }
   std::cout << "tierd-gups pid " << ::getpid() << " table " << tierd::formatBytes(size) << " at 0x"
             << std::hex << base << std::dec << " (" << o.backing << "), " << hot << " hot of "
@@ -261,6 +278,7 @@ int main(int argc, char** argv) {
             << (o.mlock ? ", mlocked" : "") << (o.unbind ? ", unbound" : "") << std::endl;
 
   std::atomic<bool> stop{false};
+  std::atomic<int> phase{0};  // which hot set the workers use (SIGUSR1 flips it)
   std::vector<std::atomic<uint64_t>> counts(o.threads);
   std::vector<uint64_t> xors(o.threads, 0);
   const uint64_t shareScaled = static_cast<uint64_t>(o.hotShare * 1e9);
@@ -272,6 +290,7 @@ int main(int argc, char** argv) {
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
   sigaddset(&term, SIGINT);
+  sigaddset(&term, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &term, nullptr);
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < o.threads; ++t) {
@@ -279,6 +298,9 @@ int main(int argc, char** argv) {
       Rng r(o.seed * 1000003 + t + 1);
       uint64_t x = 0, n = 0;
       while (!stop.load(std::memory_order_relaxed)) {
+        const int ph = phase.load(std::memory_order_relaxed);
+        const auto& hotChunks = hotSets[ph];
+        const auto& coldChunks = coldSets[ph];
         for (int k = 0; k < 4096; ++k) {
           const bool toHot =
               coldChunks.empty() || (!hotChunks.empty() && r.below(1000000000) < shareScaled);
@@ -300,9 +322,20 @@ int main(int argc, char** argv) {
   for (uint64_t s = 1; s <= o.seconds; ++s) {
     siginfo_t info;
     const timespec zero{0, 0};
-    if (sigtimedwait(&term, &info, &zero) > 0) {
-      std::cout << "stopped by signal " << info.si_signo << " after " << (s - 1) << " s"
-                << std::endl;
+    int sig = sigtimedwait(&term, &info, &zero);
+    while (sig == SIGUSR1) {
+      const int next = 1 - phase.load();
+      if (!writeHotSet(hotSets[next])) {
+        std::cerr << "tierd-gups: cannot write " << o.hotSetOut << "\n";
+        sig = SIGTERM;
+        break;
+      }
+      phase.store(next);
+      std::cout << "t=" << (s - 1) << "s hot set shifted" << std::endl;
+      sig = sigtimedwait(&term, &info, &zero);
+    }
+    if (sig > 0) {
+      std::cout << "stopped by signal " << sig << " after " << (s - 1) << " s" << std::endl;
       break;
     }
     const uint64_t target = start + s * 1000000000u;
