@@ -72,7 +72,8 @@ void usage(std::ostream& out) {
          "stay on --node, but the kernel's NUMA balancing may move them (it never moves pages of\n"
          "a VMA bound to other nodes).\n"
          "SIGUSR1 shifts the hot set to other chunks (as many, disjoint where the table allows),\n"
-         "rewrites --hot-set-out and prints 't=Ns hot set shifted'; another SIGUSR1 shifts it back.\n";
+         "rewrites --hot-set-out and prints 't=Ns hot set shifted'; another SIGUSR1 shifts it "
+         "back.\n";
 }
 
 bool parseSize(const std::string& s, uint64_t& out) {
@@ -257,9 +258,10 @@ int main(int argc, char** argv) {
         size_t j = i + 1;
         while (j < hotChunks.size() && hotChunks[j] == hotChunks[j - 1] + 1)
           ++j;
-        std::snprintf(line, sizeof line, "%lx-%lx\n",
-                      static_cast<unsigned long>(base + hotChunks[i] * chunkBytes),
-                      static_cast<unsigned long>(base + hotChunks[j - 1] * chunkBytes + chunkBytes));
+        std::snprintf(
+            line, sizeof line, "%lx-%lx\n",
+            static_cast<unsigned long>(base + hotChunks[i] * chunkBytes),
+            static_cast<unsigned long>(base + hotChunks[j - 1] * chunkBytes + chunkBytes));
         f << line;
         i = j;
       }
