@@ -74,11 +74,12 @@ private_apt_init() {
     -o "APT::Get::List-Cleanup=0"
     -o "Debug::NoLocking=1"
   )
-  # As root, apt downloads as the unprivileged user _apt; a cache under a private home (/root is
-  # mode 700) is out of its reach and apt warns on every download. Then download as root, which
-  # is what apt falls back to anyway, without the warning that private_apt_update treats as an error.
+  # As root, apt downloads as the unprivileged user _apt (it hands the partial/ folders to it); a
+  # cache under a private home (/root is mode 700) is out of its reach and apt warns on every
+  # download. Only then download as root, which is what apt falls back to anyway, without the
+  # warning that private_apt_update treats as an error.
   if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1 &&
-    ! runuser -u _apt -- test -w "$dir/lists/partial" 2>/dev/null; then
+    ! runuser -u _apt -- test -x "$dir" 2>/dev/null; then
     private_apt_opts+=(-o "APT::Sandbox::User=root")
   fi
 }

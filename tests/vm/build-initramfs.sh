@@ -10,8 +10,9 @@
 # numactl, python3) works too, with no per-binary library lists to keep in sync (ldd-collecting
 # misses dlopen and goes stale whenever a dependency is added).
 #
-# Usage: tests/vm/build-initramfs.sh [SERIES]   (7.3 default, or 6.12: the kernel whose modules
-# it carries, fetched by fetch-kernel.sh SERIES)
+# Usage: tests/vm/build-initramfs.sh [SERIES]   (7.3 default, 6.12 or patched: the kernel whose
+# modules it carries, fetched by fetch-kernel.sh SERIES or, for patched, built by
+# kernel-patches/build --rig-dir)
 # Output: ${TIERD_VM_CACHE:-<repo>/build/vm}/initramfs-SERIES.cpio.gz. Rebuilt only when an input
 # (busybox, init.sh, modules, this script) changed.
 set -euo pipefail
@@ -32,7 +33,10 @@ busybox=/bin/busybox
 [ -x "$busybox" ] || die "$busybox missing (package busybox-static; run scripts/install-deps)"
 ! ldd "$busybox" >/dev/null 2>&1 ||
   die "$busybox is not statically linked (install busybox-static, not busybox)"
-[ -s "$kdir/modules.order" ] || die "no kernel in $kdir: run tests/vm/fetch-kernel.sh $series first"
+if [ ! -s "$kdir/modules.order" ]; then
+  [ "$series" != patched ] || die "no kernel in $kdir: run kernel-patches/build --rig-dir $kdir first"
+  die "no kernel in $kdir: run tests/vm/fetch-kernel.sh $series first"
+fi
 for tool in cpio gzip sha256sum; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/install-deps)"
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Boots the emulated DRAM+CXL machine once per scenario and reports pass/fail per scenario.
-# Usage: tests/vm/run.sh SCENARIO[@KERNEL]...   (names of files in tests/vm/scenarios/; @6.12 or
-#        @7.3 boots that kernel whatever the header says, results in runs/SCENARIO@KERNEL)
+# Usage: tests/vm/run.sh SCENARIO[@KERNEL]...   (names of files in tests/vm/scenarios/; @6.12,
+#        @7.3 or @patched boots that kernel whatever the header says, results in
+#        runs/SCENARIO@KERNEL)
 #
 # Each scenario is a busybox sh script run as the guest's workload by init.sh. Its header may set,
 # in lines "# rig: KEY=VALUE":
@@ -9,11 +10,15 @@
 #   mem=SIZE0,SIZE1,...    node sizes overriding the topology's (e.g. 1G,4G)
 #   append=ARGS            extra kernel arguments (e.g. hugepagesz=1G hugepages=0:1,1:1)
 #   timeout=SECONDS        limit for the whole boot (default $TIERD_VM_TIMEOUT or 300)
-#   kernel=7.3|6.12        the guest kernel (default 7.3, Debian trixie-backports; 6.12 is
-#                          bookworm-backports' LTS, kept in the scenarios that guard compatibility)
-#   damon_stat=off|on      7.3 only: DAMON_STAT (built in and on by default in Debian's 7.3) holds
-#                          DAMON exclusively, so the rig boots with damon_stat.enabled=N (off,
-#                          the default) unless the scenario checks tierd beside it (on)
+#   kernel=7.3|6.12|patched  the guest kernel (default 7.3, Debian trixie-backports; 6.12 is
+#                          bookworm-backports' LTS, kept in the scenarios that guard compatibility;
+#                          patched is Debian's 7.3.4 source with kernel-patches/7.3/series and our
+#                          lean guest config, built by kernel-patches/build: a cold build takes
+#                          tens of minutes, then it is cached outside the clone)
+#   damon_stat=off|on      7.3 and patched: DAMON_STAT (built in and on by default in Debian's 7.3
+#                          and in our config) holds DAMON exclusively, so the rig boots with
+#                          damon_stat.enabled=N (off, the default) unless the scenario checks tierd
+#                          beside it (on)
 #   gapbs=PROGRAM...       GAPBS programs (e.g. "pr bc") built by build-gapbs.sh (from
 #                          $TIERD_GAPBS_DIR or ../shared/third_party/gapbs) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
@@ -30,7 +35,8 @@
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
 #   TIERD_VM_MEMSIM  overrides every scenario's memsim= (e.g. to measure the plugin's cost)
-#   TIERD_VM_KERNEL  overrides every scenario's kernel= (7.3 or 6.12)
+#   TIERD_VM_KERNEL  overrides every scenario's kernel= (7.3, 6.12 or patched)
+#   TIERD_KERNEL_CACHE, TIERD_KERNEL_JOBS  for kernel=patched: see kernel-patches/build
 #   TIERD_VM_PARAMS  KEY=VALUE words handed to the scenarios (rig_param KEY DEFAULT in the guest;
 #                    scripts/bench passes the workload's parameters this way)
 #   TIERD_GAPBS_DIR  a GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`,
@@ -81,22 +87,27 @@ header() {
   sed -n "s/^# rig: $2=//p" "$1" | head -n1
 }
 
-# kernel_series SCENARIO_FILE -> 7.3|6.12 (a SCENARIO@KERNEL argument, in $forced_kernel, then
-# $TIERD_VM_KERNEL override the header)
+# kernel_series SCENARIO_FILE -> 7.3|6.12|patched (a SCENARIO@KERNEL argument, in $forced_kernel,
+# then $TIERD_VM_KERNEL override the header)
 forced_kernel=""
 kernel_series() {
   local k="${forced_kernel:-${TIERD_VM_KERNEL:-$(header "$1" kernel)}}"
   case "${k:-7.3}" in
-    7.3 | 6.12) echo "${k:-7.3}" ;;
-    *) die "$(basename "$1"): kernel=$k (use 7.3 or 6.12)" ;;
+    7.3 | 6.12 | patched) echo "${k:-7.3}" ;;
+    *) die "$(basename "$1"): kernel=$k (use 7.3, 6.12 or patched)" ;;
   esac
 }
 
-# prepare_kernel SERIES: fetches the kernel and builds its initramfs (both cached), sets vmlinux
-# and initrd. A missing kernel is a failure, never a skip: both scripts exit non-zero with the
-# reason.
+# prepare_kernel SERIES: fetches (7.3, 6.12) or builds (patched) the kernel into
+# $cache/kernel-SERIES and builds its initramfs (all cached), sets vmlinux and initrd. A missing
+# kernel is a failure, never a skip: the scripts exit non-zero with the reason.
 prepare_kernel() {
-  "$here/fetch-kernel.sh" "$1" || die "cannot fetch the $1 guest kernel (see above); the rig cannot run"
+  if [ "$1" = patched ]; then
+    "$repo/kernel-patches/build" --rig-dir "$cache/kernel-patched" ||
+      die "cannot build the patched guest kernel (see above); the rig cannot run"
+  else
+    "$here/fetch-kernel.sh" "$1" || die "cannot fetch the $1 guest kernel (see above); the rig cannot run"
+  fi
   "$here/build-initramfs.sh" "$1" || die "cannot build the $1 initramfs (see above)"
   vmlinux="$cache/kernel-$1/vmlinux"
   initrd="$cache/initramfs-$1.cpio.gz"
@@ -185,7 +196,7 @@ qemu_args() {
   damon_stat="$(header "$file" damon_stat)"
   case "${damon_stat:-off}" in
     off) [ "$series" = 6.12 ] || append="damon_stat.enabled=N${append:+ $append}" ;;
-    on) [ "$series" = 7.3 ] || die "$name: damon_stat=on needs kernel=7.3 (6.12 has no DAMON_STAT)" ;;
+    on) [ "$series" != 6.12 ] || die "$name: damon_stat=on needs kernel=7.3 or patched (6.12 has no DAMON_STAT)" ;;
     *) die "$name: damon_stat=$damon_stat (use off or on)" ;;
   esac
 
