@@ -43,7 +43,7 @@
 #                    instead of the tarball in ../shared/third_party/gapbs
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
-# scenario passed. A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
+# scenario passed; 77 if none failed but one said it cannot run here (it exited 77: a skip). A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
 # once, and the retry is reported; a failure after /init is never retried.
 # Exit code path (see init.sh): scenario rc -> isa-debug-exit byte v -> QEMU status (v<<1)|1;
 # status 1 means pass, any other status is a failure whose reason is printed.
@@ -281,6 +281,7 @@ boot() {
 runs="$cache/runs"
 mkdir -p "$runs"
 failed=()
+skipped=()
 passed=0
 for arg in "$@"; do
   name="${arg%%@*}"
@@ -345,7 +346,12 @@ for arg in "$@"; do
   elif [ "$memsim" != off ] && ! grep -qx 'final 1' "$outdir/memsim.stats" 2>/dev/null; then
     reason="${reason:+$reason; }memsim=$memsim but the plugin wrote no final $outdir/memsim.stats"
   fi
-  if [ -z "$reason" ]; then
+  if [ "$status" -eq $((2 * 77 + 1)) ] && [ "$rc_file" = 77 ]; then
+    # The scenario said it cannot run here (exit 77, e.g. gapbs without GAPBS): a skip, which
+    # ctest reports as skipped (SKIP_RETURN_CODE 77), never as passed.
+    echo "vm: SKIP $arg: $(grep -m1 'NOT RUN' "$log" | sed 's/^.*NOT RUN: *//') (${secs}s$note)"
+    skipped+=("$arg")
+  elif [ -z "$reason" ]; then
     echo "vm: PASS $arg (${secs}s$note)"
     passed=$((passed + 1))
   else
@@ -356,5 +362,6 @@ for arg in "$@"; do
   fi
 done
 
-echo "vm: $passed passed, ${#failed[@]} failed${failed[*]:+: ${failed[*]}}"
-[ "${#failed[@]}" -eq 0 ]
+echo "vm: $passed passed, ${#failed[@]} failed${failed[*]:+: ${failed[*]}}${skipped[*]:+, ${#skipped[@]} skipped: ${skipped[*]}}"
+[ "${#failed[@]}" -eq 0 ] || exit 1
+[ "${#skipped[@]}" -eq 0 ] || exit 77
