@@ -6,6 +6,10 @@
 //   hot_bytes=N on_fast_bytes=N hot_on_fast_pct=P not_present=N
 // where "fast" is the node set given with --fast (default 0). Exit 0 on success, 1 when the
 // process or the file cannot be read or parsed.
+// --move-to NODE first moves the hot set there with one move_pages(2) call (one address per
+// 2 MiB chunk) and prints "moved_bytes=N not_moved=N" before that line: scripts/bench's ideal
+// arm, an oracle placement (tierctl move takes one range a call, and every process start is slow
+// under TCG).
 #include <numa.h>
 #include <numaif.h>
 
@@ -25,6 +29,7 @@
 int main(int argc, char** argv) {
   std::string file;
   std::set<int> fast = {0};
+  int moveTo = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--hot-set" && i + 1 < argc) {
@@ -36,8 +41,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       fast = ids.value();
+    } else if (a == "--move-to" && i + 1 < argc) {
+      auto n = tierd::sys::parseU64(argv[++i], "--move-to");
+      if (!n || n.value() > 1023) {
+        std::cerr << "tierd-hotset: --move-to needs a node id\n";
+        return 2;
+      }
+      moveTo = static_cast<int>(n.value());
     } else {
-      std::cerr << "usage: tierd-hotset --hot-set FILE [--fast NODELIST]\n";
+      std::cerr << "usage: tierd-hotset --hot-set FILE [--fast NODELIST] [--move-to NODE]\n";
       return 2;
     }
   }
@@ -65,6 +77,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<int> status(pages.size(), 0);
+  const uint64_t chunk = 2 * tierd::kMiB;
+  if (moveTo >= 0) {
+    std::vector<int> nodes(pages.size(), moveTo);
+    long moved =
+        numa_move_pages(pid, pages.size(), pages.data(), nodes.data(), status.data(), MPOL_MF_MOVE);
+    if (moved < 0) {
+      std::perror("tierd-hotset: move_pages");
+      return 1;
+    }
+    uint64_t there = 0;
+    for (int s : status)
+      there += s == moveTo;
+    std::printf("moved_bytes=%llu not_moved=%llu\n", static_cast<unsigned long long>(there * chunk),
+                static_cast<unsigned long long>(pages.size() - there));
+  }
   long rc = numa_move_pages(pid, pages.size(), pages.data(), nullptr, status.data(), 0);
   if (rc < 0) {
     std::perror("tierd-hotset: move_pages");
@@ -77,7 +104,6 @@ int main(int argc, char** argv) {
     else if (fast.count(s))
       ++onFast;
   }
-  const uint64_t chunk = 2 * tierd::kMiB;
   std::printf("hot_bytes=%llu on_fast_bytes=%llu hot_on_fast_pct=%.1f not_present=%llu\n",
               static_cast<unsigned long long>(pages.size() * chunk),
               static_cast<unsigned long long>(onFast * chunk),
