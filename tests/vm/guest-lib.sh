@@ -106,6 +106,11 @@ rig_param() {
   echo "${rig_v:-$2}"
 }
 
+# node_free_mib NODE: MemFree of NODE in MiB (/sys/devices/system/node/nodeN/meminfo).
+node_free_mib() {
+  awk '/MemFree/ { print int($4 / 1024) }' "/sys/devices/system/node/node$1/meminfo"
+}
+
 # rig_done: ends the scenario with the checks' verdict.
 rig_done() {
   if [ "$rig_failed" -eq 0 ]; then
