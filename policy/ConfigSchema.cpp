@@ -51,8 +51,12 @@ std::vector<KeySpec> samplingKeys() {
        "and addresses are the recording's). Read at start; a reload does not change it."},
       {"sampling", "cpu_budget_percent", ValueType::Number, "1.0", 0.01, 100, "", false, false,
        "% of one CPU",
-       "CPU time each perf source's ring draining may use; the sample period is raised when "
-       "over, lowered when well under (not used by DAMON)."},
+       "CPU time the sampling of each process may use, measured over windows of at least 1 s: "
+       "a perf source's ring draining (its sample period doubles when over, halves when under a "
+       "quarter); DAMON's kdamond (/proc/PID/stat) plus tierd's draining (its sampling interval "
+       "doubles when over, up to 20 ms, and comes back when under a quarter; "
+       "tierd_sampler_budget_backoffs_total counts each raise). Sources keep the budget they "
+       "started with."},
       {"sampling", "sample_period", ValueType::Integer, "10007", 1, 4294967295.0, "", false, false,
        "events",
        "Initial events between two samples of the hardware perf sources (PEBS/IBS; "

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include <limits>
 
 #include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/HeatRegions.h"
+#include "tierd/core/Clock.h"
 #include "tierd/sys/Parsers.h"
 
 namespace tierd::telemetry {
@@ -267,6 +269,99 @@ Status DamonSource::start() {
 }
 
 Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
+  if (!created_ || targetGone_) return std::vector<AccessSample>{};
+  if (config_.cpuBudget <= 0) return snapshot(untilNs);
+  const std::function<uint64_t()>& clock =
+      config_.threadCpuNs ? config_.threadCpuNs : std::function<uint64_t()>(tierd::threadCpuNs);
+  const uint64_t cpu0 = clock();
+  auto out = snapshot(untilNs);
+  enforceBudget(untilNs, clock() - cpu0);
+  return out;
+}
+
+void DamonSource::enforceBudget(uint64_t untilNs, uint64_t ownCpuNs) {
+  if (!created_ || targetGone_ || !budgetStopped_.empty()) return;
+  if (budgetWindowOpen_ && untilNs - budgetWindowStartNs_ < config_.budgetWindowNs) {
+    budgetOwnNs_ += ownCpuNs;
+    return;
+  }
+  const std::string stat = "/proc/" + kdamondPid_ + "/stat";
+  auto text = fs_.readAttr(stat);
+  auto ticks = text ? sys::parseStatCpuTicks(text.value(), stat) : Result<uint64_t>(text.error());
+  if (!ticks) {  // measured again from the next drain on
+    budgetProblem_ = "kdamond CPU unreadable: " + ticks.error().describe();
+    budgetWindowOpen_ = false;
+    return;
+  }
+  budgetProblem_.clear();
+  if (budgetWindowOpen_) {
+    const double hz = static_cast<double>(std::max<uint64_t>(1, config_.clockTicksPerSecond));
+    const uint64_t kdamondTicks =
+        ticks.value() >= budgetTicksAtStart_ ? ticks.value() - budgetTicksAtStart_ : 0;
+    const double cpuNs =
+        static_cast<double>(kdamondTicks) / hz * 1e9 + static_cast<double>(budgetOwnNs_ + ownCpuNs);
+    cpuRatio_ = cpuNs / static_cast<double>(untilNs - budgetWindowStartNs_);
+    overAtBound_ = false;
+    if (cpuRatio_ > config_.cpuBudget)
+      overAtBound_ = !backOff() && budgetStopped_.empty();
+    else if (cpuRatio_ < config_.cpuBudget / 4)
+      relax();
+  }
+  budgetWindowOpen_ = true;
+  budgetWindowStartNs_ = untilNs;
+  budgetTicksAtStart_ = ticks.value();
+  budgetOwnNs_ = 0;
+}
+
+uint64_t DamonSource::baseFloorUs() const {
+  return config_.adaptiveSampling ? config_.minSampleUs : config_.sampleUs;
+}
+
+uint64_t DamonSource::sampleBoundUs() const {
+  // The kernel's tuning scales aggr_us with sample_us, so only its own bound applies there.
+  const uint64_t bound =
+      kernelTuning_ ? config_.maxSampleUs : std::min(config_.maxSampleUs, config_.aggrUs / 5);
+  return std::max(bound, baseFloorUs());
+}
+
+bool DamonSource::backOff() {
+  const uint64_t bound = sampleBoundUs();
+  const uint64_t current = std::max(sampleUs_, floorUs_);
+  if (current >= bound) return false;
+  const uint64_t next = std::min(bound, current * 2);
+  if (!commitFloor(next)) return false;
+  floorUs_ = next;
+  ++stats_.budgetBackoffs;
+  return true;
+}
+
+void DamonSource::relax() {
+  if (floorUs_ == 0) return;
+  const uint64_t base = baseFloorUs();
+  const uint64_t next = floorUs_ / 2 <= base ? 0 : floorUs_ / 2;
+  // Where tierd tunes, adaptive sampling lowers sample_us to the new floor when the access ratio
+  // asks for it; elsewhere the floor is the interval (or the kernel's lower bound) itself.
+  if ((kernelTuning_ || !config_.adaptiveSampling) && !commitFloor(std::max(base, next))) return;
+  floorUs_ = next;
+}
+
+bool DamonSource::commitFloor(uint64_t us) {
+  const std::string iv = "contexts/0/monitoring_attrs/intervals/";
+  const std::string attr = kernelTuning_ ? iv + "intervals_goal/min_sample_us" : iv + "sample_us";
+  const uint64_t before = kernelTuning_ ? std::max(config_.minSampleUs, floorUs_) : sampleUs_;
+  Status s = w(attr, std::to_string(us));
+  if (s) s = w("state", "commit");
+  if (!s) {
+    // Keep what the kernel still uses; put the file back to match it.
+    budgetStopped_ = "CPU budget not enforced: " + s.error().describe();
+    (void)w(attr, std::to_string(before));
+    return false;
+  }
+  if (!kernelTuning_) sampleUs_ = us;
+  return true;
+}
+
+Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
   std::vector<AccessSample> out;
   if (!created_ || targetGone_) return out;
   if (lastSnapshotNs_ != 0 && untilNs - lastSnapshotNs_ < config_.snapshotNs) return out;
@@ -398,7 +493,7 @@ void DamonSource::retune(double ratio) {
       std::max<uint64_t>(config_.minSampleUs, std::min(config_.maxSampleUs, config_.aggrUs / 5));
   uint64_t next = sampleUs_;
   if (ratio > config_.accessRatioHigh)
-    next = std::max(config_.minSampleUs, sampleUs_ / 2);
+    next = std::max({config_.minSampleUs, floorUs_, sampleUs_ / 2});  // never under the budget's
   else if (ratio < config_.accessRatioLow)
     next = std::min(maxUs, sampleUs_ * 2);
   if (next == sampleUs_) return;
@@ -427,7 +522,21 @@ std::string DamonSource::state() const {
         static_cast<unsigned long long>(emptySnapshots_));
   std::string out = buf;
   if (config_.adaptiveSampling) out += kernelTuning_ ? " tuning=kernel" : " tuning=tierd";
-  return tuningStopped_.empty() ? out : out + " (" + tuningStopped_ + ")";
+  if (!tuningStopped_.empty()) out += " (" + tuningStopped_ + ")";
+  if (config_.cpuBudget <= 0) return out;
+  if (cpuRatio_ >= 0) {
+    std::snprintf(buf, sizeof buf, " cpu=%.1f%% of %.1f%%", 100.0 * cpuRatio_,
+                  100.0 * config_.cpuBudget);
+    out += buf;
+  }
+  if (floorUs_) out += " sample_us>=" + std::to_string(floorUs_);
+  if (stats_.budgetBackoffs) out += " backoffs=" + std::to_string(stats_.budgetBackoffs);
+  if (overAtBound_)
+    out += " (over the CPU budget at the longest sample interval, " +
+           std::to_string(sampleBoundUs()) + " us)";
+  if (!budgetProblem_.empty()) out += " (" + budgetProblem_ + ")";
+  if (!budgetStopped_.empty()) out += " (" + budgetStopped_ + ")";
+  return out;
 }
 
 void DamonSource::stop() {
@@ -437,6 +546,7 @@ void DamonSource::stop() {
   created_ = false;
   slot_ = -1;
   kdamondPid_.clear();
+  budgetWindowOpen_ = false;
 }
 
 std::optional<pid_t> DamonSource::kdamondPid() const {

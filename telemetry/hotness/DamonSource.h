@@ -41,12 +41,22 @@
 /// - stop() turns ours off and frees it in the pool; the pool's last one writes nr_kdamonds 0
 ///   (only while it still reads the pool's count). When the monitored process exits, the kernel
 ///   stops the kdamond by itself; stop() still frees it.
+/// CPU budget (DamonConfig::cpuBudget > 0): at a drain at least budgetWindowNs after the window
+/// began, the source reads its kdamond's CPU (utime + stime of /proc/KDAMOND_PID/stat, through
+/// DamonFs: under the SysRoot in production) and adds drain()'s own thread CPU. Over the budget
+/// it doubles a floor under sample_us (sampling half as often halves the kdamond's checks), up
+/// to sampleBoundUs(), and commits it: as sample_us where tierd tunes or nothing does, as
+/// intervals_goal/min_sample_us where the kernel tunes (it then keeps sample_us above it).
+/// Adaptive sampling never goes below the floor. Under a quarter of the budget the floor halves
+/// again. Each raise counts in SourceStats::budgetBackoffs; state() says the measured share, the
+/// floor, and when the budget cannot be held at the bound.
 /// Features are probed by reading what exists (files and avail_operations), never by trial writes.
 /// Every explicit range is validated before writing (a zero-size region crashed kdamond on 6.12).
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -144,6 +154,15 @@ struct DamonConfig {
   uint64_t maxSampleUs = 20000;   ///< upper bound, microseconds (also at most aggrUs / 5)
   double accessRatioLow = 0.05;   ///< below this observed access ratio: double sample_us
   double accessRatioHigh = 0.30;  ///< above it: halve sample_us
+  /// CPU the sampling of this process may use, as a fraction of one core
+  /// (sampling.cpu_budget_percent / 100): its kdamond's CPU plus drain()'s own, measured per
+  /// window of at least budgetWindowNs (see the file comment). 0: no budget, nothing measured.
+  double cpuBudget = 0;
+  uint64_t budgetWindowNs = 1'000'000'000;  ///< shortest window the CPU is measured over, ns
+  /// Clock ticks per second of /proc/PID/stat utime and stime: sysconf(_SC_CLK_TCK) (USER_HZ).
+  uint64_t clockTicksPerSecond = 100;
+  /// drain()'s own thread CPU clock, ns; empty: tierd::threadCpuNs (tests pass a fake one).
+  std::function<uint64_t()> threadCpuNs;
 };
 
 /// Estimated accesses per aggregation interval of a region's sampled page, from DAMON's
@@ -203,8 +222,14 @@ class DamonSource final : public HotnessSource {
   std::optional<pid_t> kdamondPid() const;
   /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2 tuning=tierd" (tuning=kernel
   /// where the kernel's intervals_goal tunes, no tuning= with adaptiveSampling off; plus why the
-  /// tuning stopped).
+  /// tuning stopped; with a CPU budget: " cpu=52.0% of 1.0% sample_us>=4000 backoffs=2", and
+  /// why the budget cannot be held or measured).
   std::string state() const override;
+  /// The CPU share measured over the last budget window (kdamond plus drain, fraction of one
+  /// core), -1 before the first window ended or without a budget.
+  double cpuRatio() const { return cpuRatio_; }
+  /// The budget's lower bound on sample_us, microseconds; 0 while the budget needs none.
+  uint64_t budgetFloorUs() const { return floorUs_; }
 
  private:
   Status w(const std::string& rel, const std::string& value);  ///< write under our kdamond
@@ -220,6 +245,23 @@ class DamonSource final : public HotnessSource {
   std::string kdamondPid_;
   /// Adaptive sampling after a snapshot whose observed access ratio was `ratio`.
   void retune(double ratio);
+  /// The snapshot part of drain(): tried regions into samples, when one is due.
+  Result<std::vector<AccessSample>> snapshot(uint64_t untilNs);
+  /// The CPU budget after a drain that used `ownCpuNs` of this thread (see the file comment).
+  void enforceBudget(uint64_t untilNs, uint64_t ownCpuNs);
+  /// Over budget: raises the sample_us floor to twice the interval in effect, up to
+  /// sampleBoundUs(), and commits it. False when already at the bound (or the commit failed).
+  bool backOff();
+  /// Well under budget: halves the floor (none once at the configured interval) and commits it.
+  void relax();
+  /// Writes `us` as sample_us (or, where the kernel tunes, intervals_goal/min_sample_us) and
+  /// commits it; a failure stops the budget (budgetStopped_).
+  bool commitFloor(uint64_t us);
+  /// The longest sample_us the budget may ask for: maxSampleUs, and at most aggr_us / 5 (five
+  /// checks per aggregation) unless the kernel tunes aggr_us along; never below the configured.
+  uint64_t sampleBoundUs() const;
+  /// The lowest sample_us without a budget: minSampleUs with adaptive sampling, else sampleUs.
+  uint64_t baseFloorUs() const;
   /// With kernelTuning_: reads the kernel's tuned sample_us and aggr_us into sampleUs_/aggrUs_
   /// (state <- update_tuned_intervals). A failure stops reading them (tuningStopped_).
   void readTunedIntervals();
@@ -236,6 +278,16 @@ class DamonSource final : public HotnessSource {
   uint64_t emptySnapshots_ = 0;  ///< update_schemes_tried_regions answers without regions
   int emptyDrainsInARow_ = 0;    ///< drains whose every answer was empty, in a row
   std::string tuningStopped_;    ///< why adaptive sampling gave up (a failed commit), "" if not
+  // CPU budget (config_.cpuBudget > 0).
+  bool budgetWindowOpen_ = false;
+  uint64_t budgetWindowStartNs_ = 0;  ///< drain time the window began
+  uint64_t budgetTicksAtStart_ = 0;   ///< kdamond utime + stime then, clock ticks
+  uint64_t budgetOwnNs_ = 0;          ///< drain()'s own CPU since, ns
+  double cpuRatio_ = -1;
+  uint64_t floorUs_ = 0;       ///< the budget's floor on sample_us, 0 = none
+  bool overAtBound_ = false;   ///< the last window was over budget at sampleBoundUs()
+  std::string budgetProblem_;  ///< why the last window could not be measured, "" if it was
+  std::string budgetStopped_;  ///< why the budget is no longer enforced (a failed commit)
   SourceStats stats_;
 };
 

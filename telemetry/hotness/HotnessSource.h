@@ -20,6 +20,10 @@ struct SourceStats {
   uint64_t lost = 0;       ///< samples the kernel dropped (PERF_RECORD_LOST counts; 0 for DAMON)
   uint64_t throttled = 0;  ///< PERF_RECORD_THROTTLE records (kernel lowered our rate)
   uint64_t discarded = 0;  ///< samples read but dropped by us (address 0, outside mappings)
+  /// Times the source sampled less because its CPU over a window exceeded its budget
+  /// (sampling.cpu_budget_percent): perf sources doubled their sample period, DAMON its
+  /// kdamond's sampling interval (within its bounds).
+  uint64_t budgetBackoffs = 0;
 };
 
 /// A source of AccessSamples. Lifecycle: start() once, drain() any number of times, stop() once

@@ -269,6 +269,7 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
     const uint64_t next = adaptPeriod(config_.period, pressure, config_.cpuBudget,
                                       config_.minPeriod, config_.maxPeriod);
     lostSinceAdapt_ = 0;
+    if (next > config_.period) ++stats_.budgetBackoffs;
     if (next != config_.period) {
       for (const auto& r : rings_)
         (void)opener_.setPeriod(r.fd, next);  // a vanished fd shows up in the next drain

@@ -191,6 +191,12 @@ std::vector<MetricDef> samplerMetrics() {
               "(DAMON busy, a full kdamond pool, perf refused), made after a back-off of 1 s "
               "doubling up to 64 s.",
               {}),
+      counter(kSamplerBudgetBackoffs, "tierd_sampler_budget_backoffs_total", "backoffs",
+              "Times a hotness source sampled less because its CPU over the last window "
+              "(at least 1 s) exceeded sampling.cpu_budget_percent: PEBS/IBS doubled their sample "
+              "period, DAMON doubled its kdamond's sampling interval (kdamond CPU from "
+              "/proc/PID/stat plus tierd's draining; at most max_sample_us and aggr_us / 5).",
+              {source()}),
   };
 }
 

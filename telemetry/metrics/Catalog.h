@@ -64,6 +64,7 @@ enum class MetricId : size_t {
   SamplerInterval,
   SamplerOpenPerfEvents,
   SamplerSourceRetries,
+  SamplerBudgetBackoffs,
   HotnessHotBytes,
   HotnessColdBytes,
   WorkloadMemoryBytes,
@@ -127,6 +128,7 @@ inline constexpr GaugeHandle kSamplerPeriod{MetricId::SamplerPeriod};
 inline constexpr GaugeHandle kSamplerInterval{MetricId::SamplerInterval};
 inline constexpr GaugeHandle kSamplerOpenPerfEvents{MetricId::SamplerOpenPerfEvents};
 inline constexpr CounterHandle kSamplerSourceRetries{MetricId::SamplerSourceRetries};
+inline constexpr CounterHandle kSamplerBudgetBackoffs{MetricId::SamplerBudgetBackoffs};
 inline constexpr GaugeHandle kHotnessHotBytes{MetricId::HotnessHotBytes};
 inline constexpr GaugeHandle kHotnessColdBytes{MetricId::HotnessColdBytes};
 inline constexpr GaugeHandle kWorkloadMemoryBytes{MetricId::WorkloadMemoryBytes};

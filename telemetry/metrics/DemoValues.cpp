@@ -34,6 +34,7 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
     sink.add(kSamplerSamples, {src}, 1000 + 10 * s);
     sink.add(kSamplerLostSamples, {src}, step % 4 == 0 ? 3 : 0);
     sink.add(kSamplerThrottleEvents, {src}, 0);
+    sink.add(kSamplerBudgetBackoffs, {src}, step % 6 == 0 ? 1 : 0);
     sink.set(kSamplerOverhead, {src}, 0.004 + 0.001 * static_cast<double>(step % 3));
     sink.set(kSamplerPeriod, {src}, src[0] == 'p' ? 10007 : 0);
     sink.set(kSamplerInterval, {src}, src[0] == 'd' ? 0.005 : 0);

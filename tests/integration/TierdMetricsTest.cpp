@@ -320,6 +320,7 @@ TEST_CASE("after ticks that moved memory, every family that counts moves has rea
       {"tierd_sampler_interval_seconds", "only DAMON reports an interval"},
       {"tierd_sampler_open_perf_events", "perf sources only"},
       {"tierd_sampler_source_retries_total", "no source failed"},
+      {"tierd_sampler_budget_backoffs_total", "a scripted source has no CPU budget to exceed"},
       {"tierd_daemon_errors_total", "a clean run: nothing failed"},
       {"tierd_config_reloads_total", "no SIGHUP"},
       {"tierd_kernel_vmstat_events_total", "the fixture's /proc/vmstat does not change"},

@@ -42,7 +42,7 @@ std::vector<SourceSnapshot> snapshotSources(const Engine& engine, const sys::Sys
       s.openEvents = perf->openEvents();
     }
     if (auto* damon = dynamic_cast<const telemetry::DamonSource*>(source)) {
-      s.intervalSec = static_cast<double>(damon->config().sampleUs) / 1e6;
+      s.intervalSec = static_cast<double>(damon->sampleUs()) / 1e6;  // tuned, not configured
       if (auto kd = damon->kdamondPid()) {
         s.workerPid = *kd;
         s.workerCpuSeconds = taskCpuSeconds(root, *kd);
@@ -108,6 +108,7 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
     sink_.add(kSamplerSamples, {label}, 0);
     sink_.add(kSamplerLostSamples, {label}, 0);
     sink_.add(kSamplerThrottleEvents, {label}, 0);
+    sink_.add(kSamplerBudgetBackoffs, {label}, 0);
   }
   sink_.add(kConfigReloads, {"success"}, 0);
   sink_.add(kConfigReloads, {"failure"}, 0);
@@ -162,6 +163,7 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
     d.samples += delta(s.stats.samples, last.samples);
     d.lost += delta(s.stats.lost, last.lost);
     d.throttled += delta(s.stats.throttled, last.throttled);
+    d.budgetBackoffs += delta(s.stats.budgetBackoffs, last.budgetBackoffs);
     seen[s.pid] = s.stats;
     period[label] = s.period.value_or(0);
     interval[label] = s.intervalSec.value_or(0);
@@ -183,6 +185,7 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
     sink_.add(kSamplerSamples, {label}, static_cast<double>(d.samples));
     sink_.add(kSamplerLostSamples, {label}, static_cast<double>(d.lost));
     sink_.add(kSamplerThrottleEvents, {label}, static_cast<double>(d.throttled));
+    sink_.add(kSamplerBudgetBackoffs, {label}, static_cast<double>(d.budgetBackoffs));
     // One source kind runs per daemon, so the sampler phase's CPU is that source's; its kernel
     // workers (our kdamonds) sample on their own threads, beside it.
     if (wallSeconds > 0)

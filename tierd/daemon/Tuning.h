@@ -8,6 +8,7 @@
 #include <string>
 
 #include "policy/Config.h"
+#include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/SamplingProbe.h"
 #include "telemetry/metrics/PrometheusSink.h"
 #include "tierd/migrate/Migrator.h"
@@ -26,6 +27,14 @@ migrate::MigrationLimits migrationLimits(const policy::CompiledConfig& c);
 /// of PEBS/IBS) and cpu_budget_percent (per cent of one core, here as a fraction). The daemon
 /// builds every perf source with the tuning of the config running at the time.
 telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c);
+
+/// The DAMON monitoring attributes of one sampled process (DamonSource): 2 ms sampling adapted to
+/// the access ratio between 500 us and 20 ms, 100 ms aggregation, 100..1000 regions, tried regions
+/// read once per second; and [sampling] cpu_budget_percent (as a fraction) as the budget of the
+/// process's kdamond plus tierd's draining, with this host's clock ticks per second
+/// (sysconf(_SC_CLK_TCK)) for /proc/PID/stat. The daemon builds every DAMON source with the
+/// config running at the time.
+telemetry::DamonConfig damonTuning(const policy::CompiledConfig& c);
 
 /// The metrics exporter's options of a compiled config: daemon.metrics_listen and
 /// daemon.metrics_basic_auth_file (HTTP basic auth with the credentials in that file). The

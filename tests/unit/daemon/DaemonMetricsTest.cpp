@@ -276,6 +276,13 @@ TEST_CASE("sampler overhead counts the kdamonds tierd owns beside its own sampli
   src.workerCpuSeconds = 0.2;
   m.tick(r, {src}, 1.0, none);
   CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx(0.1 + 0.2));
+  // Back-offs for the CPU budget are counted as increases of the source's total.
+  CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon"}) == 0);
+  src.stats.budgetBackoffs = 2;
+  m.tick(r, {src}, 1.0, none);
+  src.stats.budgetBackoffs = 3;
+  m.tick(r, {src}, 1.0, none);
+  CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon"}) == 3);
   // Perf sources: their open events are a gauge.
   SourceSnapshot perf;
   perf.pid = 43;

@@ -29,6 +29,20 @@ TEST_CASE("the perf sources get [sampling] sample_period and cpu_budget_percent"
         doctest::Approx(telemetry::PerfTuning{}.cpuBudget));
 }
 
+TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
+  policy::CompileOutcome out =
+      policy::compileConfigText("[sampling]\ncpu_budget_percent = 2.5\n", "/x/tierd.toml");
+  REQUIRE(out.ok());
+  const telemetry::DamonConfig c = daemon::damonTuning(*out.config);
+  CHECK(c.cpuBudget == doctest::Approx(0.025));
+  CHECK(c.clockTicksPerSecond == static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
+  CHECK(c.adaptiveSampling);
+  CHECK(c.maxSampleUs == 20000);  // the longest interval the budget may ask for
+  policy::CompileOutcome empty = policy::compileConfigText("", "/x/tierd.toml");
+  REQUIRE(empty.ok());
+  CHECK(daemon::damonTuning(*empty.config).cpuBudget == doctest::Approx(0.01));
+}
+
 TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise") {
   CHECK(daemon::checkReplayTrace(std::string(TIERD_FIXTURES) + "/traces/gups-phases.trace") == "");
   CHECK(daemon::checkReplayTrace("/nonexistent/x.trace").find("cannot read the trace") !=

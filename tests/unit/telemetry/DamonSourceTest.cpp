@@ -476,3 +476,151 @@ TEST_CASE("empty tried-regions answers: asked again at once, then at the next dr
   CHECK(soon->empty());
   CHECK(src.state() == "sample_us=5000 access=15% regions=1 snapshots=2 empty=5");
 }
+
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000;
+
+// A fixed 5 ms interval (bound: min(max_sample_us 20 ms, aggr_us / 5 = 20 ms)) under a budget of
+// 1% of a core, measured per second; drain() itself costs nothing (a fake thread clock).
+DamonConfig budgeted(DamonConfig c = config()) {
+  c.cpuBudget = 0.01;
+  c.budgetWindowNs = kSec;
+  c.clockTicksPerSecond = 100;
+  c.threadCpuNs = [] { return uint64_t{0}; };
+  return c;
+}
+
+// /proc/4242/stat of the fake's kdamond (its `pid` file says 4242): utime `ticks`, stime 0.
+void kdamondTicks(FakeDamonFs& fs, uint64_t ticks) {
+  fs.tree().file("/proc/4242/stat", "4242 (kdamond.0) S 2 0 0 0 -1 2129984 0 0 0 0 " +
+                                        std::to_string(ticks) + " 0 0 0 20 0 1 0 100 0 0\n");
+}
+
+const std::string kGoalMin =
+    std::string(FakeDamonFs::kRoot) +
+    "/0/contexts/0/monitoring_attrs/intervals/intervals_goal/min_sample_us";
+
+}  // namespace
+
+TEST_CASE("a kdamond over the CPU budget samples half as often, up to its bound, then recovers") {
+  FakeDamonFs fs;
+  DamonSource src(budgeted(), fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 5, 1}};
+  kdamondTicks(fs, 1000);
+  REQUIRE(src.drain(1 * kSec).ok());  // the first window begins
+  CHECK(src.cpuRatio() < 0);
+  CHECK(fs.commits == 0);
+  kdamondTicks(fs, 1050);  // 0.5 s of kdamond CPU in 1 s: 50% of a core
+  REQUIRE(src.drain(2 * kSec).ok());
+  CHECK(src.cpuRatio() == doctest::Approx(0.5));
+  CHECK(src.sampleUs() == 10000);
+  CHECK(fs.committedSampleUs == "10000");
+  CHECK(src.stats().budgetBackoffs == 1);
+  CHECK(src.state() ==
+        "sample_us=10000 access=25% regions=1 snapshots=2 empty=0 cpu=50.0% of 1.0% "
+        "sample_us>=10000 backoffs=1");
+  kdamondTicks(fs, 1100);
+  REQUIRE(src.drain(3 * kSec).ok());
+  CHECK(src.sampleUs() == 20000);
+  CHECK(src.stats().budgetBackoffs == 2);
+  // At the bound and still over: nothing left to lengthen, and it is said.
+  kdamondTicks(fs, 1150);
+  REQUIRE(src.drain(4 * kSec).ok());
+  CHECK(src.sampleUs() == 20000);
+  CHECK(fs.commits == 2);
+  CHECK(src.stats().budgetBackoffs == 2);
+  CHECK(src.state().find("(over the CPU budget at the longest sample interval, 20000 us)") !=
+        std::string::npos);
+  // Inside a window nothing is measured or changed, whatever the kdamond used.
+  kdamondTicks(fs, 5000);
+  REQUIRE(src.drain(4 * kSec + kSec / 2).ok());
+  CHECK(fs.commits == 2);
+  // Under a quarter of the budget (0.2%): the floor halves per window, back to the configured.
+  kdamondTicks(fs, 5000);
+  REQUIRE(src.drain(6 * kSec).ok());  // this window still holds the burst: 3850 ticks
+  kdamondTicks(fs, 5000);
+  REQUIRE(src.drain(7 * kSec).ok());
+  CHECK(src.cpuRatio() == doctest::Approx(0.0));
+  CHECK(src.sampleUs() == 10000);
+  kdamondTicks(fs, 5000);
+  REQUIRE(src.drain(8 * kSec).ok());
+  CHECK(src.sampleUs() == 5000);
+  CHECK(src.budgetFloorUs() == 0);
+  CHECK(fs.readAttr(kSampleUs).value() == "5000");
+  CHECK(src.stats().budgetBackoffs == 2);  // coming back is not a back-off
+  src.stop();
+}
+
+TEST_CASE("adaptive sampling never samples faster than the CPU budget's floor") {
+  FakeDamonFs fs;
+  DamonSource src(budgeted(adaptive()), fs);  // 2 ms, tuned between 500 us and 8 ms
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};  // 10 of 50 checks: in the band
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  kdamondTicks(fs, 50);
+  REQUIRE(src.drain(2 * kSec).ok());
+  CHECK(src.sampleUs() == 4000);
+  // Saturated checks would halve sample_us, but not under the floor; still over: 8 ms.
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 20, 1}};
+  kdamondTicks(fs, 100);
+  REQUIRE(src.drain(3 * kSec).ok());
+  CHECK(src.sampleUs() == 8000);
+  CHECK(src.budgetFloorUs() == 8000);
+  // The kdamond is idle now: the floor halves, and adaptive sampling follows it down.
+  REQUIRE(src.drain(4 * kSec).ok());
+  CHECK(src.budgetFloorUs() == 4000);
+  CHECK(src.sampleUs() == 8000);
+  REQUIRE(src.drain(5 * kSec).ok());
+  CHECK(src.sampleUs() == 4000);
+  CHECK(src.stats().budgetBackoffs == 2);
+  src.stop();
+}
+
+TEST_CASE("where the kernel tunes the intervals, the CPU budget raises its min_sample_us") {
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  DamonSource src(budgeted(adaptive()), fs);
+  REQUIRE(src.start().ok());
+  REQUIRE(src.kernelTuning());
+  CHECK(fs.readAttr(kGoalMin).value() == "500");
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  kdamondTicks(fs, 30);
+  REQUIRE(src.drain(2 * kSec).ok());
+  CHECK(fs.readAttr(kGoalMin).value() == "4000");  // twice the 2 ms the kernel tuned to
+  CHECK(fs.commits == 1);
+  CHECK(fs.readAttr(kSampleUs).value() == "2000");  // the kernel's to change, not ours
+  CHECK(src.stats().budgetBackoffs == 1);
+  kdamondTicks(fs, 30);
+  REQUIRE(src.drain(3 * kSec).ok());
+  CHECK(fs.readAttr(kGoalMin).value() == "2000");
+  src.stop();
+}
+
+TEST_CASE("the CPU budget: unmeasurable is said; without a budget nothing is read") {
+  FakeDamonFs fs;
+  DamonSource src(budgeted(), fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 5, 1}};
+  REQUIRE(src.drain(1 * kSec).ok());  // no /proc/4242/stat
+  CHECK(src.state().find("(kdamond CPU unreadable: ") != std::string::npos);
+  CHECK(fs.commits == 0);
+  src.stop();
+
+  FakeDamonFs quiet;
+  DamonSource unbudgeted(config(), quiet);  // cpuBudget 0
+  REQUIRE(unbudgeted.start().ok());
+  quiet.regions = fs.regions;
+  kdamondTicks(quiet, 0);
+  REQUIRE(unbudgeted.drain(1 * kSec).ok());
+  kdamondTicks(quiet, 100);  // a whole core
+  REQUIRE(unbudgeted.drain(2 * kSec).ok());
+  CHECK(unbudgeted.sampleUs() == 5000);
+  CHECK(unbudgeted.cpuRatio() < 0);
+  CHECK(unbudgeted.state().find("cpu=") == std::string::npos);
+  unbudgeted.stop();
+}
