@@ -50,6 +50,9 @@ struct DaemonConfig {
   /// absolute (a relative value is resolved against the config file's directory).
   std::string metricsBasicAuthFile;
   bool dryRun = false;  ///< decide and report, move nothing
+  /// Longest reuse of a process's mappings and page locations, ns; 0 = read every tick
+  /// (daemon.full_locate_interval; Engine "locate phase").
+  uint64_t fullLocateIntervalNs = 0;
   bool operator==(const DaemonConfig&) const = default;
 };
 

@@ -577,6 +577,7 @@ void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig
   out.intervalNs = d["interval"].ns;
   out.metricsListen = d["metrics_listen"].s;
   out.dryRun = d["dry_run"].b;
+  out.fullLocateIntervalNs = d["full_locate_interval"].ns;
   if (d.count("metrics_basic_auth_file")) {
     std::filesystem::path auth = d["metrics_basic_auth_file"].s;
     if (auth.is_relative()) auth = std::filesystem::path(path).parent_path() / auth;

@@ -26,6 +26,14 @@ std::vector<KeySpec> daemonKeys() {
        "not change it. Absent: no auth. Needs metrics_listen."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
+      {"daemon", "full_locate_interval", ValueType::Duration, "\"10s\"", 0, 3600 * kS, "", false,
+       false, "",
+       "Longest time a process's mappings and page locations (smaps, numa_maps, location "
+       "queries: the locate phase) are reused instead of read again. They are read at once "
+       "when its /proc/PID/maps (no page-table walk) shows another layout, and on the tick after "
+       "tierd moved (or tried to move) any of its pages; the kernel's own moves (reclaim, NUMA "
+       "balancing, new pages faulted in inside a mapping) are seen within this time. \"0s\": "
+       "every tick."},
   };
 }
 

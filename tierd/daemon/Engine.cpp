@@ -169,7 +169,7 @@ std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> num
 Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
-               NumaMapsReader numaMaps)
+               NumaMapsReader numaMaps, MappingsReader layout)
     : root_(root),
       topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
@@ -179,6 +179,8 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
       numaMaps_(numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
         return sys::readNumaMaps(root, pid);
       })),
+      layout_(layout ? std::move(layout)
+                     : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
       scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
       config_(std::move(config)) {
   applyWorkloadParams();
@@ -276,6 +278,8 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
         report.problems.push_back("workload '" + w.name + "': cgroup re-created, history reset");
         heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
         applyWorkloadParams();
+        for (auto& [pid, proc] : procs_)  // the model forgot their mappings and locations
+          if (proc.workload == i) proc.fullReadAtNs.reset();
         it->second = *scope->cgroupInode;
       }
     }
@@ -339,18 +343,47 @@ void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& repo
                             " s)");
 }
 
+std::vector<Engine::VmaKey> Engine::layoutOf(const std::vector<sys::SmapsVma>& vmas) {
+  std::vector<VmaKey> out;
+  out.reserve(vmas.size());
+  for (const sys::SmapsVma& v : vmas)
+    out.push_back({v.start, v.end, v.offset, v.inode, v.perms, v.path});
+  return out;
+}
+
+bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
+  const uint64_t every = config_->daemon.fullLocateIntervalNs;
+  if (!proc.fullReadAtNs || every == 0 || nowNs < *proc.fullReadAtNs ||
+      nowNs - *proc.fullReadAtNs >= every)
+    return false;
+  auto maps = layout_(pid);  // unreadable: the full read says why
+  return maps && layoutOf(maps.value()) == proc.layout;
+}
+
 void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                         TickReport& report) {
+                                         uint64_t nowNs, TickReport& report) {
+  proc.readThisTick = false;
+  if (reuseLocations(pid, proc, nowNs)) {
+    ++report.locatesReused;
+    return;
+  }
+  proc.fullReadAtNs.reset();  // until a full read succeeds
+  proc.readThisTick = true;
+  if (readMappingsAndLocations(pid, proc, topo, report)) proc.fullReadAtNs = nowNs;
+}
+
+bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
+                                      TickReport& report) {
   auto vmas = mappings_(pid);
   if (!vmas && exitedSinceScope(pid)) {
     proc.mappings.clear();  // nothing to plan; dropped (counted vanished) by the next scope pass
     heat_.setMappings(pid, proc.mappings);
-    return;
+    return false;
   }
   if (!vmas) {
     ++totals_.locateErrors;
     report.problems.push_back("pid " + std::to_string(pid) + ": " + vmas.error().describe());
-    return;
+    return false;
   }
   const uint64_t base = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
@@ -362,33 +395,43 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   proc.anonHuge.clear();
   for (const sys::SmapsVma& v : *smaps)
     proc.anonHuge[v.start] = v.anonHugePages;
+  proc.layout = layoutOf(*smaps);
 
   std::vector<AddressRange> ranges;
   for (const policy::Mapping& m : proc.mappings)
     ranges.push_back({m.start, m.end - m.start});
-  if (ranges.empty()) return;
+  if (ranges.empty()) return true;
   auto located = migrator_->locate(pid, ranges);
   if (!located) {
     ++totals_.locateErrors;
     report.problems.push_back("locate pid " + std::to_string(pid) + ": " +
                               located.error().describe());
-    return;
+    return false;
   }
   heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
   countSplitThps(proc, located->runs, pmd, report);
+  return true;
 }
 
 std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t basePage) {
   std::map<NodeId, NodeMemory> out;
-  for (const auto& [pid, proc] : procs_) {
+  for (auto& [pid, proc] : procs_) {
     if (proc.workload != workload) continue;
-    auto vmas = numaMaps_(pid);
-    if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
-    for (const sys::NumaMapsVma& v : vmas.value()) {
-      const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
-      const bool file = !v.file.empty() && !v.huge;
-      for (const auto& [node, pages] : v.pagesPerNode)
-        (file ? out[node].file : out[node].anon) += pages * psz;
+    if (proc.readThisTick || !proc.memory) {  // read with the locations, else reused with them
+      proc.memory.reset();
+      auto vmas = numaMaps_(pid);
+      if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
+      auto& mine = proc.memory.emplace();
+      for (const sys::NumaMapsVma& v : vmas.value()) {
+        const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
+        const bool file = !v.file.empty() && !v.huge;
+        for (const auto& [node, pages] : v.pagesPerNode)
+          (file ? mine[node].file : mine[node].anon) += pages * psz;
+      }
+    }
+    for (const auto& [node, m] : *proc.memory) {
+      out[node].anon += m.anon;
+      out[node].file += m.file;
     }
   }
   return out;
@@ -630,6 +673,8 @@ void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, i
   report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
   std::vector<policy::RangeOutcome> outcomes;
   for (const RangeResult& r : report.batch.ranges) {
+    // Its pages may have moved (or vanished): read its locations in full next tick.
+    if (auto p = procs_.find(r.range.pid); p != procs_.end()) p->second.fullReadAtNs.reset();
     (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
         r.bytesMoved;
     auto result = dominantOutcome(r);
@@ -670,7 +715,8 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
   migrator_->clearSharedSmaps();
   for (auto& [pid, proc] : procs_)
-    refreshMappingsAndLocations(pid, proc, topo.value(), report);
+    refreshMappingsAndLocations(pid, proc, topo.value(), nowNs, report);
+  totals_.locatesReused += report.locatesReused;
   // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
   // processes (WorkloadReport::memory).
   std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());

@@ -177,7 +177,10 @@ struct TickReport {
   bool kernelTieringHeld = false;
   /// Per sampled process with something to say (HotnessSource::state), in pid order.
   std::vector<SourceState> sourceStates;
-  PhaseCpu cpu;                 ///< where this tick's CPU went
+  PhaseCpu cpu;  ///< where this tick's CPU went
+  /// Scoped processes whose mappings, locations and resident memory were reused from an
+  /// earlier tick instead of read (Engine::tick, "locate phase"); the rest were read in full.
+  size_t locatesReused = 0;
   topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
 };
 
@@ -200,6 +203,7 @@ struct EngineTotals {
   /// /proc/PID/status reads that failed (placement unknown that tick: targets ranked by room)
   uint64_t statusErrors = 0;
   uint64_t thpSplitAfterMove = 0;  ///< sum of TickReport::thpSplitAfterMove
+  uint64_t locatesReused = 0;      ///< sum of TickReport::locatesReused
 };
 
 /// See the file comment.
@@ -207,12 +211,14 @@ class Engine {
  public:
   /// `migrator` executes and locates; `sources` builds a hotness source per process;
   /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`,
-  /// `numaMaps` to /proc/PID/numa_maps under `root`. The topology and the scopes are read under
-  /// `root` (topology::SysRootTopologyProvider, scope::SysRootScopeProvider with `selfPid`) until
-  /// setTopologyProvider() or setScopeProvider() says otherwise.
+  /// `numaMaps` to /proc/PID/numa_maps under `root`, `layout` to /proc/PID/maps under `root`
+  /// (the cheap read that tells whether a process's mappings changed: see tick()). The topology and
+  /// the scopes are read under `root` (topology::SysRootTopologyProvider,
+  /// scope::SysRootScopeProvider with `selfPid`) until setTopologyProvider() or setScopeProvider()
+  /// says otherwise.
   Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
          SourceFactory sources, pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
-         MappingsReader mappings = {}, NumaMapsReader numaMaps = {});
+         MappingsReader mappings = {}, NumaMapsReader numaMaps = {}, MappingsReader layout = {});
   ~Engine();
 
   /// Replaces where each tick reads the topology (the simulator's modelled machine). Call before
@@ -234,6 +240,15 @@ class Engine {
   /// which still gets at least a quarter of `daemon.interval` from its own start when the
   /// earlier steps ran past `deadlineNs`; `stop` is checked between move_pages calls. Errors only
   /// when the topology cannot be read at all (nothing is moved).
+  ///
+  /// Locate phase: a process's mappings (smaps), page locations (Migrator::locate) and
+  /// resident memory per node (numa_maps) are read in full, and then reused on later ticks
+  /// while all of these hold: its /proc/PID/maps (`layout`, no page-table walk) shows the same
+  /// VMAs (start, end, perms, offset, inode, path), no move of its pages was executed since, and
+  /// the full read is younger than daemon.full_locate_interval. Between full reads the heat
+  /// model keeps the locations, updated by the outcomes of tierd's own moves; what the kernel
+  /// moves by itself (reclaim, NUMA balancing) and pages faulted in inside an unchanged mapping
+  /// are seen at the next full read. TickReport::locatesReused counts the reuses.
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
@@ -249,6 +264,14 @@ class Engine {
   std::string workloadOf(pid_t pid) const;
 
  private:
+  /// What of a VMA says it is still the same mapping: /proc/PID/maps without the counters.
+  struct VmaKey {
+    uint64_t start = 0, end = 0, offset = 0, inode = 0;
+    std::string perms, path;
+    bool operator==(const VmaKey&) const = default;
+  };
+  static std::vector<VmaKey> layoutOf(const std::vector<sys::SmapsVma>& vmas);
+
   struct Proc {
     policy::WorkloadId workload = 0;
     scope::ProcessHandle handle;  ///< identity held since the process entered its scope
@@ -266,6 +289,12 @@ class Engine {
       uint64_t anonHugeBefore = 0;
     };
     std::map<uint64_t, MovedThp> movedThp;
+    /// The VMAs of the last full read, when it succeeded (see tick(): the locate phase).
+    std::vector<VmaKey> layout;
+    std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
+    bool readThisTick = false;             ///< a full read happened in this tick
+    /// Resident memory per node from this process's numa_maps at its last full read.
+    std::optional<std::map<NodeId, NodeMemory>> memory;
   };
 
   void applyWorkloadParams();
@@ -305,8 +334,15 @@ class Engine {
   void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
+  /// True when `proc`'s mappings and locations may be reused at `nowNs` (see tick()).
+  bool reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs);
+  /// The locate phase for one process at `nowNs` (see tick()): a full read, or a reuse.
   void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                   TickReport& report);
+                                   uint64_t nowNs, TickReport& report);
+  /// The full read of refreshMappingsAndLocations: smaps, locate, THP split check. True when
+  /// every step succeeded (the result may then be reused).
+  bool readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
+                                TickReport& report);
   /// Remembers the THP chunks of an executed move that reported Moved, to verify next tick.
   void rememberMovedThp(const MoveRange& m, const topology::Topology& topo);
   /// Resident memory per node of workload `workload` from /proc/PID/numa_maps of its tracked
@@ -330,6 +366,7 @@ class Engine {
   SourceFactory sources_;
   MappingsReader mappings_;
   NumaMapsReader numaMaps_;
+  MappingsReader layout_;
   /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
   /// workloads whose cgroup has a readable one.
   std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;

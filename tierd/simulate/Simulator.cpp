@@ -484,9 +484,10 @@ class Simulation {
           std::make_unique<ClassifyingReplay>(std::move(t), *kernel_, fast_, counters_));
     };
     migrate::FakePageSystem* kernel = kernel_;
-    engine_ = std::make_unique<Engine>(sysRoot_, std::move(migratorOwned_), factory,
-                                       /*selfPid=*/0, simConfig_,
-                                       [kernel](pid_t pid) { return kernel->smaps(pid); });
+    engine_ = std::make_unique<Engine>(
+        sysRoot_, std::move(migratorOwned_), factory,
+        /*selfPid=*/0, simConfig_, [kernel](pid_t pid) { return kernel->smaps(pid); },
+        NumaMapsReader{}, [kernel](pid_t pid) { return kernel->maps(pid); });
     engine_->setTopologyProvider(std::make_unique<ModelTopology>(
         sysRoot_, std::move(tiers_), std::move(machine_), baseFree_, regions_, *kernel_));
     engine_->setScopeProvider(std::make_unique<ModelScopes>(startTimes_));

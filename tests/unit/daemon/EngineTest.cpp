@@ -143,11 +143,14 @@ cooldown = "5s"
         sourceStopped.push_back(s->stopped);
         return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
       };
-    engine = std::make_unique<Engine>(sys::SysRoot(root.string()), std::move(migrator), factory,
-                                      /*selfPid=*/1, config, [this, kernel](pid_t pid) {
-                                        if (beforeSmaps) beforeSmaps(pid);
-                                        return kernel->smaps(pid);
-                                      });
+    engine = std::make_unique<Engine>(
+        sys::SysRoot(root.string()), std::move(migrator), factory,
+        /*selfPid=*/1, config,
+        [this, kernel](pid_t pid) {
+          if (beforeSmaps) beforeSmaps(pid);
+          return kernel->smaps(pid);
+        },
+        NumaMapsReader{}, [kernel](pid_t pid) { return kernel->maps(pid); });
   }
   ~Rig() {
     engine.reset();
@@ -728,7 +731,7 @@ TEST_CASE("regionNodes looks up each run's mapping by bisection, not by scanning
 TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves use that read") {
   Rig rig;
   const migrate::FakePageSystem& k = rig.fake->kernel();
-  for (uint64_t s = 1; s <= 3; ++s) {
+  for (uint64_t s = 1; s <= 2; ++s) {  // tick 2 reads again: tick 1 moved pages
     const uint64_t before = k.smapsReads();
     TickReport r = rig.tick(s);
     CHECK(k.smapsReads() - before == 1);
@@ -736,4 +739,52 @@ TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves u
   }
   // The hot regions are split from the cold ones across two nodes now: locate needed smaps.
   CHECK(rig.regionsOn(kPid, 0) == 4);
+}
+
+TEST_CASE(
+    "locate: reused while maps is unchanged and nothing moved; read after a move, a new "
+    "layout, or full_locate_interval") {
+  Rig rig;  // daemon.full_locate_interval: 10 s, the default
+  migrate::FakePageSystem& k = rig.fake->kernel();
+  TickReport t1 = rig.tick(1);  // the first read; promotes the 4 hot regions
+  CHECK(t1.locatesReused == 0);
+  REQUIRE(t1.promotedBytes == 4 * 2 * kMiB);
+  uint64_t reads = k.smapsReads();
+  TickReport t2 = rig.tick(2);  // tick 1 moved its pages: read in full
+  CHECK(t2.locatesReused == 0);
+  CHECK(k.smapsReads() - reads == 1);
+  REQUIRE(t2.promotedBytes + t2.demotedBytes == 0);  // settled: nothing moves from here on
+  reads = k.smapsReads();
+  const uint64_t queries = k.log().size();
+  for (uint64_t s = 3; s <= 11; ++s) {
+    TickReport t = rig.tick(s);
+    CHECK(t.locatesReused == 1);
+    REQUIRE(t.workloads.size() == 1);
+    CHECK(t.workloads[0].fastBytes == 4 * 2 * kMiB);  // the heat model kept the locations
+  }
+  CHECK(k.smapsReads() == reads);    // nine ticks without a walk of the page tables
+  CHECK(k.log().size() == queries);  // nor a location query
+  CHECK(rig.engine->totals().locatesReused == 9);
+  CHECK(rig.tick(12).locatesReused == 0);  // 10 s after the last full read
+  CHECK(k.smapsReads() - reads == 1);
+
+  // A new mapping shows in /proc/PID/maps: read at once.
+  k.map(kPid, kBase + 2 * kTable, 4 * kMiB, migrate::FakeBacking::Thp);
+  k.populate(kPid, kBase + 2 * kTable, 4 * kMiB, 1);
+  TickReport t13 = rig.tick(13);
+  CHECK(t13.locatesReused == 0);
+  CHECK(t13.workloads[0].slowBytes == kTable - 4 * 2 * kMiB + 4 * kMiB);
+
+  // A page the kernel moved by itself, in an unchanged layout, is seen at the next full read
+  // (here forced by a reload to "0s": every tick).
+  k.populate(kPid, kBase + 20 * 2 * kMiB, 2 * kMiB, 0);
+  TickReport t14 = rig.tick(14);
+  CHECK(t14.locatesReused == 1);
+  CHECK(t14.workloads[0].fastBytes == 4 * 2 * kMiB);  // not seen yet
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->daemon.fullLocateIntervalNs = 0;
+  rig.engine->setConfig(cfg);
+  TickReport t15 = rig.tick(15);
+  CHECK(t15.locatesReused == 0);
+  CHECK(t15.workloads[0].fastBytes == 5 * 2 * kMiB);
 }
