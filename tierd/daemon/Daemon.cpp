@@ -105,6 +105,8 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
                 ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   line += tail;
+  // Processes whose locations were reused, not read (Engine::tick, daemon.full_locate_interval).
+  if (r.locatesReused) line += " locate-reused=" + std::to_string(r.locatesReused);
   // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.
   const policy::ArbiterStats& a = r.arbiter;
   std::string left;
