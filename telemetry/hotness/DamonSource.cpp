@@ -347,17 +347,43 @@ void DamonSource::relax() {
 
 bool DamonSource::commitFloor(uint64_t us) {
   const std::string iv = "contexts/0/monitoring_attrs/intervals/";
-  const std::string attr = kernelTuning_ ? iv + "intervals_goal/min_sample_us" : iv + "sample_us";
-  const uint64_t before = kernelTuning_ ? std::max(config_.minSampleUs, floorUs_) : sampleUs_;
-  Status s = w(attr, std::to_string(us));
+  // Each file with the value to write and the one to put back if the commit fails.
+  struct File {
+    std::string attr;
+    uint64_t value, before;
+  };
+  std::vector<File> files;
+  if (kernelTuning_) {
+    // The commit re-reads sample_us and aggr_us too, and 7.3's damon_valid_intervals_goal()
+    // (mm/damon/core.c) refuses sample_us below min_sample_us with -EINVAL: a raised floor
+    // moves the tuned pair up with it, keeping the tuned number of checks per aggregation.
+    const uint64_t sample = std::max<uint64_t>(1, sampleUs_);
+    if (us > sample) {
+      const uint64_t aggr = std::max(aggrUs_, sample);
+      const uint64_t scaled = aggr / sample * us + aggr % sample * us / sample;
+      files.push_back({iv + "aggr_us", scaled, aggr});
+      files.push_back({iv + "sample_us", us, sample});
+    }
+    files.push_back(
+        {iv + "intervals_goal/min_sample_us", us, std::max(config_.minSampleUs, floorUs_)});
+  } else {
+    files.push_back({iv + "sample_us", us, sampleUs_});
+  }
+  Status s = Ok{};
+  for (const File& f : files)
+    if (s) s = w(f.attr, std::to_string(f.value));
   if (s) s = w("state", "commit");
   if (!s) {
-    // Keep what the kernel still uses; put the file back to match it.
+    // Keep what the kernel still uses; put the files back to match it.
     budgetStopped_ = "CPU budget not enforced: " + s.error().describe();
-    (void)w(attr, std::to_string(before));
+    for (const File& f : files)
+      (void)w(f.attr, std::to_string(f.before));
     return false;
   }
-  if (!kernelTuning_) sampleUs_ = us;
+  if (!kernelTuning_ || us > sampleUs_) {
+    if (kernelTuning_) aggrUs_ = files.front().value;
+    sampleUs_ = us;
+  }
   return true;
 }
 

@@ -497,6 +497,8 @@ void kdamondTicks(FakeDamonFs& fs, uint64_t ticks) {
                                         std::to_string(ticks) + " 0 0 0 20 0 1 0 100 0 0\n");
 }
 
+const std::string kAggrUs =
+    std::string(FakeDamonFs::kRoot) + "/0/contexts/0/monitoring_attrs/intervals/aggr_us";
 const std::string kGoalMin =
     std::string(FakeDamonFs::kRoot) +
     "/0/contexts/0/monitoring_attrs/intervals/intervals_goal/min_sample_us";
@@ -593,7 +595,11 @@ TEST_CASE("where the kernel tunes the intervals, the CPU budget raises its min_s
   REQUIRE(src.drain(2 * kSec).ok());
   CHECK(fs.readAttr(kGoalMin).value() == "4000");  // twice the 2 ms the kernel tuned to
   CHECK(fs.commits == 1);
-  CHECK(fs.readAttr(kSampleUs).value() == "2000");  // the kernel's to change, not ours
+  // The kernel refuses sample_us below min_sample_us: the tuned pair moves up with the floor,
+  // keeping its checks per aggregation.
+  CHECK(fs.committedSampleUs == "4000");
+  CHECK(fs.readAttr(kAggrUs).value() == "200000");
+  CHECK(src.sampleUs() == 4000);
   CHECK(src.stats().budgetBackoffs == 1);
   kdamondTicks(fs, 30);
   REQUIRE(src.drain(3 * kSec).ok());

@@ -152,6 +152,8 @@ class FakeDamonFs : public DamonFs {
         // The kernel re-reads every attribute file; a stopped kdamond answers EINVAL.
         if (failCommit || readAttr(dir + "/state").valueOr("") != "on")
           return Error::sys(EINVAL, "commit", abs);
+        if (!validIntervals(dir + "/contexts/0/monitoring_attrs/intervals/"))
+          return Error::sys(EINVAL, "commit", abs);
         committedSampleUs =
             readAttr(dir + "/contexts/0/monitoring_attrs/intervals/sample_us").valueOr("");
         ++commits;
@@ -163,6 +165,19 @@ class FakeDamonFs : public DamonFs {
       return Ok{};
     }
     return root_.write(abs, data);
+  }
+
+  /// What 7.3's damon_set_attrs() (mm/damon/core.c) refuses with -EINVAL: sample_us above
+  /// aggr_us; with tuning on (aggrs != 0), min_sample_us above max_sample_us or sample_us outside
+  /// [min_sample_us, max_sample_us] (damon_valid_intervals_goal()).
+  bool validIntervals(const std::string& iv) {
+    auto num = [&](const std::string& f) { return std::stoull(readAttr(iv + f).valueOr("0")); };
+    const uint64_t sample = num("sample_us"), aggr = num("aggr_us");
+    if (sample > aggr) return false;
+    if (!intervalsGoal || num("intervals_goal/aggrs") == 0) return true;
+    const uint64_t lo = num("intervals_goal/min_sample_us");
+    const uint64_t hi = num("intervals_goal/max_sample_us");
+    return lo <= hi && sample >= lo && sample <= hi;
   }
 
   TempTree tree_;
