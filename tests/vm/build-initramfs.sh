@@ -10,7 +10,7 @@
 # numactl, python3) works too, with no per-binary library lists to keep in sync (ldd-collecting
 # misses dlopen and goes stale whenever a dependency is added).
 #
-# Usage: tests/vm/build-initramfs.sh [SERIES]   (7.3 default, 6.12 or patched: the kernel whose
+# Usage: tests/vm/build-initramfs.sh [SERIES]   (7.3 default, 6.12, patched or lean: the kernel whose
 # modules it carries, fetched by fetch-kernel.sh SERIES or, for patched, built by
 # kernel-patches/build --rig-dir)
 # Output: ${TIERD_VM_CACHE:-<repo>/build/vm}/initramfs-SERIES.cpio.gz. Rebuilt only when an input
@@ -35,6 +35,7 @@ busybox=/bin/busybox
   die "$busybox is not statically linked (install busybox-static, not busybox)"
 if [ ! -s "$kdir/modules.order" ]; then
   [ "$series" != patched ] || die "no kernel in $kdir: run kernel-patches/build --rig-dir $kdir first"
+  [ "$series" != lean ] || die "no kernel in $kdir: run kernel-patches/build --stock --rig-dir $kdir first"
   die "no kernel in $kdir: run tests/vm/fetch-kernel.sh $series first"
 fi
 for tool in cpio gzip sha256sum; do

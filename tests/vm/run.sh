@@ -10,11 +10,13 @@
 #   mem=SIZE0,SIZE1,...    node sizes overriding the topology's (e.g. 1G,4G)
 #   append=ARGS            extra kernel arguments (e.g. hugepagesz=1G hugepages=0:1,1:1)
 #   timeout=SECONDS        limit for the whole boot (default $TIERD_VM_TIMEOUT or 300)
-#   kernel=7.3|6.12|patched  the guest kernel (default 7.3, Debian trixie-backports; 6.12 is
+#   kernel=7.3|6.12|patched|lean  the guest kernel (default 7.3, Debian trixie-backports; 6.12 is
 #                          bookworm-backports' LTS, kept in the scenarios that guard compatibility;
 #                          patched is Debian's 7.3.4 source with kernel-patches/7.3/series and our
 #                          lean guest config, built by kernel-patches/build: a cold build takes
-#                          tens of minutes, then it is cached outside the clone)
+#                          tens of minutes, then it is cached outside the clone); lean is the
+#                          same source and config without the series (kernel-patches/build
+#                          --stock, release 7.3.4-lean): patched's A/B baseline (kernel-ab)
 #   damon_stat=off|on      7.3 and patched: DAMON_STAT (built in and on by default in Debian's 7.3
 #                          and in our config) holds DAMON exclusively, so the rig boots with
 #                          damon_stat.enabled=N (off, the default) unless the scenario checks tierd
@@ -87,24 +89,27 @@ header() {
   sed -n "s/^# rig: $2=//p" "$1" | head -n1
 }
 
-# kernel_series SCENARIO_FILE -> 7.3|6.12|patched (a SCENARIO@KERNEL argument, in $forced_kernel,
+# kernel_series SCENARIO_FILE -> 7.3|6.12|patched|lean (a SCENARIO@KERNEL argument, in $forced_kernel,
 # then $TIERD_VM_KERNEL override the header)
 forced_kernel=""
 kernel_series() {
   local k="${forced_kernel:-${TIERD_VM_KERNEL:-$(header "$1" kernel)}}"
   case "${k:-7.3}" in
-    7.3 | 6.12 | patched) echo "${k:-7.3}" ;;
-    *) die "$(basename "$1"): kernel=$k (use 7.3, 6.12 or patched)" ;;
+    7.3 | 6.12 | patched | lean) echo "${k:-7.3}" ;;
+    *) die "$(basename "$1"): kernel=$k (use 7.3, 6.12, patched or lean)" ;;
   esac
 }
 
-# prepare_kernel SERIES: fetches (7.3, 6.12) or builds (patched) the kernel into
+# prepare_kernel SERIES: fetches (7.3, 6.12) or builds (patched, lean) the kernel into
 # $cache/kernel-SERIES and builds its initramfs (all cached), sets vmlinux and initrd. A missing
 # kernel is a failure, never a skip: the scripts exit non-zero with the reason.
 prepare_kernel() {
   if [ "$1" = patched ]; then
     "$repo/kernel-patches/build" --rig-dir "$cache/kernel-patched" ||
       die "cannot build the patched guest kernel (see above); the rig cannot run"
+  elif [ "$1" = lean ]; then
+    "$repo/kernel-patches/build" --stock --rig-dir "$cache/kernel-lean" ||
+      die "cannot build the lean stock guest kernel (see above); the rig cannot run"
   else
     "$here/fetch-kernel.sh" "$1" || die "cannot fetch the $1 guest kernel (see above); the rig cannot run"
   fi
@@ -196,7 +201,7 @@ qemu_args() {
   damon_stat="$(header "$file" damon_stat)"
   case "${damon_stat:-off}" in
     off) [ "$series" = 6.12 ] || append="damon_stat.enabled=N${append:+ $append}" ;;
-    on) [ "$series" != 6.12 ] || die "$name: damon_stat=on needs kernel=7.3 or patched (6.12 has no DAMON_STAT)" ;;
+    on) [ "$series" != 6.12 ] || die "$name: damon_stat=on needs kernel=7.3, patched or lean (6.12 has no DAMON_STAT)" ;;
     *) die "$name: damon_stat=$damon_stat (use off or on)" ;;
   esac
 
