@@ -84,10 +84,12 @@ tl_arm_begin() {
   tl_kt_sample "$tl_kt0"
   tl_g0="$(tl_sys_ticks "$tl_gpid")"
   tl_start=$(date +%s)
+  : >"$RIG_OUT/hot-$tl_name.tsv"
 }
 
 # tl_follow SECONDS [PROGRESS-FUNCTION]: one line per second for SECONDS: the hot set's share
-# on node 0 and what PROGRESS-FUNCTION prints (e.g. tierd's tick line). Sets tl_reached (seconds
+# on node 0 and what PROGRESS-FUNCTION prints (e.g. tierd's tick line); "SECOND PERCENT" lines
+# go to $RIG_OUT/hot-NAME.tsv as well (scripts/bench-report plots them). Sets tl_reached (seconds
 # since tl_arm_begin until >= 90% of the hot set was on node 0; empty if never), tl_below_after
 # (samples below 90% after that) and leaves tl_pct at the last sample.
 tl_follow() {
@@ -102,6 +104,7 @@ tl_follow() {
     tl_prog=""
     [ -n "$2" ] && tl_prog="$($2)"
     echo "[$tl_name] t=${tl_t}s hot set on fast: ${tl_pct:-?}% | $tl_prog"
+    echo "$tl_t ${tl_pct:-}" >>"$RIG_OUT/hot-$tl_name.tsv"
     tl_whole="${tl_pct%%.*}"
     if [ -n "$tl_reached" ]; then
       [ "${tl_whole:-0}" -lt 90 ] && tl_below_after=$((tl_below_after + 1))
@@ -223,4 +226,200 @@ tl_table() {
     echo "gups sys: gups's system time (NUMA scanning, hint faults, in-fault migrations are there)"
   } >"$RIG_OUT/summary.txt"
   cat "$RIG_OUT/summary.txt"
+}
+
+# --- The kernel's own tiering arms (issue 16) ---
+
+# tl_nb2_start TUNED: numa_balancing=2 with demotion enabled; TUNED=1 adds REFERENCE.md section
+# 5's tuning: scan_period_max_ms=1000 (debugfs sched/numa_balancing) and a promote rate limit of
+# 100 MB/s (kernel.numa_balancing_promote_rate_limit_MBps). tl_nb2_stop restores every value.
+tl_nb2_start() {
+  tl_nb_mode="$(cat /proc/sys/kernel/numa_balancing)"
+  tl_nb_dem="$(cat /sys/kernel/mm/numa/demotion_enabled)"
+  tl_nb_rl="$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps)"
+  tl_nb_dbg=/sys/kernel/debug/sched/numa_balancing/scan_period_max_ms
+  [ -e "$tl_nb_dbg" ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+  tl_nb_spm="$(cat "$tl_nb_dbg" 2>/dev/null)"
+  if [ "$1" = 1 ]; then
+    check "[$tl_name] scan_period_max_ms is writable ($tl_nb_dbg)" [ -w "$tl_nb_dbg" ]
+    echo 1000 >"$tl_nb_dbg"
+    echo 100 >/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
+    echo "[$tl_name] tuned: scan_period_max_ms $tl_nb_spm -> $(cat "$tl_nb_dbg"), promote rate" \
+      "limit $tl_nb_rl -> $(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps) MB/s"
+  fi
+  echo true >/sys/kernel/mm/numa/demotion_enabled
+  echo 2 >/proc/sys/kernel/numa_balancing
+}
+
+tl_nb2_stop() {
+  echo "$tl_nb_mode" >/proc/sys/kernel/numa_balancing
+  echo "$tl_nb_dem" >/sys/kernel/mm/numa/demotion_enabled
+  echo "$tl_nb_rl" >/proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
+  [ -z "$tl_nb_spm" ] || echo "$tl_nb_spm" >"$tl_nb_dbg"
+}
+
+# tl_node_ranges NODE: the physical address ranges of NODE's memory, one "START END" line (bytes,
+# END exclusive) per run of contiguous memory blocks (/sys/devices/system/node/nodeN/memoryM
+# and /sys/devices/system/memory/block_size_bytes, hex).
+tl_node_ranges() {
+  tl_bs=$(($(printf '%d' "0x$(cat /sys/devices/system/memory/block_size_bytes)")))
+  for m in /sys/devices/system/node/node"$1"/memory[0-9]*; do
+    echo "${m##*memory}"
+  done | sort -n | awk -v bs="$tl_bs" '
+    NR == 1 || $1 != last + 1 { if (NR > 1) printf "%.0f %.0f\n", s * bs, (last + 1) * bs; s = $1 }
+    { last = $1 }
+    END { if (NR > 0) printf "%.0f %.0f\n", s * bs, (last + 1) * bs }'
+}
+
+tl_damon=/sys/kernel/mm/damon/admin/kdamonds
+# Most regions per kdamond (monitoring_attrs/nr_regions/max: DAMON's default, as damo sets it).
+tl_damon_max_regions="$(rig_param DAMON_MAX_REGIONS 1000)"
+# The schemes' apply interval, microseconds. damo and mtier.c use 1 s; we use 0 (= every
+# aggregation interval). Why: 7.3.4's damon_set_attrs() (mm/damon/core.c) sets every scheme's
+# next_apply_sis afresh, and the intervals auto-tuner calls it every `aggrs` (3) aggregations
+# unless its adaptation is exactly 1.0. So while sample_us stays at its 5 ms floor (GUPS's node 1
+# sees more than 4% of checks accessed), the apply deadline (1 s = 200 samples) moves forward
+# every 60 samples and migrate_hot is never applied: measured in this rig with 1 s, 67
+# aggregations in 10 s, no damos_esz event, nr_tried 0 and effective_bytes 0 for a whole
+# 60 s arm (the first attempt in issue 16 saw the same for 120 s). The quota (200 MiB per 1 s
+# reset interval) still bounds the rate. scripts/bench's DAMON_APPLY_US overrides it.
+tl_damon_apply_us="$(rig_param DAMON_APPLY_US 0)"
+
+# tl_damon_ctx KDAMOND NODE ACTION TARGET-NID NR-MIN NR-MAX GOAL-METRIC GOAL-BP FILTER-ALLOW: one
+# paddr context over NODE's physical ranges with one DAMOS scheme, set up as damo's
+# scripts/mem_tier.sh and the kernel's samples/damon/mtier.c do on 6.16+ (their settings, our
+# shell): intervals auto-tuned to 4% of checks seeing an access over 3 aggregations, sample
+# interval 5 ms..10 s; the scheme applied every 1 s, quota 200 MiB per 1 s, auto-tuned towards
+# GOAL-METRIC = GOAL-BP of node 0; one `young` filter (allow for promotion, reject for demotion).
+tl_damon_ctx() {
+  k="$tl_damon/$1"
+  echo 1 >"$k/contexts/nr_contexts"
+  c="$k/contexts/0"
+  echo paddr >"$c/operations"
+  echo 5000 >"$c/monitoring_attrs/intervals/sample_us"
+  echo 100000 >"$c/monitoring_attrs/intervals/aggr_us"
+  g="$c/monitoring_attrs/intervals/intervals_goal"
+  echo 400 >"$g/access_bp"
+  echo 3 >"$g/aggrs"
+  echo 5000 >"$g/min_sample_us"
+  echo 10000000 >"$g/max_sample_us"
+  echo 10 >"$c/monitoring_attrs/nr_regions/min"
+  echo "$tl_damon_max_regions" >"$c/monitoring_attrs/nr_regions/max"
+  echo 1 >"$c/targets/nr_targets"
+  r="$c/targets/0/regions"
+  tl_node_ranges "$2" >/tmp/damon-ranges-$2
+  echo "$(wc -l </tmp/damon-ranges-$2)" >"$r/nr_regions"
+  i=0
+  while read -r s e; do
+    echo "$s" >"$r/$i/start"
+    echo "$e" >"$r/$i/end"
+    i=$((i + 1))
+  done </tmp/damon-ranges-$2
+  echo 1 >"$c/schemes/nr_schemes"
+  s="$c/schemes/0"
+  echo "$3" >"$s/action"
+  echo "$4" >"$s/target_nid"
+  echo "$tl_damon_apply_us" >"$s/apply_interval_us"
+  echo 0 >"$s/access_pattern/sz/min"
+  echo 18446744073709551615 >"$s/access_pattern/sz/max"
+  echo "$5" >"$s/access_pattern/nr_accesses/min"
+  echo "$6" >"$s/access_pattern/nr_accesses/max"
+  echo 0 >"$s/access_pattern/age/min"
+  echo 4294967295 >"$s/access_pattern/age/max"
+  echo 209715200 >"$s/quotas/bytes"
+  echo 1000 >"$s/quotas/reset_interval_ms"
+  echo 1 >"$s/quotas/goals/nr_goals"
+  echo "$7" >"$s/quotas/goals/0/target_metric"
+  echo "$8" >"$s/quotas/goals/0/target_value"
+  echo 0 >"$s/quotas/goals/0/nid"
+  f="$s/filters"
+  [ -d "$s/ops_filters" ] && f="$s/ops_filters"
+  echo 1 >"$f/nr_filters"
+  echo young >"$f/0/type"
+  echo Y >"$f/0/matching"
+  echo "$9" >"$f/0/allow"
+  echo "[$tl_name] kdamond $1: $3 of node $2 ($(tr '\n' ' ' </tmp/damon-ranges-$2| sed 's/ $//')) to node $4," \
+    "nr_accesses $5..$6, goal $7 $8 bp of node 0, young filter allow=$9"
+}
+
+# tl_damon_tier_start: the kernel-damon arm: two kdamonds of our own (none may exist before):
+# 0 promotes hot pages of node 1 (migrate_hot to 0, nr_accesses >= 1 of the 20 checks an
+# aggregation has, damo's "5%", aiming node 0 at 99.7% used), 1 demotes cold pages of node 0
+# (migrate_cold to 1, nr_accesses 0, aiming node 0 at 0.5% free).
+tl_damon_tier_start() {
+  n="$(cat "$tl_damon/nr_kdamonds")"
+  check "[$tl_name] no kdamond exists before the arm (nr_kdamonds $n)" [ "$n" = 0 ] || return 1
+  : >/tmp/damon-quotas
+  echo 2 >"$tl_damon/nr_kdamonds"
+  tl_damon_ctx 0 1 migrate_hot 0 1 4294967295 node_mem_used_bp 9970 Y
+  tl_damon_ctx 1 0 migrate_cold 1 0 0 node_mem_free_bp 50 N
+  echo on >"$tl_damon/0/state" && echo on >"$tl_damon/1/state"
+  check "[$tl_name] both kdamonds run (pids $(cat "$tl_damon/0/pid") $(cat "$tl_damon/1/pid"))" \
+    [ "$(cat "$tl_damon/0/pid")" -gt 0 ] && [ "$(cat "$tl_damon/1/pid")" -gt 0 ]
+}
+
+# tl_damon_scheme K: "tried N applied N (M MiB) quota Q MiB sample_us S" of kdamond K's scheme,
+# refreshed (update_schemes_stats, update_schemes_effective_quotas, update_tuned_intervals).
+# Sets tl_ds_applied and tl_ds_quota (bytes) of that scheme and appends "K QUOTA" to
+# /tmp/damon-quotas (the caller may run in a subshell).
+tl_damon_scheme() {
+  for cmd in update_schemes_stats update_schemes_effective_quotas update_tuned_intervals; do
+    echo "$cmd" >"$tl_damon/$1/state" 2>/dev/null
+  done
+  c="$tl_damon/$1/contexts/0"
+  s="$c/schemes/0"
+  tl_ds_applied="$(cat "$s/stats/sz_applied")"
+  tl_ds_quota="$(cat "$s/quotas/effective_bytes")"
+  echo "$1 $tl_ds_quota" >>/tmp/damon-quotas
+  echo "tried $(cat "$s/stats/nr_tried") applied $(cat "$s/stats/nr_applied")" \
+    "($((tl_ds_applied / 1048576)) MiB) quota $tl_ds_quota B" \
+    "goal $(cat "$s/quotas/goals/0/current_value" 2>/dev/null)/$(cat "$s/quotas/goals/0/target_value")" \
+    "sample_us $(cat "$c/monitoring_attrs/intervals/sample_us")"
+}
+
+# tl_damon_progress: both schemes' figures (the arm's per-second progress), plus the kernel's.
+tl_damon_progress() {
+  echo "node 0 free $(awk '/MemFree/ { print int($4 / 1024) }' /sys/devices/system/node/node0/meminfo) MiB; promote: $(tl_damon_scheme 0); demote: $(tl_damon_scheme 1); $(tl_vm_progress)"
+}
+
+# tl_damon_tier_stop: prints and checks the schemes' final figures (the kernel acted: the promote
+# scheme applied bytes and had a non-zero effective quota at some point), then turns both
+# kdamonds off and removes them.
+tl_damon_tier_stop() {
+  tl_damon_scheme 0 >/tmp/damon-scheme-0
+  pa="$tl_ds_applied"
+  p="$(cat /tmp/damon-scheme-0)"
+  d="$(tl_damon_scheme 1)"
+  echo "[$tl_name] DAMOS promote: $p; demote: $d"
+  check "[$tl_name] DAMOS migrate_hot applied bytes (sz_applied $pa)" [ "${pa:-0}" -gt 0 ]
+  qmax="$(awk '$1 == 0 && $2 > m { m = $2 } END { printf "%.0f", m }' /tmp/damon-quotas)"
+  check "[$tl_name] DAMOS migrate_hot had a non-zero effective quota (largest $qmax B)" \
+    [ "$qmax" -gt 0 ]
+  echo off >"$tl_damon/0/state" 2>/dev/null
+  echo off >"$tl_damon/1/state" 2>/dev/null
+  echo 0 >"$tl_damon/nr_kdamonds"
+}
+
+# tl_damon_trace SECONDS: evidence of what both kdamonds do: for SECONDS, DAMON's tracepoints
+# (damon_aggregated: one event per region per aggregation; damos_before_apply; damos_esz) in a
+# tracefs instance of our own; prints per kdamond pid the aggregations seen (events / regions)
+# and the scheme events, then removes the instance.
+tl_damon_trace() {
+  tr=/sys/kernel/tracing
+  [ -d "$tr/instances" ] || mount -t tracefs none "$tr" 2>/dev/null
+  i="$tr/instances/tl-damon"
+  mkdir -p "$i" || return 0
+  for e in damon_aggregated damos_before_apply damos_esz damon_monitor_intervals_tune; do
+    [ -e "$i/events/damon/$e/enable" ] && echo 1 >"$i/events/damon/$e/enable"
+  done
+  sleep "$1"
+  echo 0 >"$i/tracing_on"
+  awk '/damon_aggregated:/ { split($1, a, "-"); p = a[length(a)]; n[p]++; if (match($0, /nr_regions=[0-9]+/)) r[p] = substr($0, RSTART + 11, RLENGTH - 11) }
+       /damos_before_apply:/ { split($1, a, "-"); ap[a[length(a)]]++ }
+       /damos_esz:/ { split($1, a, "-"); es[a[length(a)]] = $0 }
+       /intervals_tune:/ { split($1, a, "-"); it[a[length(a)]] = $0 }
+       END { for (p in n) printf "tl_damon_trace: pid %s: %d region events, nr_regions %s (%.1f aggregations), %d scheme applies; last esz: %s; last tune: %s\n", p, n[p], r[p], r[p] ? n[p] / r[p] : 0, ap[p], es[p], it[p] }' "$i/trace"
+  head -n 3 "$i/trace" | grep -v '^#'
+  grep -m 2 damos "$i/trace"
+  rmdir "$i" 2>/dev/null
 }
