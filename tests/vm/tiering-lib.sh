@@ -307,14 +307,15 @@ tl_damon_ctx() {
   echo "$tl_damon_max_regions" >"$c/monitoring_attrs/nr_regions/max"
   echo 1 >"$c/targets/nr_targets"
   r="$c/targets/0/regions"
-  tl_node_ranges "$2" >/tmp/damon-ranges-$2
-  echo "$(wc -l </tmp/damon-ranges-$2)" >"$r/nr_regions"
+  rf="/tmp/damon-ranges-$2"
+  tl_node_ranges "$2" >"$rf"
+  wc -l <"$rf" >"$r/nr_regions"
   i=0
   while read -r s e; do
     echo "$s" >"$r/$i/start"
     echo "$e" >"$r/$i/end"
     i=$((i + 1))
-  done </tmp/damon-ranges-$2
+  done <"$rf"
   echo 1 >"$c/schemes/nr_schemes"
   s="$c/schemes/0"
   echo "$3" >"$s/action"
@@ -338,7 +339,7 @@ tl_damon_ctx() {
   echo young >"$f/0/type"
   echo Y >"$f/0/matching"
   echo "$9" >"$f/0/allow"
-  echo "[$tl_name] kdamond $1: $3 of node $2 ($(tr '\n' ' ' </tmp/damon-ranges-$2| sed 's/ $//')) to node $4," \
+  echo "[$tl_name] kdamond $1: $3 of node $2 ($(tr '\n' ' ' <"$rf" | sed 's/ $//')) to node $4," \
     "nr_accesses $5..$6, goal $7 $8 bp of node 0, young filter allow=$9"
 }
 
