@@ -136,6 +136,7 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   CHECK(c.sampling.cpuBudgetPercent == doctest::Approx(2.5));
   CHECK(c.sampling.samplePeriod == 4093);
   CHECK(c.sampling.trace == kFixtures + "/config/valid/traces/gups.trace");
+  CHECK(c.sampling.damonRead == DamonRead::Tracepoint);
   CHECK(c.migration.pageGranularity == PageGranularity::Base);
   CHECK(c.migration.maxPromoteMiBPerS == 1024);
   CHECK(c.migration.maxDemoteMiBPerS == 0);
