@@ -116,7 +116,7 @@ TEST_CASE("every invalid fixture yields exactly its expected error list") {
 
 TEST_CASE("the broken fixture reports all of its mistakes at once") {
   CompileOutcome out = compileConfigFile(kFixtures + "/config/invalid/broken.toml");
-  CHECK(out.errors.size() == 23);
+  CHECK(out.errors.size() == 24);
   CHECK(out.errors.front().line == 3);
   CHECK(out.errors.front().keyPath == "daemon.intervall");
   CHECK(out.errors.front().message == "unknown key (did you mean 'interval'?)");

@@ -98,7 +98,7 @@ TEST_CASE("trace_pipe lines of 7.3 and 6.12 parse into events with the kdamond's
           "8192-12288: 0 0\n" +
           "  kdamond.0-312 [001] .....  1.0: damon_aggregated: target_id=0 garbage\n" +
           "  kdamond.0-312 [001] .....  1.0: sched_switch: prev_comm=x\n" +
-          line(312, 3, 12288, 16384, 7).substr(0, 60),
+          line(312, 3, 12288, 16384, 7).substr(0, 100),
       &malformed);
   REQUIRE(one.size() == 2);
   CHECK(one[0].pid == 312);
@@ -253,8 +253,8 @@ TEST_CASE("no tracefs: tried regions instead, and state() says why") {
   auto got = src.drain(5000);
   REQUIRE(got.ok());
   CHECK_FALSE(got.value().empty());
-  CHECK(src.state().find("read=tried_regions (tracepoint unavailable: tracefs is not mounted") !=
-        std::string::npos);
+  CHECK(src.state().find("read=tried_regions (tracepoint unavailable: ") != std::string::npos);
+  CHECK(src.state().find("tracefs is not mounted") != std::string::npos);
 }
 
 TEST_CASE("an unexpected event format: tried regions instead, nothing created in tracefs") {
