@@ -108,3 +108,56 @@ TEST_CASE("tierctl locate and move on a running process") {
   CHECK(gone.exitCode == 1);
   CHECK(gone.out.find("/proc/4194304/") != std::string::npos);
 }
+
+TEST_CASE(
+    "tierctl bench tick --json: unchanged ticks reuse the locate, changed ones read in full") {
+  // The daemon's Engine on a forked process with 16 VMAs of THP-advised memory, dry run; the
+  // process maps or unmaps one VMA before each changed tick. Times are not asserted, only that
+  // they were measured and how the engine classified each tick (TickReport::locatesReused).
+  auto j = runJson("bench tick --size 64MiB --vmas 16 --ticks 3 --json");
+  CHECK(j.at("vmas_requested") == 16);
+  CHECK(j.at("vmas_found") == 16);  // the gaps kept the kernel from merging them
+  CHECK(j.at("managed_vmas").get<int>() >= 16);
+  CHECK(j.at("vmas_total").get<int>() > j.at("managed_vmas").get<int>());
+  CHECK(j.at("bench_bytes") == 64 << 20);
+  CHECK(j.at("managed_bytes").get<uint64_t>() >= 64u << 20);
+  CHECK(j.at("thp_bytes").get<uint64_t>() <= 64u << 20);
+  CHECK(j.at("dry_run") == true);
+  CHECK(j.at("ticks_per_kind") == 3);
+  CHECK(j.at("first").at("full_read") == true);
+  CHECK(j.at("first").at("cpu_ms").get<double>() > 0);
+  const auto& same = j.at("unchanged");
+  CHECK(same.at("ticks") == 3);
+  CHECK(same.at("full_reads") == 0);
+  CHECK(same.at("cpu_ms").at("median").get<double>() > 0);
+  CHECK(same.at("cpu_ms").at("max").get<double>() >= same.at("cpu_ms").at("median").get<double>());
+  const auto& changed = j.at("changed");
+  CHECK(changed.at("ticks") == 3);
+  CHECK(changed.at("full_reads") == 3);
+  CHECK(changed.at("cpu_ms").at("median").get<double>() > 0);
+  CHECK(changed.at("locate_cpu_ms_median").get<double>() > 0);
+  const auto& ticks = j.at("ticks");
+  REQUIRE(ticks.size() == 7);
+  for (size_t i = 1; i < ticks.size(); ++i) {
+    CAPTURE(i);
+    const bool isChanged = i % 2 == 0;  // first, then unchanged/changed pairs
+    CHECK(ticks[i].at("kind") == (isChanged ? "changed" : "unchanged"));
+    CHECK(ticks[i].at("full_read") == isChanged);
+    CHECK(ticks[i].at("cpu_ms").get<double>() > 0);
+    CHECK(ticks[i].at("phases_cpu_ms").at("locate").get<double>() > 0);  // maps read at least
+  }
+  // The engine read the synthetic process without a problem (a host-wide one, such as the
+  // kernel's own tiering running, may be reported and is not this test's business).
+  const pid_t child = j.at("pid").get<pid_t>();
+  CHECK(child > 0);
+  for (const auto& p : j.at("problems"))
+    CHECK(p.get<std::string>().find("pid " + std::to_string(child)) == std::string::npos);
+  // The synthetic process was killed and reaped before tierctl exited.
+  CHECK(kill(child, 0) == -1);
+}
+
+TEST_CASE("tierctl bench tick refuses a size smaller than its VMAs' 2 MiB pages") {
+  Run r = run("bench tick --size 16MiB --vmas 16 --ticks 1");
+  CHECK(r.exitCode == 2);
+  CHECK(r.out.find("fewer 2 MiB pages than the 16 VMAs") != std::string::npos);
+}

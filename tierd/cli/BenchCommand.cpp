@@ -207,6 +207,8 @@ int benchCommand(const std::vector<std::string>& args, size_t begin) {
       {"migrate", &benchMigrate, "GiB/s of tierd's migrator vs one raw call vs per-4K calls"},
       {"locate", &benchLocate, "tierd's locate vs the naive per-4K query"},
       {"heat", &benchHeatCommand, "heat model samples per CPU second and bytes per tracked GiB"},
+      {"tick", &benchTickCommand,
+       "CPU ms of the daemon's tick, many VMAs of THP, with and without changes"},
   };
   return dispatchCommand("tierctl bench", kBenches, args, begin);
 }

@@ -88,6 +88,10 @@ int metricsCommand(const std::vector<std::string>& args, size_t begin);
 /// `tierctl bench heat [--json] [--gib N] [--samples N] [--runs N] [--zipf S]`: heat model
 /// samples ingested per CPU second and bytes of model per tracked GiB (policy/HeatModel.h).
 int benchHeatCommand(const std::vector<std::string>& args, size_t begin);
+/// `tierctl bench tick [--size 1GiB] [--vmas N] [--ticks T] [--json]`: CPU and wall ms of the
+/// daemon's tick (Engine, dry run) on a forked process with N VMAs of THP, for ticks where
+/// nothing changed and ticks after a mapping change (daemon/TickBench.h; JSON: docs/migrate.md).
+int benchTickCommand(const std::vector<std::string>& args, size_t begin);
 /// `tierctl sampling --probe [--json]`: hotness sources of this machine, their events, why (not).
 int samplingCommand(const std::vector<std::string>& args, size_t begin);
 
@@ -104,8 +108,8 @@ int locateCommand(const std::vector<std::string>& args, size_t begin);
 /// `tierctl move --pid PID --to NODE [--range A-B] [--json]`: one migration, per-errno results.
 int moveCommand(const std::vector<std::string>& args, size_t begin);
 
-/// `tierctl bench migrate|locate|heat ...`: the field's measurements side by side
-/// (docs/migrate.md; heat: benchHeatCommand).
+/// `tierctl bench migrate|locate|heat|tick ...`: the field's measurements side by side
+/// (docs/migrate.md; heat: benchHeatCommand; tick: benchTickCommand).
 int benchCommand(const std::vector<std::string>& args, size_t begin);
 
 /// `tierctl simulate --trace FILE --config FILE --topology DIR [--json] [--every D] [--tail D]`:

@@ -66,7 +66,8 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
 /// disjoint (managedMappings of one smaps read), in any order; `runs` in any order, those with a
 /// negative status (not present, no VMA) ignored. Returns (region start, node) ascending by
 /// start. O(runs x log mappings): `probes`, when not null, is increased by the number of mapping
-/// comparisons made (what tests and `tierctl bench tick` count instead of time).
+/// comparisons made (what the unit tests count instead of time; `tierctl bench tick` measures
+/// the whole tick's CPU and does not count these).
 std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
                                                      const std::vector<LocatedRun>& runs,
                                                      uint64_t* probes = nullptr);
