@@ -32,6 +32,14 @@ enum class PageGranularity {
 /// "huge", "base".
 const char* pageGranularityName(PageGranularity g);
 
+/// `[sampling] damon_read`: how DAMON's region access counts are read.
+enum class DamonRead {
+  TriedRegions,  ///< a `stat` scheme's tried_regions through DAMON sysfs (a directory per region)
+  Tracepoint,    ///< the damon:damon_aggregated tracepoint in a tracefs instance of tierd's own
+};
+/// "tried_regions", "tracepoint".
+const char* damonReadName(DamonRead r);
+
 /// A size given either in bytes ("8GiB") or as a percentage of a total ("25%").
 struct ByteAmount {
   bool isPercent = false;
@@ -71,6 +79,7 @@ struct SamplingConfig {
   std::string trace;              ///< recorded trace file for source = replay, else ""
   int damonMaxProcesses = 16;     ///< kdamonds tierd creates (one per sampled process), 1..64
   bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
+  DamonRead damonRead = DamonRead::TriedRegions;  ///< damon_read: how region counts are read
   bool operator==(const SamplingConfig&) const = default;
 };
 

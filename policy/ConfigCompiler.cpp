@@ -613,6 +613,8 @@ void compileSampling(Compiler& c, Values& s, const std::string& path, const Comp
   out.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
   out.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);
   out.disableDamonStat = s["damon_stat"].s == "disable";
+  out.damonRead =
+      s["damon_read"].s == "tracepoint" ? DamonRead::Tracepoint : DamonRead::TriedRegions;
   if (s.count("trace")) {
     out.trace = s["trace"].s;
     if (std::filesystem::path(out.trace).is_relative())  // relative to the config file

@@ -25,6 +25,10 @@ const char* pageGranularityName(PageGranularity g) {
   return g == PageGranularity::Base ? "base" : "huge";
 }
 
+const char* damonReadName(DamonRead r) {
+  return r == DamonRead::Tracepoint ? "tracepoint" : "tried_regions";
+}
+
 uint64_t ByteAmount::resolve(uint64_t totalBytes) const {
   if (!isPercent) return bytes;
   long double v = static_cast<long double>(totalBytes) * static_cast<long double>(percent) / 100.0L;
@@ -64,6 +68,7 @@ toml::table toTable(const CompiledConfig& cfg) {
                        {"cpu_budget_percent", cfg.sampling.cpuBudgetPercent},
                        {"sample_period", static_cast<int64_t>(cfg.sampling.samplePeriod)}};
   if (!cfg.sampling.trace.empty()) sampling.insert("trace", cfg.sampling.trace);
+  sampling.insert("damon_read", damonReadName(cfg.sampling.damonRead));
   root.insert("sampling", sampling);
   root.insert(
       "migration",

@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +36,54 @@ std::string joinLines(const std::string& s) {
 }
 
 }  // namespace
+
+Status DamonFs::makeDir(const std::string& abs) {
+  return Error{0, ErrorKind::Unsupported, "no mkdir on this DamonFs", abs};
+}
+
+Status DamonFs::removeDir(const std::string& abs) {
+  return Error{0, ErrorKind::Unsupported, "no rmdir on this DamonFs", abs};
+}
+
+Result<std::string> DamonFs::readAvailable(const std::string& abs) {
+  return Error{0, ErrorKind::Unsupported, "no non-blocking read on this DamonFs", abs};
+}
+
+Status SysRootDamonFs::makeDir(const std::string& abs) {
+  const std::string p = root_.path(abs);
+  if (::mkdir(p.c_str(), 0755) != 0) return Error::fromErrno("cannot mkdir", p);
+  return Ok{};
+}
+
+Status SysRootDamonFs::removeDir(const std::string& abs) {
+  const std::string p = root_.path(abs);
+  if (::rmdir(p.c_str()) != 0) return Error::fromErrno("cannot rmdir", p);
+  return Ok{};
+}
+
+Result<std::string> SysRootDamonFs::readAvailable(const std::string& abs) {
+  const std::string p = root_.path(abs);
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Error::fromErrno("cannot open", p);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) {
+      Error e = Error::fromErrno("cannot read", p);
+      ::close(fd);
+      return e;
+    }
+    break;  // 0: end of file; EAGAIN: nothing more now
+  }
+  ::close(fd);
+  return out;
+}
 
 DamonProbe probeDamon(DamonFs& fs) {
   DamonProbe p;
@@ -241,13 +292,34 @@ Status DamonSource::start() {
         return fail(s.error());
     }
   }
+  // The tracepoint path needs no scheme; where tracing cannot work, the tried regions do.
+  tracefs_.clear();
+  readWhy_.clear();
+  if (config_.read == DamonReadPath::Tracepoint) {
+    if (auto mount = DamonTraceInstance::probe(fs_); mount)
+      tracefs_ = mount.value();
+    else
+      readWhy_ = "tracepoint unavailable: " + mount.error().describe();
+  }
+  if (tracefs_.empty())
+    if (auto s = writeStatScheme(); !s) return fail(s.error());
+  if (auto s = w("state", "on"); !s) return fail(s.error());
+  auto pid = fs_.readAttr(kd("pid"));
+  if (!pid) return fail(pid.error());
+  kdamondPid_ = pid.value();
+  if (!tracefs_.empty())
+    if (auto s = openTraceOrFallBack(); !s) return fail(s.error());
+  return Ok{};
+}
+
+Status DamonSource::writeStatScheme() {
   // A `stat` scheme matching every region: the max values default to 0, set them all.
   const std::string sc = "contexts/0/schemes/";
-  if (auto s = w(sc + "nr_schemes", "1"); !s) return fail(s.error());
+  if (auto s = w(sc + "nr_schemes", "1"); !s) return s;
   if (!fs_.exists(kd(sc + "0/tried_regions")))
-    return fail(Error{0, ErrorKind::Unsupported,
-                      "DAMON has no schemes tried_regions (kernel older than 6.2)",
-                      kd(sc + "0/tried_regions")});
+    return Error{0, ErrorKind::Unsupported,
+                 "DAMON has no schemes tried_regions (kernel older than 6.2)",
+                 kd(sc + "0/tried_regions")};
   const std::string ap = sc + "0/access_pattern/";
   const std::pair<std::string, std::string> scheme[] = {
       {sc + "0/action", "stat"},
@@ -260,12 +332,24 @@ Status DamonSource::start() {
       {ap + "age/max", std::to_string(UINT32_MAX)},
   };
   for (const auto& [rel, value] : scheme)
-    if (auto s = w(rel, value); !s) return fail(s.error());
-  if (auto s = w("state", "on"); !s) return fail(s.error());
-  auto pid = fs_.readAttr(kd("pid"));
-  if (!pid) return fail(pid.error());
-  kdamondPid_ = pid.value();
+    if (auto s = w(rel, value); !s) return s;
   return Ok{};
+}
+
+Status DamonSource::openTraceOrFallBack() {
+  auto pid = tierd::parseU64InRange(kdamondPid_, 1, std::numeric_limits<pid_t>::max(), "pid");
+  Status s =
+      pid ? Status(Ok{})
+          : Status(Error::input("kdamond pid '" + kdamondPid_ + "' is not a pid", kd("pid")));
+  if (s) {
+    tracePid_ = static_cast<pid_t>(*pid);
+    s = trace_.open(tracefs_, tracePid_, damonTraceBufferKb(config_.maxRegions));
+  }
+  if (s) return Ok{};
+  readWhy_ = "tracepoint unavailable: " + s.error().describe();
+  tracefs_.clear();
+  if (Status scheme = writeStatScheme(); !scheme) return scheme;
+  return w("state", "commit");
 }
 
 Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
@@ -387,17 +471,8 @@ bool DamonSource::commitFloor(uint64_t us) {
   return true;
 }
 
-Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
-  std::vector<AccessSample> out;
-  if (!created_ || targetGone_) return out;
-  if (lastSnapshotNs_ != 0 && untilNs - lastSnapshotNs_ < config_.snapshotNs) return out;
-  lastSnapshotNs_ = untilNs;
-  auto state = fs_.readAttr(kd("state"));
-  if (!state) return state.error();
-  if (state.value() != "on") {  // kdamond stops by itself when its target process exits
-    targetGone_ = true;
-    return out;
-  }
+Result<std::vector<DamonRegionCount>> DamonSource::triedRegions() {
+  std::vector<DamonRegionCount> regions;
   // 6.12 sometimes returns from update_schemes_tried_regions before any region was collected
   // (runs of empty snapshots in the rig): ask again, up to kTriedRegionsAttempts times.
   const std::string tr = kd("contexts/0/schemes/0/tried_regions");
@@ -408,7 +483,7 @@ Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
       auto again = fs_.readAttr(kd("state"));
       if (again && again.value() != "on") {
         targetGone_ = true;
-        return out;
+        return regions;
       }
       return s.error();
     }
@@ -419,9 +494,6 @@ Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
     if (ids.empty()) ++emptySnapshots_;
   }
   std::sort(ids.begin(), ids.end());
-  if (kernelTuning_) readTunedIntervals();
-  const uint64_t checks = std::max<uint64_t>(1, aggrUs_ / std::max<uint64_t>(1, sampleUs_));
-  double seenBytes = 0, totalBytes = 0;
   for (uint64_t id : ids) {
     const std::string d = tr + "/" + std::to_string(id);
     uint64_t v[3];
@@ -433,25 +505,53 @@ Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
       if (!n) return n.error();
       v[i] = n.value();
     }
-    if (v[1] <= v[0]) {
-      ++stats_.discarded;
+    regions.push_back({v[0], v[1], v[2]});
+  }
+  return regions;
+}
+
+Result<std::vector<DamonRegionCount>> DamonSource::traceRegions() {
+  auto text = trace_.readPipe();
+  if (!text) return text.error();
+  auto events = parseDamonAggregated(text.value(), &traceMalformed_);
+  // An aggregation the last read saw the beginning of continues in this one.
+  if (!traceTail_.empty()) events.insert(events.begin(), traceTail_.begin(), traceTail_.end());
+  auto pick = pickLastAggregation(events, tracePid_, 0);
+  traceTail_ = std::move(pick.tail);
+  if (!pick.found) ++emptySnapshots_;
+  return std::move(pick.regions);
+}
+
+namespace {
+
+/// Regions into samples: one per 2 MiB chunk each accessed region overlaps (weights: see the
+/// DamonSource.h file comment). Adds each valid region's bytes to `totalBytes` and its accessed
+/// share to `seenBytes`; counts inverted regions in `discarded`.
+std::vector<AccessSample> regionSamples(const std::vector<DamonRegionCount>& regions,
+                                        uint64_t checks, pid_t pid, uint64_t untilNs,
+                                        double& seenBytes, double& totalBytes,
+                                        uint64_t& discarded) {
+  std::vector<AccessSample> out;
+  for (const DamonRegionCount& r : regions) {
+    if (r.end <= r.start) {
+      ++discarded;
       continue;
     }
-    totalBytes += static_cast<double>(v[1] - v[0]);
-    seenBytes += static_cast<double>(v[1] - v[0]) * static_cast<double>(std::min(v[2], checks)) /
-                 static_cast<double>(checks);
-    if (v[2] == 0) continue;  // not accessed in the last aggregation interval
-    const double estimate = damonAccessEstimate(v[2], checks);
+    totalBytes += static_cast<double>(r.end - r.start);
+    seenBytes += static_cast<double>(r.end - r.start) *
+                 static_cast<double>(std::min(r.nrAccesses, checks)) / static_cast<double>(checks);
+    if (r.nrAccesses == 0) continue;  // not accessed in the last aggregation interval
+    const double estimate = damonAccessEstimate(r.nrAccesses, checks);
     // DAMON's region boundaries are page multiples, not 2 MiB ones: a chunk straddled by two
     // regions gets each one's nr_accesses in proportion to the part it covers (weighting every
     // overlap fully counted such chunks twice).
-    for (uint64_t c = v[0] & ~(kHeatRegionBytes - 1); c < v[1]; c += kHeatRegionBytes) {
-      const uint64_t from = std::max(c, v[0]);
-      const uint64_t to = std::min(c + kHeatRegionBytes, v[1]);
+    for (uint64_t c = r.start & ~(kHeatRegionBytes - 1); c < r.end; c += kHeatRegionBytes) {
+      const uint64_t from = std::max(c, r.start);
+      const uint64_t to = std::min(c + kHeatRegionBytes, r.end);
       AccessSample a;
       a.timeNs = untilNs;
-      a.pid = config_.pid;
-      a.tid = config_.pid;
+      a.pid = pid;
+      a.tid = pid;
       a.vaddr = from;
       const uint64_t units = (to - from + kDamonWeightUnit - 1) / kDamonWeightUnit;
       a.weight = std::max<uint64_t>(
@@ -459,9 +559,34 @@ Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
       out.push_back(a);
     }
   }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
+  std::vector<AccessSample> out;
+  if (!created_ || targetGone_) return out;
+  if (lastSnapshotNs_ != 0 && untilNs - lastSnapshotNs_ < config_.snapshotNs) return out;
+  lastSnapshotNs_ = untilNs;
+  auto state = fs_.readAttr(kd("state"));
+  if (!state) return state.error();
+  if (state.value() != "on") {  // kdamond stops by itself when its target process exits
+    targetGone_ = true;
+    trace_.close();
+    return out;
+  }
+  auto regions = trace_.isOpen() ? traceRegions() : triedRegions();
+  if (!regions) return regions.error();
+  if (targetGone_) return out;
+  if (kernelTuning_) readTunedIntervals();
+  const uint64_t checks = std::max<uint64_t>(1, aggrUs_ / std::max<uint64_t>(1, sampleUs_));
+  double seenBytes = 0, totalBytes = 0;
+  out = regionSamples(regions.value(), checks, config_.pid, untilNs, seenBytes, totalBytes,
+                      stats_.discarded);
   stats_.samples += out.size();
-  lastRegions_ = ids.size();
-  if (ids.empty()) {  // still nothing: try again at the next drain instead of a period later
+  lastRegions_ = regions.value().size();
+  if (regions.value().empty()) {  // still nothing: try again at the next drain, not a period later
     lastSnapshotNs_ = 0;
     // Two drains in a row without regions: the kdamond does not finish its aggregations at this
     // sample interval (under TCG a kdamond at 500 us answered nothing 41 times out of 44):
@@ -547,6 +672,11 @@ std::string DamonSource::state() const {
         static_cast<unsigned long long>(lastRegions_), static_cast<unsigned long long>(snapshots_),
         static_cast<unsigned long long>(emptySnapshots_));
   std::string out = buf;
+  if (config_.read == DamonReadPath::Tracepoint) {
+    out += trace_.isOpen() ? " read=tracepoint" : " read=tried_regions";
+    if (traceMalformed_) out += " malformed=" + std::to_string(traceMalformed_);
+    if (!readWhy_.empty()) out += " (" + readWhy_ + ")";
+  }
   if (config_.adaptiveSampling) out += kernelTuning_ ? " tuning=kernel" : " tuning=tierd";
   if (!tuningStopped_.empty()) out += " (" + tuningStopped_ + ")";
   if (config_.cpuBudget <= 0) return out;
@@ -566,6 +696,8 @@ std::string DamonSource::state() const {
 }
 
 void DamonSource::stop() {
+  trace_.close();
+  traceTail_.clear();
   if (!created_) return;
   // Ours still (count and kdamond pid): the pool turns it off, and the last one removes them all.
   pool_->release(slot_, checkOwnership().ok());

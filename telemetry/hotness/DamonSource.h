@@ -50,6 +50,17 @@
 /// Adaptive sampling never goes below the floor. Under a quarter of the budget the floor halves
 /// again. Each raise counts in SourceStats::budgetBackoffs; state() says the measured share, the
 /// floor, and when the budget cannot be held at the bound.
+/// Read path (DamonConfig::read): by default the region counts come from the stat scheme's tried
+/// regions, for which the kernel builds a sysfs directory per region on every request
+/// (~500 of them, three files read each, per second). With DamonReadPath::Tracepoint the source
+/// instead enables the damon:damon_aggregated event in a tracefs instance of its own,
+/// instances/tierd-KDAMOND_PID, filtered to its kdamond's pid (DamonTrace.h), and at each
+/// snapshot reads the instance's trace_pipe without blocking and takes the last complete
+/// aggregation of its target; no stat scheme is installed. The samples and weights are the same
+/// as from the tried regions. Where tracefs or the event is missing, or its format is not the one
+/// DamonTrace.h parses, the source uses the tried regions and state() says why
+/// ("read=tried_regions (tracepoint unavailable: ...)"). stop() disables the event and removes
+/// the instance.
 /// Features are probed by reading what exists (files and avail_operations), never by trial writes.
 /// Every explicit range is validated before writing (a zero-size region crashed kdamond on 6.12).
 
@@ -63,6 +74,7 @@
 #include <utility>
 #include <vector>
 
+#include "telemetry/hotness/DamonTrace.h"
 #include "telemetry/hotness/HotnessSource.h"
 #include "tierd/sys/SysRoot.h"
 
@@ -80,13 +92,26 @@ inline constexpr uint64_t kIntervalsGoalAggrs = 3;
 inline constexpr uint64_t kDamonWeightUnit = 4096;
 
 /// The file operations DamonSource does, so tests can log them in order (awslabs/damo dry-run fs).
+/// Paths are absolute kernel paths ("/sys/..."); errors carry errno and the path.
 class DamonFs {
  public:
   virtual ~DamonFs() = default;
+  /// A sysfs/tracefs attribute, one trailing newline and surrounding blanks stripped.
   virtual Result<std::string> readAttr(const std::string& abs) = 0;
+  /// Writes `data` to an existing file.
   virtual Status write(const std::string& abs, const std::string& data) = 0;
   virtual bool exists(const std::string& abs) = 0;
+  /// Entry names of a directory, sorted.
   virtual Result<std::vector<std::string>> list(const std::string& abs) = 0;
+  /// mkdir(2) (tracefs: creates an instance with its own buffer and events). The default (a
+  /// DamonFs without tracefs) answers Unsupported.
+  virtual Status makeDir(const std::string& abs);
+  /// rmdir(2) (tracefs: removes an instance; EBUSY while one of its files is open). Default:
+  /// Unsupported.
+  virtual Status removeDir(const std::string& abs);
+  /// What a pipe-like file (tracefs trace_pipe) holds now, consumed, without blocking: opened
+  /// O_NONBLOCK and read until EAGAIN or end of file. Default: Unsupported.
+  virtual Result<std::string> readAvailable(const std::string& abs);
 };
 
 /// DamonFs over a SysRoot (production: the live /sys).
@@ -99,6 +124,12 @@ class SysRootDamonFs : public DamonFs {
   }
   bool exists(const std::string& abs) override { return root_.exists(abs); }
   Result<std::vector<std::string>> list(const std::string& abs) override { return root_.list(abs); }
+  /// mkdir(2) of the resolved path, mode 0755.
+  Status makeDir(const std::string& abs) override;
+  /// rmdir(2) of the resolved path.
+  Status removeDir(const std::string& abs) override;
+  /// open(O_RDONLY | O_NONBLOCK) and read(2) until EAGAIN or 0.
+  Result<std::string> readAvailable(const std::string& abs) override;
 
  private:
   sys::SysRoot root_;
@@ -138,6 +169,12 @@ struct DamonRange {
 /// overlapping. Errors (Input) name the offending range.
 Status validateDamonRanges(const std::vector<DamonRange>& ranges, uint64_t pageSize);
 
+/// How DamonSource reads the regions' access counts (see the file comment).
+enum class DamonReadPath {
+  TriedRegions,  ///< the stat scheme's tried_regions directories (DAMON sysfs)
+  Tracepoint,    ///< damon:damon_aggregated in a tracefs instance of our own
+};
+
 /// Monitoring parameters (DAMON monitoring_attrs).
 struct DamonConfig {
   pid_t pid = 0;                   ///< process to monitor
@@ -163,6 +200,8 @@ struct DamonConfig {
   uint64_t clockTicksPerSecond = 100;
   /// drain()'s own thread CPU clock, ns; empty: tierd::threadCpuNs (tests pass a fake one).
   std::function<uint64_t()> threadCpuNs;
+  /// Where the region counts are read from (sampling.damon_read).
+  DamonReadPath read = DamonReadPath::TriedRegions;
 };
 
 /// Estimated accesses per aggregation interval of a region's sampled page, from DAMON's
@@ -230,6 +269,12 @@ class DamonSource final : public HotnessSource {
   double cpuRatio() const { return cpuRatio_; }
   /// The budget's lower bound on sample_us, microseconds; 0 while the budget needs none.
   uint64_t budgetFloorUs() const { return floorUs_; }
+  /// The read path in effect: Tracepoint only while our tracefs instance is open.
+  DamonReadPath readPath() const {
+    return trace_.isOpen() ? DamonReadPath::Tracepoint : DamonReadPath::TriedRegions;
+  }
+  /// The tracefs instance directory while the tracepoint path is in use, else "".
+  const std::string& traceInstance() const { return trace_.dir(); }
 
  private:
   Status w(const std::string& rel, const std::string& value);  ///< write under our kdamond
@@ -247,6 +292,16 @@ class DamonSource final : public HotnessSource {
   void retune(double ratio);
   /// The snapshot part of drain(): tried regions into samples, when one is due.
   Result<std::vector<AccessSample>> snapshot(uint64_t untilNs);
+  /// The regions of the stat scheme's tried regions (update_schemes_tried_regions, retried while
+  /// empty); empty with targetGone_ set when the kdamond stopped.
+  Result<std::vector<DamonRegionCount>> triedRegions();
+  /// The regions of the last complete aggregation in our trace instance's pipe (empty if none).
+  Result<std::vector<DamonRegionCount>> traceRegions();
+  /// The stat scheme whose tried regions the default read path asks for.
+  Status writeStatScheme();
+  /// Tracepoint path at start(), our kdamond on: opens the instance; where that fails, installs
+  /// the stat scheme and commits it (the tried-regions path). Error only when that fails too.
+  Status openTraceOrFallBack();
   /// The CPU budget after a drain that used `ownCpuNs` of this thread (see the file comment).
   void enforceBudget(uint64_t untilNs, uint64_t ownCpuNs);
   /// Over budget: raises the sample_us floor to twice the interval in effect, up to
@@ -288,6 +343,13 @@ class DamonSource final : public HotnessSource {
   bool overAtBound_ = false;   ///< the last window was over budget at sampleBoundUs()
   std::string budgetProblem_;  ///< why the last window could not be measured, "" if it was
   std::string budgetStopped_;  ///< why the budget is no longer enforced (a failed commit)
+  // Tracepoint read path (config_.read == Tracepoint).
+  DamonTraceInstance trace_{fs_};
+  std::string tracefs_;  ///< the tracefs mount probed at start(), "" when not usable
+  std::string readWhy_;  ///< why the tracepoint path is not in use, "" when it is
+  pid_t tracePid_ = 0;   ///< our kdamond's pid, the events' common_pid
+  std::vector<DamonAggregatedEvent> traceTail_;  ///< an aggregation still being emitted
+  uint64_t traceMalformed_ = 0;                  ///< damon_aggregated lines that did not parse
   SourceStats stats_;
 };
 

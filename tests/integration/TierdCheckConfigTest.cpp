@@ -56,7 +56,7 @@ TEST_CASE("tierd --check-config exits 0 on good files and 1 with every error on 
                 " --check-config --config config/invalid/broken.toml",
             out, err) == 1);
   CHECK(err == readText(kFixtures + "/config/invalid/broken.errors") +
-                   "tierd: config/invalid/broken.toml: 23 errors\n");
+                   "tierd: config/invalid/broken.toml: 24 errors\n");
   CHECK(run(tierd + " --check-config --json --config " + kFixtures + "/config/valid/full.toml", out,
             err) == 0);
   CHECK(out.find("\"fast_quota\" : \"12.5%\"") != std::string::npos);

@@ -69,6 +69,9 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   // The kdamond's CPU is sampling cost: held to the budget (DamonSource, "CPU budget").
   c.cpuBudget = config.sampling.cpuBudgetPercent / 100.0;
   c.clockTicksPerSecond = static_cast<uint64_t>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
+  c.read = config.sampling.damonRead == policy::DamonRead::Tracepoint
+               ? telemetry::DamonReadPath::Tracepoint
+               : telemetry::DamonReadPath::TriedRegions;
   return c;
 }
 

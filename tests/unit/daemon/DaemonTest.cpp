@@ -29,6 +29,16 @@ TEST_CASE("the perf sources get [sampling] sample_period and cpu_budget_percent"
         doctest::Approx(telemetry::PerfTuning{}.cpuBudget));
 }
 
+TEST_CASE("each DAMON source reads its regions the way sampling.damon_read says") {
+  auto trace =
+      policy::compileConfigText("[sampling]\ndamon_read = \"tracepoint\"\n", "/x/tierd.toml");
+  REQUIRE(trace.ok());
+  CHECK(daemon::damonTuning(*trace.config).read == telemetry::DamonReadPath::Tracepoint);
+  auto empty = policy::compileConfigText("", "/x/tierd.toml");
+  REQUIRE(empty.ok());
+  CHECK(daemon::damonTuning(*empty.config).read == telemetry::DamonReadPath::TriedRegions);
+}
+
 TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
   policy::CompileOutcome out =
       policy::compileConfigText("[sampling]\ncpu_budget_percent = 2.5\n", "/x/tierd.toml");

@@ -116,7 +116,7 @@ TEST_CASE("every invalid fixture yields exactly its expected error list") {
 
 TEST_CASE("the broken fixture reports all of its mistakes at once") {
   CompileOutcome out = compileConfigFile(kFixtures + "/config/invalid/broken.toml");
-  CHECK(out.errors.size() == 23);
+  CHECK(out.errors.size() == 24);
   CHECK(out.errors.front().line == 3);
   CHECK(out.errors.front().keyPath == "daemon.intervall");
   CHECK(out.errors.front().message == "unknown key (did you mean 'interval'?)");
@@ -136,6 +136,7 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   CHECK(c.sampling.cpuBudgetPercent == doctest::Approx(2.5));
   CHECK(c.sampling.samplePeriod == 4093);
   CHECK(c.sampling.trace == kFixtures + "/config/valid/traces/gups.trace");
+  CHECK(c.sampling.damonRead == DamonRead::Tracepoint);
   CHECK(c.migration.pageGranularity == PageGranularity::Base);
   CHECK(c.migration.maxPromoteMiBPerS == 1024);
   CHECK(c.migration.maxDemoteMiBPerS == 0);

@@ -44,6 +44,51 @@ class FakeDamonFs : public DamonFs {
 
   const TempTree& tree() const { return tree_; }
 
+  static constexpr const char* kTracefs = "/sys/kernel/tracing";
+  /// Mounts a fake tracefs at `mount` whose damon_aggregated event has `format` (the kernel's
+  /// events/damon/damon_aggregated/format text); mkdir under its instances/ creates an instance
+  /// with buffer_size_kb, trace_pipe and the event's enable, filter and format.
+  void mountTracefs(const std::string& format, const std::string& mount = kTracefs) {
+    tracefs_ = mount;
+    format_ = format;
+    tree_.file(mount + "/events/damon/damon_aggregated/format", format);
+    tree_.file(mount + "/events/damon/damon_aggregated/enable", "0\n");
+    std::filesystem::create_directories(root_.path(mount + "/instances"));
+  }
+  /// Appends `text` to the trace_pipe of every instance (what the kernel would emit).
+  void emit(const std::string& text) {
+    for (const auto& name : root_.list(tracefs_ + "/instances").valueOr({})) {
+      const std::string pipe = tracefs_ + "/instances/" + name + "/trace_pipe";
+      tree_.file(pipe, root_.read(pipe).valueOr("") + text);
+    }
+  }
+  int pipeReads = 0;  // readAvailable calls
+
+  Status makeDir(const std::string& abs) override {
+    log.push_back("mkdir " + abs);
+    if (tracefs_.empty() || abs.rfind(tracefs_ + "/instances/", 0) != 0)
+      return Error::sys(ENOENT, "cannot mkdir", abs);
+    if (root_.exists(abs)) return Error::sys(EEXIST, "cannot mkdir", abs);
+    tree_.file(abs + "/buffer_size_kb", "7\n");
+    tree_.file(abs + "/trace_pipe", "");
+    tree_.file(abs + "/events/damon/damon_aggregated/format", format_);
+    tree_.file(abs + "/events/damon/damon_aggregated/enable", "0\n");
+    tree_.file(abs + "/events/damon/damon_aggregated/filter", "none\n");
+    return Ok{};
+  }
+  Status removeDir(const std::string& abs) override {
+    log.push_back("rmdir " + abs);
+    if (!root_.exists(abs)) return Error::sys(ENOENT, "cannot rmdir", abs);
+    std::filesystem::remove_all(root_.path(abs));
+    return Ok{};
+  }
+  Result<std::string> readAvailable(const std::string& abs) override {
+    ++pipeReads;
+    auto text = root_.read(abs);
+    if (text) tree_.file(abs, "");  // consumed
+    return text;
+  }
+
   /// Creates someone else's kdamond (as on this host: state on, paddr).
   void addForeignKdamond() {
     REQUIRE(doWrite(std::string(kRoot) + "/nr_kdamonds", "1").ok());
@@ -63,7 +108,8 @@ class FakeDamonFs : public DamonFs {
   bool exists(const std::string& abs) override { return root_.exists(abs); }
   Result<std::vector<std::string>> list(const std::string& abs) override { return root_.list(abs); }
   Status write(const std::string& abs, const std::string& data) override {
-    log.push_back(abs.substr(std::string(kRoot).size() + 1) + " <- " + data);
+    const std::string root = std::string(kRoot) + "/";
+    log.push_back((abs.rfind(root, 0) == 0 ? abs.substr(root.size()) : abs) + " <- " + data);
     if (processGone && abs.size() > 6 && abs.substr(abs.size() - 6) == "/state" && data != "off")
       return Error::sys(EINVAL, "cannot write", abs);
     return doWrite(abs, data);
@@ -182,6 +228,7 @@ class FakeDamonFs : public DamonFs {
 
   TempTree tree_;
   sys::SysRoot root_;
+  std::string tracefs_, format_;
 };
 
 }  // namespace tierd::telemetry::testing
