@@ -374,13 +374,15 @@ tl_damon_scheme() {
   echo "$1 $tl_ds_quota" >>/tmp/damon-quotas
   echo "tried $(cat "$s/stats/nr_tried") applied $(cat "$s/stats/nr_applied")" \
     "($((tl_ds_applied / 1048576)) MiB) quota $tl_ds_quota B" \
-    "goal $(cat "$s/quotas/goals/0/current_value" 2>/dev/null)/$(cat "$s/quotas/goals/0/target_value")" \
+    "goal $(cat "$s/quotas/goals/0/target_value") bp" \
     "sample_us $(cat "$c/monitoring_attrs/intervals/sample_us")"
 }
 
 # tl_damon_progress: both schemes' figures (the arm's per-second progress), plus the kernel's.
 tl_damon_progress() {
-  echo "node 0 free $(awk '/MemFree/ { print int($4 / 1024) }' /sys/devices/system/node/node0/meminfo) MiB; promote: $(tl_damon_scheme 0); demote: $(tl_damon_scheme 1); $(tl_vm_progress)"
+  free0="$(awk '/MemFree/ { print int($4 / 1024) }' /sys/devices/system/node/node0/meminfo)"
+  echo "node 0 free $free0 MiB; promote: $(tl_damon_scheme 0); demote: $(tl_damon_scheme 1);" \
+    "$(tl_vm_progress)"
 }
 
 # tl_damon_tier_stop: prints and checks the schemes' final figures (the kernel acted: the promote
@@ -415,11 +417,15 @@ tl_damon_trace() {
   done
   sleep "$1"
   echo 0 >"$i/tracing_on"
-  awk '/damon_aggregated:/ { split($1, a, "-"); p = a[length(a)]; n[p]++; if (match($0, /nr_regions=[0-9]+/)) r[p] = substr($0, RSTART + 11, RLENGTH - 11) }
+  awk '/damon_aggregated:/ {
+         split($1, a, "-"); p = a[length(a)]; n[p]++
+         if (match($0, /nr_regions=[0-9]+/)) r[p] = substr($0, RSTART + 11, RLENGTH - 11) }
        /damos_before_apply:/ { split($1, a, "-"); ap[a[length(a)]]++ }
        /damos_esz:/ { split($1, a, "-"); es[a[length(a)]] = $0 }
        /intervals_tune:/ { split($1, a, "-"); it[a[length(a)]] = $0 }
-       END { for (p in n) printf "tl_damon_trace: pid %s: %d region events, nr_regions %s (%.1f aggregations), %d scheme applies; last esz: %s; last tune: %s\n", p, n[p], r[p], r[p] ? n[p] / r[p] : 0, ap[p], es[p], it[p] }' "$i/trace"
+       END { for (p in n) printf "tl_damon_trace: pid %s: %d region events, nr_regions %s " \
+               "(%.1f aggregations), %d scheme applies; last esz: %s; last tune: %s\n",
+               p, n[p], r[p], r[p] ? n[p] / r[p] : 0, ap[p], es[p], it[p] }' "$i/trace"
   head -n 3 "$i/trace" | grep -v '^#'
   grep -m 2 damos "$i/trace"
   rmdir "$i" 2>/dev/null
