@@ -322,13 +322,21 @@ std::vector<MetricDef> systemMetrics() {
             LabelDomain::Fixed,
             {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
              "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs", "perf_software",
-             "move_pages", "kernel_folio_copy_chunked", "kernel_pages_stat_batched"},
+             "move_pages", "kernel_folio_copy_chunked", "kernel_pages_stat_batched",
+             "kernel_migrate_offload", "kernel_migrate_offload_move_pages"},
             "what is available"}}),
       counter(kKernelVmstatEvents, "tierd_kernel_vmstat_events_total", "events",
               "Increase of the kernel's own migration counters in /proc/vmstat since tierd "
               "started (pgmigrate_*, pgpromote_*, pgdemote_* and numa_pages_migrated count base "
               "pages, thp_migration_* count THPs), so tierd and the kernel compare on one graph.",
               {{"counter", LabelDomain::Fixed, vmstatCounterNames(), "/proc/vmstat key"}}),
+      counter(kKernelMigrateOffloadEvents, "tierd_kernel_migrate_offload_events_total", "events",
+              "Increase since tierd started of the copy-offload counters of a kernel with "
+              "kernel-patches/ patch 3 (/sys/kernel/mm/migrate_offload/counters/): batches and "
+              "folios handed to the copy engine, bytes it copied, folios the CPU copied after "
+              "the engine was given them (fallbacks). Absent on other kernels.",
+              {{"counter", LabelDomain::Fixed, migrateOffloadCounterNames(),
+                "file of migrate_offload/counters/"}}),
       gauge(kBuildInfo, "tierd_build_info", "info", "Always 1; labels describe the build.",
             {{"version", LabelDomain::Build, {}, "tierd version (CMake PROJECT_VERSION)"}}),
       counter(kMetricsRejectedUpdates, "tierd_metrics_rejected_updates_total", "updates",
@@ -375,6 +383,11 @@ const MetricDef* findMetric(std::string_view name) {
   for (const auto& m : catalog())
     if (m.name == name) return &m;
   return nullptr;
+}
+
+const std::vector<std::string>& migrateOffloadCounterNames() {
+  static const std::vector<std::string> kNames = {"batches", "folios", "bytes", "fallbacks"};
+  return kNames;
 }
 
 const std::vector<std::string>& vmstatCounterNames() {

@@ -83,6 +83,7 @@ enum class MetricId : size_t {
   ConfigReloads,
   KernelCapability,
   KernelVmstatEvents,
+  KernelMigrateOffloadEvents,
   BuildInfo,
   MetricsRejectedUpdates,
   Count,  ///< number of metrics; not a metric
@@ -148,6 +149,7 @@ inline constexpr CounterHandle kScopePidReuses{MetricId::ScopePidReuses};
 inline constexpr CounterHandle kConfigReloads{MetricId::ConfigReloads};
 inline constexpr GaugeHandle kKernelCapability{MetricId::KernelCapability};
 inline constexpr CounterHandle kKernelVmstatEvents{MetricId::KernelVmstatEvents};
+inline constexpr CounterHandle kKernelMigrateOffloadEvents{MetricId::KernelMigrateOffloadEvents};
 inline constexpr GaugeHandle kBuildInfo{MetricId::BuildInfo};
 inline constexpr CounterHandle kMetricsRejectedUpdates{MetricId::MetricsRejectedUpdates};
 }  // namespace metric
@@ -165,6 +167,10 @@ const MetricDef* findMetric(std::string_view name);
 /// `counter` label's fixed values): pgmigrate_*, pgpromote_*, pgdemote_*, thp_migration_*,
 /// numa_pages_migrated. Keys a kernel lacks are simply not exported.
 const std::vector<std::string>& vmstatCounterNames();
+
+/// The counters of /sys/kernel/mm/migrate_offload/counters/ (kernel-patches/ patch 3) exported
+/// as deltas by tierd_kernel_migrate_offload_events_total: batches, folios, bytes, fallbacks.
+const std::vector<std::string>& migrateOffloadCounterNames();
 
 /// Label values of tierd_build_info: {version} (CMake PROJECT_VERSION).
 std::vector<std::string> buildInfoLabels();

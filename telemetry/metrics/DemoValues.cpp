@@ -77,8 +77,8 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   }
   sink.add(kConfigReloads, {"success"}, step == 0 ? 1 : 0);
   sink.add(kConfigReloads, {"failure"}, 0);
-  for (const char* cap :
-       {"thp", "memory_tiers", "demotion", "damon_vaddr", "perf_software", "move_pages"})
+  for (const char* cap : {"thp", "memory_tiers", "demotion", "damon_vaddr", "perf_software",
+                          "move_pages", "kernel_migrate_offload"})
     sink.set(kKernelCapability, {cap}, 1);
   for (const char* cap : {"perf_pebs", "perf_ibs", "hmat"})
     sink.set(kKernelCapability, {cap}, 0);
@@ -87,6 +87,10 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   for (size_t i = 0; i < names.size(); ++i)
     vmstat[names[i]] = static_cast<int64_t>(1000 * i + (step + 1) * (i + 1) * 10);
   vmstat_.update(vmstat, sink);
+  // A patched kernel offloading 2 MiB batches (kernel-patches/ patch 3).
+  const auto n = static_cast<int64_t>(step + 1);
+  offload_.update(
+      {{"batches", 4 * n}, {"folios", 4 * n}, {"bytes", n * (8 << 20)}, {"fallbacks", 0}}, sink);
   sink.set(kBuildInfo, buildInfoLabels(), 1);
   sink.add(kMetricsRejectedUpdates, {"tierd_build_info"}, 0);
 }

@@ -25,6 +25,7 @@ class DemoFeeder {
  private:
   uint64_t step_ = 0;
   VmstatDeltas vmstat_;
+  VmstatDeltas offload_{metric::kKernelMigrateOffloadEvents, migrateOffloadCounterNames()};
 };
 
 }  // namespace tierd::telemetry

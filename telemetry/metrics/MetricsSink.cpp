@@ -195,8 +195,13 @@ std::string RecordingSink::log() const {
 
 // ---- VmstatDeltas
 
+VmstatDeltas::VmstatDeltas() : VmstatDeltas(metric::kKernelVmstatEvents, vmstatCounterNames()) {}
+
+VmstatDeltas::VmstatDeltas(CounterHandle metric, std::vector<std::string> names)
+    : metric_(metric), names_(std::move(names)) {}
+
 void VmstatDeltas::update(const std::map<std::string, int64_t>& vmstat, MetricsSink& sink) {
-  const auto& names = vmstatCounterNames();
+  const auto& names = names_;
   std::vector<std::pair<std::string, int64_t>> next;
   for (const auto& [key, value] : vmstat) {
     if (std::find(names.begin(), names.end(), key) == names.end()) continue;
@@ -205,7 +210,7 @@ void VmstatDeltas::update(const std::map<std::string, int64_t>& vmstat, MetricsS
                              [&name = key](const auto& p) { return p.first == name; });
     double delta = 0;
     if (prev != last_.end() && value >= prev->second) delta = double(value - prev->second);
-    sink.add(metric::kKernelVmstatEvents, {key}, delta);
+    sink.add(metric_, {key}, delta);
   }
   last_ = std::move(next);
 }

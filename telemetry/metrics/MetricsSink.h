@@ -122,16 +122,25 @@ class RecordingSink : public MetricsSink {
   const Series* find(std::string_view metric, const LabelValues& labels) const;
 };
 
-/// Turns successive /proc/vmstat readings into tierd_kernel_vmstat_events_total deltas. The
-/// daemon reads the file (tierd/sys/Vmstat.h: readVmstat) and passes the parsed key/value map;
-/// only the keys of vmstatCounterNames() are used. The first reading sets the baseline and
-/// creates the series at 0; a counter that goes backwards (impossible short of a wrap) rebases.
+/// Turns successive readings of kernel counters (totals since boot) into deltas of one catalog
+/// counter whose `counter` label is the kernel's key. By default /proc/vmstat into
+/// tierd_kernel_vmstat_events_total: the daemon reads the file (tierd/sys/Vmstat.h: readVmstat)
+/// and passes the parsed key/value map; only the keys of `names` are used. The first reading sets
+/// the baseline and creates the series at 0; a counter that goes backwards (impossible short of a
+/// wrap) rebases.
 class VmstatDeltas {
  public:
+  /// /proc/vmstat's migration counters into tierd_kernel_vmstat_events_total.
+  VmstatDeltas();
+  /// Any other kernel counter set: `names` are the keys used (the metric's `counter` label
+  /// values, in the catalog's fixed list).
+  VmstatDeltas(CounterHandle metric, std::vector<std::string> names);
   /// Feeds one reading into `sink`.
   void update(const std::map<std::string, int64_t>& vmstat, MetricsSink& sink);
 
  private:
+  CounterHandle metric_;
+  std::vector<std::string> names_;
   std::vector<std::pair<std::string, int64_t>> last_;
 };
 

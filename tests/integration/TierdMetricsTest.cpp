@@ -324,6 +324,8 @@ TEST_CASE("after ticks that moved memory, every family that counts moves has rea
       {"tierd_daemon_errors_total", "a clean run: nothing failed"},
       {"tierd_config_reloads_total", "no SIGHUP"},
       {"tierd_kernel_vmstat_events_total", "the fixture's /proc/vmstat does not change"},
+      {"tierd_kernel_migrate_offload_events_total",
+       "the fixture's kernel has no kernel-patches/ patch 3"},
       {"tierd_metrics_rejected_updates_total", "must be 0: checked below"},
       {"tierd_migrate_thp_split_after_move_total", "the model kernel splits no THP by itself"},
       {"tierd_migrate_identity_check_failures_total", "no pid is reused"},

@@ -36,6 +36,8 @@ WORKLOAD = "gups"
 MAY_BE_EMPTY = {
     "tierd_kernel_vmstat_events_total":
         "the model's topology fixture has no /proc/vmstat (the kernel's counters are not modelled)",
+    "tierd_kernel_migrate_offload_events_total":
+        "the model's kernel has no kernel-patches/ patch 3 (no /sys/kernel/mm/migrate_offload)",
 }
 # Dashboard expressions (fragments) that may be 0 after ticks that moved memory, and why.
 MAY_BE_ZERO = {

@@ -360,6 +360,7 @@ class Daemon {
   // Metrics known before the first tick: node capacities, capability flags, counters at 0.
   void publishStartMetrics() {
     std::vector<uint64_t> pageSizes = {static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), 2 * kMiB};
+    std::map<std::string, int64_t> offload;
     topology::TierOverride tiers;
     tiers.fastNodes = initial_.tiers.fastNodes;
     tiers.slowNodes = initial_.tiers.slowNodes;
@@ -367,8 +368,10 @@ class Daemon {
       if (topo->caps.basePageSize) pageSizes[0] = topo->caps.basePageSize;
       if (topo->caps.pmdPageSize) pageSizes[1] = topo->caps.pmdPageSize;
       publishTopology(topo.value(), *sink_);
+      offload = migrateOffloadCounters(topo->caps);
     }
     metrics_->start(initial_, pageSizes, sourceName_);
+    metrics_->migrateOffload(offload);
     auto available = [&](std::string_view name) {
       for (const auto& s : probe_.sources)
         if (s.name == name) return s.available;
@@ -465,6 +468,7 @@ class Daemon {
       log_.info(c);
     log_.info(progressLine(tickNo_, report, processCpuSeconds()));
     publishTopology(report.topology, *sink_);
+    metrics_->migrateOffload(migrateOffloadCounters(report.topology.caps));
     metrics_->tick(report, snapshotSources(*engine_, root_), wallSeconds,
                    [this](pid_t pid) { return engine_->workloadOf(pid); });
   }

@@ -263,6 +263,10 @@ void DaemonMetrics::vmstat(const std::map<std::string, int64_t>& values) {
   vmstat_.update(values, sink_);
 }
 
+void DaemonMetrics::migrateOffload(const std::map<std::string, int64_t>& counters) {
+  offload_.update(counters, sink_);
+}
+
 void DaemonMetrics::metricsError(int err) {
   sink_.add(kDaemonErrors, {"metrics", telemetry::errnoLabel(err)}, 1);
 }

@@ -117,6 +117,11 @@ class DaemonMetrics {
   /// A /proc/vmstat reading (kernel migration counters as deltas).
   void vmstat(const std::map<std::string, int64_t>& values);
 
+  /// A reading of the copy-offload counters (migrateOffloadCounters() of TopologyMetrics.h) as
+  /// deltas of tierd_kernel_migrate_offload_events_total; an empty map (no patch 3) exports
+  /// nothing.
+  void migrateOffload(const std::map<std::string, int64_t>& counters);
+
   /// An error of the metrics plumbing itself (vmstat unreadable...): errors{metrics, errno}.
   void metricsError(int err);
 
@@ -129,6 +134,8 @@ class DaemonMetrics {
   telemetry::MetricsSink& sink_;
   telemetry::MigrationMeter meter_;
   telemetry::VmstatDeltas vmstat_;
+  telemetry::VmstatDeltas offload_{telemetry::metric::kKernelMigrateOffloadEvents,
+                                   telemetry::migrateOffloadCounterNames()};
   std::map<pid_t, telemetry::SourceStats> lastSource_;  ///< per pid: totals already exported
   /// Per sampled pid: its worker (kdamond) pid and CPU seconds already counted.
   std::map<pid_t, std::pair<pid_t, double>> lastWorker_;

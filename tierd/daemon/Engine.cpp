@@ -704,6 +704,11 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   report.slowNodes = topo->nodesIn(topology::Tier::Slow);
   report.topology = topo.value();
   report.cpu.topologyNs = threadCpuNs() - phaseStart;
+  // kernel-patches/ patch 3: calls of at least the copy engine's minimum batch while offload
+  // serves move_pages(2); followed each tick, so enabling or disabling offload takes effect.
+  const auto& offload = topo->caps.migrateOffload;
+  migrator_->setMinBytesPerCall(
+      offload && offload->movePagesOffloaded() ? offload->minBatchBytes.value_or(0) : 0);
 
   // Scopes: who may be sampled, located and moved this tick.
   std::map<pid_t, Scoped> scoped;

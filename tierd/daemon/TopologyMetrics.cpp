@@ -43,6 +43,24 @@ void publishTopology(const topology::Topology& topo, telemetry::MetricsSink& sin
   // tierd's own kernel patches (kernel-patches/), by the release tag -tierdN.
   flag("kernel_folio_copy_chunked", c.tierdKernel && c.tierdKernel->folioCopyChunked);
   flag("kernel_pages_stat_batched", c.tierdKernel && c.tierdKernel->pagesStatBatched);
+  // Patch 3 by its sysfs folder; whether tierd's own move_pages(2) calls are offloaded.
+  flag("kernel_migrate_offload", c.migrateOffload.has_value());
+  flag("kernel_migrate_offload_move_pages",
+       c.migrateOffload && c.migrateOffload->movePagesOffloaded());
+}
+
+std::map<std::string, int64_t> migrateOffloadCounters(const topology::Capabilities& caps) {
+  std::map<std::string, int64_t> out;
+  if (!caps.migrateOffload) return out;
+  const topology::MigrateOffload& m = *caps.migrateOffload;
+  auto put = [&](const char* name, const std::optional<uint64_t>& v) {
+    if (v) out[name] = static_cast<int64_t>(*v);
+  };
+  put("batches", m.batches);
+  put("folios", m.folios);
+  put("bytes", m.bytes);
+  put("fallbacks", m.fallbacks);
+  return out;
 }
 
 }  // namespace tierd

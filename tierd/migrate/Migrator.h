@@ -75,6 +75,13 @@ class Migrator {
   /// without limits.
   virtual void setLimits(const MigrationLimits& limits) { (void)limits; }
 
+  /// Sets the floor of the bytes gathered into one move_pages(2) call (MigratorConfig::
+  /// minBytesPerCall): the engine passes the copy engine's min_batch_bytes of a kernel with
+  /// kernel-patches/ patch 3 while offload serves move_pages (smaller calls copy on the CPU),
+  /// 0 otherwise. Called on the executing thread between execute() calls. The default
+  /// implementation ignores it.
+  virtual void setMinBytesPerCall(uint64_t bytes) { (void)bytes; }
+
   /// /proc/PID/smaps of one process, as a caller read it (shared, never copied).
   using SmapsSnapshot = std::shared_ptr<const std::vector<sys::SmapsVma>>;
   /// Hands the migrator the smaps of `pid` that the caller read this tick (the engine reads it
@@ -140,6 +147,10 @@ struct MigratorConfig {
   int64_t callLatencyTargetNs = 20'000'000;    ///< aim for each move_pages call to take ~20 ms
   uint64_t initialBytesPerCall = 16ull << 20;  ///< first call size before any measurement
   uint64_t maxPagesPerCall = 1u << 16;         ///< hard cap on addresses per call
+  /// Floor of the bytes per move call, above the latency target's size (copy offload's
+  /// /sys/kernel/mm/migrate_offload/min_batch_bytes: smaller calls are not offloaded); 0 = none.
+  /// maxPagesPerCall still caps a call.
+  uint64_t minBytesPerCall = 0;
   uint64_t promoteBytesPerSecond = 0;  ///< byte-rate budget for Direction::Promote; 0 = none
   uint64_t demoteBytesPerSecond = 0;   ///< byte-rate budget for Direction::Demote; 0 = none
   int busyRetries = 1;                 ///< how often -EBUSY pages are retried at batch end

@@ -75,11 +75,17 @@ Result<Migrator::SmapsSnapshot> MovePagesMigrator::smapsOf(pid_t pid) {
 }
 
 uint64_t MovePagesMigrator::bytesPerCall() const {
-  if (nsPerByte_ <= 0) return std::max<uint64_t>(config_.initialBytesPerCall, 1);
-  double b = static_cast<double>(config_.callLatencyTargetNs) / nsPerByte_;
-  if (b < 1) return 1;
-  if (b > 1e15) return static_cast<uint64_t>(1e15);
-  return static_cast<uint64_t>(b);
+  uint64_t bytes = 1;
+  if (nsPerByte_ <= 0) {
+    bytes = config_.initialBytesPerCall;
+  } else {
+    const double b = static_cast<double>(config_.callLatencyTargetNs) / nsPerByte_;
+    if (b > 1e15)
+      bytes = static_cast<uint64_t>(1e15);
+    else if (b >= 1)
+      bytes = static_cast<uint64_t>(b);
+  }
+  return std::max<uint64_t>({bytes, config_.minBytesPerCall, 1});
 }
 
 void MovePagesMigrator::planRange(BatchState& st, size_t index) {

@@ -16,7 +16,8 @@
 ///   2. Queries up to maxPagesPerCall pages at a time (move_pages nodes=NULL, cheap: pages already
 ///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
 ///      rest in calls sized to a latency target: bytes per call = latency target / measured ns
-///      per byte (EWMA of earlier move calls), at least one page, at most maxPagesPerCall.
+///      per byte (EWMA of earlier move calls), at least one page and minBytesPerCall (a copy
+///      engine's minimum batch), at most maxPagesPerCall.
 ///   Targets outside the task's Mems_allowed (PageSystem::memsAllowed, read once per pid per
 ///   batch at planning) are not sent: NodeNotAllowed without a call.
 ///   3. A per-direction byte-rate budget (token bucket, debt allowed, burst <= 1 s) is waited for
@@ -69,6 +70,7 @@ class MovePagesMigrator final : public Migrator {
   /// Takes the new call latency target and byte rates into config(). The token buckets keep
   /// their balance (debt included); a bucket holds at most one second of its new rate.
   void setLimits(const MigrationLimits& limits) override;
+  void setMinBytesPerCall(uint64_t bytes) override { config_.minBytesPerCall = bytes; }
   /// Kept for locate() and execute() (see Migrator::shareSmaps): a pid with a shared smaps is
   /// planned and located without reading /proc/PID/smaps.
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override { sharedSmaps_[pid] = std::move(smaps); }
@@ -77,7 +79,8 @@ class MovePagesMigrator final : public Migrator {
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }
   const MigratorConfig& config() const { return config_; }
-  /// Bytes the next call will gather (latency target / measured ns per byte, clamped).
+  /// Bytes the next call will gather (latency target / measured ns per byte, clamped; at least
+  /// minBytesPerCall).
   uint64_t bytesPerCall() const;
 
  private:

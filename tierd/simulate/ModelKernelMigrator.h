@@ -231,6 +231,7 @@ class ModelKernelMigrator final : public Migrator {
   int64_t nowNs() override { return engine_.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
   void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }
+  void setMinBytesPerCall(uint64_t bytes) override { engine_.setMinBytesPerCall(bytes); }
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     engine_.shareSmaps(pid, std::move(smaps));
   }

@@ -14,6 +14,7 @@ namespace {
 const std::string kNodeDir = "/sys/devices/system/node";
 const std::string kTierDir = "/sys/devices/virtual/memory_tiering";
 const std::string kDamonDir = "/sys/kernel/mm/damon/admin";
+const std::string kOffloadDir = "/sys/kernel/mm/migrate_offload";
 
 std::string nodePath(int id) {
   return kNodeDir + "/node" + std::to_string(id);
@@ -201,6 +202,64 @@ void readFreePmdBlocks(const sys::SysRoot& root, Topology& topo) {
   }
 }
 
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  std::string w;
+  while (in >> w)
+    out.push_back(w);
+  return out;
+}
+
+// Capabilities::migrateOffload from kOffloadDir (patch 3). A file that is missing or malformed
+// leaves its field unknown and adds a warning: a partial folder is a kernel we did not build.
+std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
+                                                 std::vector<std::string>& warnings) {
+  if (!root.exists(kOffloadDir)) return std::nullopt;
+  MigrateOffload m;
+  auto warn = [&](const std::string& file) {
+    warnings.push_back("migrate offload: " + root.path(kOffloadDir + "/" + file) +
+                       " is missing or malformed");
+  };
+  if (auto e = readOptInt<int>(root, kOffloadDir + "/enable"); e && (*e == 0 || *e == 1))
+    m.enabled = *e == 1;
+  else
+    warn("enable");
+  if (auto e = root.read(kOffloadDir + "/engine")) {
+    for (std::string w : words(e.value())) {
+      if (w.size() > 2 && w.front() == '[' && w.back() == ']') {
+        w = w.substr(1, w.size() - 2);
+        m.engine = w;
+      }
+      m.engines.push_back(w);
+    }
+  }
+  if (m.engine.empty()) warn("engine");
+  m.threads = readOptInt<int>(root, kOffloadDir + "/threads");
+  if (!m.threads) warn("threads");
+  if (auto b = readOptInt<int64_t>(root, kOffloadDir + "/min_batch_bytes"); b && *b >= 0)
+    m.minBatchBytes = static_cast<uint64_t>(*b);
+  else
+    warn("min_batch_bytes");
+  if (auto r = root.read(kOffloadDir + "/reasons"))
+    m.reasons = words(r.value());
+  else
+    warn("reasons");
+  auto counter = [&](const char* name) -> std::optional<uint64_t> {
+    auto v = readOptInt<int64_t>(root, kOffloadDir + "/counters/" + name);
+    if (!v || *v < 0) {
+      warn(std::string("counters/") + name);
+      return std::nullopt;
+    }
+    return static_cast<uint64_t>(*v);
+  };
+  m.batches = counter("batches");
+  m.folios = counter("folios");
+  m.bytes = counter("bytes");
+  m.fallbacks = counter("fallbacks");
+  return m;
+}
+
 Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>& warnings) {
   Capabilities c;
   if (auto r = root.readAttr("/proc/sys/kernel/osrelease")) c.kernelRelease = r.value();
@@ -223,6 +282,7 @@ Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>
   }
   c.perfEventParanoid = readOptInt<int>(root, "/proc/sys/kernel/perf_event_paranoid");
   if (auto pmus = root.list("/sys/bus/event_source/devices")) c.perfPmus = pmus.value();
+  c.migrateOffload = readMigrateOffload(root, warnings);
   c.damonSysfs = root.exists(kDamonDir);
   if (c.damonSysfs) {
     const std::string kd = kDamonDir + "/kdamonds";
@@ -233,12 +293,8 @@ Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>
         ++c.damonKdamondsRunning;
       // avail_operations lives in a context; read it where one exists (never create one).
       if (c.damonOperations.empty()) {
-        if (auto ops = root.readAttr(dir + "/contexts/0/avail_operations")) {
-          std::istringstream in(ops.value());
-          std::string w;
-          while (in >> w)
-            c.damonOperations.push_back(w);
-        }
+        if (auto ops = root.readAttr(dir + "/contexts/0/avail_operations"))
+          c.damonOperations = words(ops.value());
       }
     }
   }
@@ -250,6 +306,10 @@ std::string joinIds(const std::set<int>& ids) {
 }
 
 }  // namespace
+
+bool MigrateOffload::movePagesOffloaded() const {
+  return enabled && std::find(reasons.begin(), reasons.end(), "syscall_or_cpuset") != reasons.end();
+}
 
 std::optional<TierdKernel> parseTierdKernelRelease(const std::string& release) {
   static const std::string kTag = "-tierd";

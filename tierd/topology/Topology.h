@@ -99,6 +99,27 @@ struct TierdKernel {
   bool pagesStatBatched = false;
 };
 
+/// Patch 3 of kernel-patches/ (the copy phase of migrate_pages_batch() handed to a copy engine),
+/// read from /sys/kernel/mm/migrate_offload/. Present only on a kernel with the patch: the folder
+/// itself is the probe (the release tag stays `-tierd1`). tierd only reads it; enabling offload
+/// and choosing reasons is the operator's decision (`echo 1 > .../enable`).
+struct MigrateOffload {
+  bool enabled = false;                   ///< `enable`: 1 when batches may go to the engine
+  std::string engine;                     ///< active word of `engine` ("threads"), "" if unreadable
+  std::vector<std::string> engines;       ///< every word of `engine`, brackets removed
+  std::optional<int> threads;             ///< `threads`: worker shares per batch (1-32)
+  std::optional<uint64_t> minBatchBytes;  ///< `min_batch_bytes`: smaller batches copy on the CPU
+  /// `reasons`: migration reasons allowed to offload, names of the kernel's
+  /// migrate_reason_names[] ("numa_misplaced demotion damon" by default).
+  std::vector<std::string> reasons;
+  /// `counters/{batches,folios,bytes,fallbacks}`: totals since boot; nullopt if unreadable.
+  /// fallbacks counts folios the engine was given and the CPU then copied.
+  std::optional<uint64_t> batches, folios, bytes, fallbacks;
+  /// True when tierd's own moves go to the engine: offload enabled and move_pages(2)'s reason
+  /// (MR_SYSCALL, named "syscall_or_cpuset") among `reasons`.
+  bool movePagesOffloaded() const;
+};
+
 /// The `-tierdN` tag of a kernel release string ("7.3.4-tierd1", also with kbuild's trailing
 /// "+"); nullopt when the release has no such tag (any stock kernel) or N is not a positive
 /// number. Pure.
@@ -119,6 +140,8 @@ struct Capabilities {
   std::vector<std::string> damonOperations;  ///< avail_operations of an existing context, if any
   int damonKdamonds = 0;                     ///< nr_kdamonds
   int damonKdamondsRunning = 0;              ///< kdamonds whose state is "on"
+  /// /sys/kernel/mm/migrate_offload/ (kernel-patches/ patch 3); nullopt when absent.
+  std::optional<MigrateOffload> migrateOffload;
 };
 
 /// The whole snapshot.

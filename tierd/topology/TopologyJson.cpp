@@ -44,6 +44,41 @@ std::string tierdKernelText(const std::optional<TierdKernel>& k) {
   return s;
 }
 
+// "absent", or e.g. "on, engine threads, 2 threads, min batch 2 MiB; move_pages offloaded: no
+// (syscall_or_cpuset not in reasons)".
+std::string migrateOffloadText(const std::optional<MigrateOffload>& m) {
+  if (!m) return "absent (no kernel-patches/ patch 3)";
+  std::string s = m->enabled ? "on" : "off";
+  s += ", engine " + (m->engine.empty() ? std::string("unknown") : m->engine);
+  if (m->threads) s += ", " + std::to_string(*m->threads) + " threads";
+  if (m->minBatchBytes) s += ", min batch " + formatBytes(*m->minBatchBytes);
+  s += "; tierd's moves offloaded: ";
+  if (m->movePagesOffloaded())
+    s += "yes";
+  else if (!m->enabled)
+    s += "no (enable is 0)";
+  else
+    s += "no (syscall_or_cpuset not in reasons)";
+  return s;
+}
+
+nlohmann::ordered_json migrateOffloadJson(const std::optional<MigrateOffload>& m) {
+  using J = nlohmann::ordered_json;
+  if (!m) return nullptr;
+  return {{"enabled", m->enabled},
+          {"engine", m->engine.empty() ? J(nullptr) : J(m->engine)},
+          {"engines", m->engines},
+          {"threads", optJson(m->threads)},
+          {"min_batch_bytes", optJson(m->minBatchBytes)},
+          {"reasons", m->reasons},
+          {"move_pages_offloaded", m->movePagesOffloaded()},
+          {"counters",
+           {{"batches", optJson(m->batches)},
+            {"folios", optJson(m->folios)},
+            {"bytes", optJson(m->bytes)},
+            {"fallbacks", optJson(m->fallbacks)}}}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json topologyToJson(const Topology& topo) {
@@ -98,7 +133,8 @@ nlohmann::ordered_json topologyToJson(const Topology& topo) {
             {"damon_sysfs", c.damonSysfs},
             {"damon_operations", c.damonOperations},
             {"damon_kdamonds", c.damonKdamonds},
-            {"damon_kdamonds_running", c.damonKdamondsRunning}};
+            {"damon_kdamonds_running", c.damonKdamondsRunning},
+            {"migrate_offload", migrateOffloadJson(c.migrateOffload)}};
   return {{"schema", kTopologyJsonSchema},
           {"method", topo.method},
           {"fast_nodes", topo.nodesIn(Tier::Fast)},
@@ -175,7 +211,8 @@ std::string topologyToText(const Topology& topo) {
       {"  DAMON sysfs", c.damonSysfs ? "yes, " + std::to_string(c.damonKdamonds) + " kdamond(s), " +
                                            std::to_string(c.damonKdamondsRunning) + " running"
                                      : "no"},
-      {"  DAMON operations", c.damonSysfs ? join(c.damonOperations) : "none"}};
+      {"  DAMON operations", c.damonSysfs ? join(c.damonOperations) : "none"},
+      {"  migrate offload", migrateOffloadText(c.migrateOffload)}};
   out << renderTable(crows);
   if (!topo.warnings.empty()) {
     out << "\nwarnings:\n";

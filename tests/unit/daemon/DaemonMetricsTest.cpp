@@ -61,11 +61,12 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   // The sink's rejected-updates counter: one series per catalog metric name.
   CHECK(s.seriesCount("tierd_metrics_rejected_updates_total") == telemetry::catalog().size());
   CHECK(s.has("tierd_metrics_rejected_updates_total", {"tierd_migrate_bytes_total"}));
-  // Every catalog counter has a series, except the kernel's vmstat counters (those present in
-  // /proc/vmstat appear with the first reading).
+  // Every catalog counter has a series, except the kernel's own counters (those present in
+  // /proc/vmstat or migrate_offload/counters appear with the first reading).
   for (const auto& def : telemetry::catalog())
     if (def.type == telemetry::MetricType::Counter &&
-        def.id != telemetry::MetricId::KernelVmstatEvents) {
+        def.id != telemetry::MetricId::KernelVmstatEvents &&
+        def.id != telemetry::MetricId::KernelMigrateOffloadEvents) {
       INFO(def.name);
       CHECK(s.seriesCount(def.name) > 0);
     }
@@ -187,6 +188,15 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   m.vmstat({{"pgmigrate_success", 10}, {"nr_free_pages", 5}});
   m.vmstat({{"pgmigrate_success", 25}, {"nr_free_pages", 9}});
   CHECK(s.value("tierd_kernel_vmstat_events_total", {"pgmigrate_success"}) == 15);
+
+  // kernel-patches/ patch 3's counters: increases since the first reading, own metric.
+  m.migrateOffload({});
+  CHECK(s.seriesCount("tierd_kernel_migrate_offload_events_total") == 0);
+  m.migrateOffload({{"batches", 4}, {"bytes", 8 << 20}});
+  m.migrateOffload({{"batches", 6}, {"bytes", 12 << 20}});
+  CHECK(s.value("tierd_kernel_migrate_offload_events_total", {"batches"}) == 2);
+  CHECK(s.value("tierd_kernel_migrate_offload_events_total", {"bytes"}) == 4 << 20);
+  CHECK_FALSE(s.has("tierd_kernel_vmstat_events_total", {"batches"}));
   CHECK(s.rejectedUpdates() == 0);
 }
 

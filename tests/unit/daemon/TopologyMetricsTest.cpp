@@ -68,4 +68,25 @@ TEST_CASE("publishTopology exports memory nodes per tier, hugetlb pools and capa
   publishTopology(t, s);
   CHECK(cap("kernel_folio_copy_chunked") == 1);
   CHECK(cap("kernel_pages_stat_batched") == 1);
+  CHECK(cap("kernel_migrate_offload") == 0);
+  CHECK(cap("kernel_migrate_offload_move_pages") == 0);
+  CHECK(migrateOffloadCounters(t.caps).empty());
+
+  // kernel-patches/ patch 3: the folder exists; tierd's moves are offloaded only with offload
+  // enabled and move_pages(2)'s reason listed.
+  topology::MigrateOffload m;
+  m.enabled = true;
+  m.reasons = {"numa_misplaced", "demotion", "damon"};
+  m.batches = 3;
+  m.bytes = 6ULL << 20;
+  t.caps.migrateOffload = m;
+  publishTopology(t, s);
+  CHECK(cap("kernel_migrate_offload") == 1);
+  CHECK(cap("kernel_migrate_offload_move_pages") == 0);
+  t.caps.migrateOffload->reasons.push_back("syscall_or_cpuset");
+  publishTopology(t, s);
+  CHECK(cap("kernel_migrate_offload_move_pages") == 1);
+  // Unreadable counters (folios, fallbacks here) are left out, not exported as 0.
+  CHECK(migrateOffloadCounters(t.caps) ==
+        std::map<std::string, int64_t>{{"batches", 3}, {"bytes", 6 << 20}});
 }

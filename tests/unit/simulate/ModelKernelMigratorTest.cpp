@@ -495,6 +495,27 @@ TEST_CASE("call size adapts to the latency target from measured time per byte") 
   CHECK(res.stats.maxCallNs > 0);
 }
 
+TEST_CASE("a copy engine's minimum batch floors the call size above the latency target's") {
+  MigratorConfig cfg;
+  cfg.callLatencyTargetNs = 1'000'000;  // 1 ms: ~1 MB per call at 1 ns per byte
+  cfg.initialBytesPerCall = 4 * kMiB;
+  ModelKernelMigrator m(cfg);
+  auto& k = m.kernel();
+  k.nsPerByteMoved = 1;
+  k.map(kPid, kBase, 8 * kMiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 8 * kMiB, 0);
+  m.engine().setMinBytesPerCall(2 * kMiB);  // min_batch_bytes of kernel-patches/ patch 3
+  auto res = m.execute({range(kBase, 8 * kMiB, 1)}, kNoDeadline);
+  CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2048);
+  CHECK(m.engine().bytesPerCall() == 2 * kMiB);
+  // 4 MiB unmeasured first, then 2 MiB (512 base pages) calls instead of ~1 MB ones.
+  CHECK(countLines(m.log(), "move pid=100 n=1024") == 1);
+  CHECK(countLines(m.log(), "move pid=100 n=512") == 2);
+  CHECK(res.stats.moveCalls == 3);
+  m.engine().setMinBytesPerCall(0);  // offload turned off: the latency target rules again
+  CHECK(m.engine().bytesPerCall() <= 1'000'000);
+}
+
 TEST_CASE("locate on the model equals the naive per-base-page query") {
   ModelKernelMigrator m;
   auto& k = m.kernel();

@@ -337,3 +337,74 @@ TEST_CASE("a kernel built from kernel-patches/ is told by its -tierdN release ta
   CHECK(
       contains(topologyToText(t.value()), "tierd1: chunked folio copy, batched move_pages status"));
 }
+
+TEST_CASE("migrate_offload (kernel-patches/ patch 3) is read from its sysfs folder") {
+  FixtureCopy f("qemu-2node");
+  CHECK_FALSE(load("qemu-2node").caps.migrateOffload.has_value());
+  CHECK(topologyToJson(load("qemu-2node"))["capabilities"]["migrate_offload"].is_null());
+  CHECK(contains(topologyToText(load("qemu-2node")), "absent (no kernel-patches/ patch 3)"));
+
+  // The patched kernel's answers at boot (the show functions of 0003-*.patch: "%d\n",
+  // "[threads]\n", "%u\n", "%lu\n", space-separated reason names, "%ld\n").
+  const std::string mo = "/sys/kernel/mm/migrate_offload";
+  fs::create_directories(f.dir.string() + mo + "/counters");
+  f.put(mo + "/enable", "0\n");
+  f.put(mo + "/engine", "[threads]\n");
+  f.put(mo + "/threads", "2\n");
+  f.put(mo + "/min_batch_bytes", "2097152\n");
+  f.put(mo + "/reasons", "numa_misplaced demotion damon\n");
+  f.put(mo + "/counters/batches", "7\n");
+  f.put(mo + "/counters/folios", "3584\n");
+  f.put(mo + "/counters/bytes", "7516192768\n");
+  f.put(mo + "/counters/fallbacks", "0\n");
+  auto t = f.read();
+  REQUIRE(t.ok());
+  REQUIRE(t->caps.migrateOffload.has_value());
+  const MigrateOffload& m = *t->caps.migrateOffload;
+  CHECK_FALSE(m.enabled);
+  CHECK(m.engine == "threads");
+  CHECK(m.engines == std::vector<std::string>{"threads"});
+  CHECK(m.threads == 2);
+  CHECK(m.minBatchBytes == 2 * kMiB);
+  CHECK(m.reasons == std::vector<std::string>{"numa_misplaced", "demotion", "damon"});
+  CHECK(m.batches == 7);
+  CHECK(m.folios == 3584);
+  CHECK(m.bytes == 7516192768ULL);
+  CHECK(m.fallbacks == 0);
+  CHECK_FALSE(m.movePagesOffloaded());
+  CHECK(t->warnings.empty());
+  CHECK(contains(topologyToText(t.value()),
+                 "off, engine threads, 2 threads, min batch 2.0 MiB; "
+                 "tierd's moves offloaded: no (enable is 0)"));
+
+  // Enabled, but move_pages(2)'s reason is not among the reasons: tierd's calls copy on the CPU.
+  f.put(mo + "/enable", "1\n");
+  t = f.read();
+  REQUIRE(t.ok());
+  CHECK_FALSE(t->caps.migrateOffload->movePagesOffloaded());
+  CHECK(contains(topologyToText(t.value()), "no (syscall_or_cpuset not in reasons)"));
+
+  f.put(mo + "/reasons", "syscall_or_cpuset numa_misplaced demotion damon\n");
+  t = f.read();
+  REQUIRE(t.ok());
+  CHECK(t->caps.migrateOffload->movePagesOffloaded());
+  auto j = topologyToJson(t.value())["capabilities"]["migrate_offload"];
+  CHECK(j["enabled"] == true);
+  CHECK(j["engine"] == "threads");
+  CHECK(j["move_pages_offloaded"] == true);
+  CHECK(j["counters"]["bytes"] == 7516192768ULL);
+  CHECK(contains(topologyToText(t.value()), "tierd's moves offloaded: yes"));
+
+  // A malformed or missing file leaves its field unknown and warns; the rest still reads.
+  f.put(mo + "/threads", "many\n");
+  f.remove(mo + "/counters/fallbacks");
+  t = f.read();
+  REQUIRE(t.ok());
+  REQUIRE(t->caps.migrateOffload.has_value());
+  CHECK_FALSE(t->caps.migrateOffload->threads.has_value());
+  CHECK_FALSE(t->caps.migrateOffload->fallbacks.has_value());
+  CHECK(t->caps.migrateOffload->batches == 7);
+  REQUIRE(t->warnings.size() == 2);
+  CHECK(contains(t->warnings[0], mo + "/threads is missing or malformed"));
+  CHECK(contains(t->warnings[1], mo + "/counters/fallbacks is missing or malformed"));
+}
