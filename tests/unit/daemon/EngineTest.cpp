@@ -77,6 +77,7 @@ class HookedMigrator final : public migrate::Migrator {
   int64_t nowNs() override { return fake.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { fake.setLimits(limits); }
+  void setMinBytesPerCall(uint64_t bytes) override { fake.setMinBytesPerCall(bytes); }
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     fake.shareSmaps(pid, std::move(smaps));
   }
@@ -288,6 +289,31 @@ TEST_CASE("a reloaded config's rate limits and latency target reach the migrator
   CHECK(m.promoteBytesPerSecond == 2 * kMiB);
   CHECK(m.demoteBytesPerSecond == 3 * kMiB);
   CHECK(m.callLatencyTargetNs == 5'000'000);
+}
+
+TEST_CASE("copy offload serving move_pages floors the migrator's call size at its minimum batch") {
+  // kernel-patches/ patch 3's folder, as the patched kernel shows it (migrate-offload scenario).
+  Rig rig;
+  const std::string mo = rig.root.string() + "/sys/kernel/mm/migrate_offload";
+  fs::create_directories(mo + "/counters");
+  auto put = [&](const std::string& f, const std::string& v) { std::ofstream(mo + "/" + f) << v; };
+  put("enable", "1\n");
+  put("engine", "[threads]\n");
+  put("threads", "2\n");
+  put("min_batch_bytes", "4194304\n");
+  put("reasons", "numa_misplaced demotion damon\n");
+  for (const char* c :
+       {"counters/batches", "counters/folios", "counters/bytes", "counters/fallbacks"})
+    put(c, "0\n");
+  rig.tick(1);
+  // move_pages(2)'s reason is not enabled: tierd's calls copy on the CPU, no floor.
+  CHECK(rig.fake->engine().config().minBytesPerCall == 0);
+  put("reasons", "syscall_or_cpuset numa_misplaced demotion damon\n");
+  rig.tick(2);
+  CHECK(rig.fake->engine().config().minBytesPerCall == 4 * kMiB);
+  put("enable", "0\n");  // the operator turns offload off: followed at the next tick
+  rig.tick(3);
+  CHECK(rig.fake->engine().config().minBytesPerCall == 0);
 }
 
 TEST_CASE("a process that exits mid-run is dropped and counted, never a crash") {
