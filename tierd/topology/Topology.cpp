@@ -226,13 +226,10 @@ std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
   else
     warn("enable");
   if (auto e = root.read(kOffloadDir + "/engine")) {
-    for (std::string w : words(e.value())) {
-      if (w.size() > 2 && w.front() == '[' && w.back() == ']') {
-        w = w.substr(1, w.size() - 2);
-        m.engine = w;
-      }
-      m.engines.push_back(w);
-    }
+    if (auto active = sys::parseBracketChoice(e.value(), root.path(kOffloadDir + "/engine")))
+      m.engine = active.value();
+    for (std::string w : words(e.value()))
+      m.engines.push_back(w.front() == '[' && w.back() == ']' ? w.substr(1, w.size() - 2) : w);
   }
   if (m.engine.empty()) warn("engine");
   m.threads = readOptInt<int>(root, kOffloadDir + "/threads");
