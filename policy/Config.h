@@ -79,7 +79,7 @@ struct SamplingConfig {
   std::string trace;              ///< recorded trace file for source = replay, else ""
   int damonMaxProcesses = 16;     ///< kdamonds tierd creates (one per sampled process), 1..64
   bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
-  DamonRead damonRead = DamonRead::Tracepoint;  ///< damon_read: how region counts are read
+  DamonRead damonRead = DamonRead::TriedRegions;  ///< damon_read: how region counts are read
   bool operator==(const SamplingConfig&) const = default;
 };
 

@@ -82,7 +82,7 @@ std::vector<KeySpec> samplingKeys() {
        "of tierd's can start. \"keep\": leave it and fall back to the next source, saying why; "
        "\"disable\": write N to /sys/module/damon_stat/parameters/enabled at start. Read at "
        "start."},
-      {"sampling", "damon_read", ValueType::Enum, "\"tracepoint\"", 0, 0,
+      {"sampling", "damon_read", ValueType::Enum, "\"tried_regions\"", 0, 0,
        "tried_regions|tracepoint", false, false, "",
        "How DAMON's per-region access counts are read once a second. \"tried_regions\": a stat "
        "scheme's tried regions through DAMON sysfs (the kernel builds a directory per region, "
@@ -90,8 +90,7 @@ std::vector<KeySpec> samplingKeys() {
        "tracefs instance of tierd's own (tierd-KDAMOND_PID under /sys/kernel/tracing/instances, "
        "filtered to its kdamond's pid), read from its trace_pipe; where tracefs or the event is "
        "missing or its format is not the expected one, the source falls back to tried_regions "
-       "and its state says why (the tracepoint costs a fraction of the tried regions' CPU and "
-       "lets ticks run every second: docs/tiering.md). Read at start."},
+       "and its state says why. Read at start."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

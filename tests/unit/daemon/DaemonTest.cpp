@@ -36,11 +36,7 @@ TEST_CASE("each DAMON source reads its regions the way sampling.damon_read says"
   CHECK(daemon::damonTuning(*trace.config).read == telemetry::DamonReadPath::Tracepoint);
   auto empty = policy::compileConfigText("", "/x/tierd.toml");
   REQUIRE(empty.ok());
-  CHECK(daemon::damonTuning(*empty.config).read == telemetry::DamonReadPath::Tracepoint);
-  auto tried =
-      policy::compileConfigText("[sampling]\ndamon_read = \"tried_regions\"\n", "/x/tierd.toml");
-  REQUIRE(tried.ok());
-  CHECK(daemon::damonTuning(*tried.config).read == telemetry::DamonReadPath::TriedRegions);
+  CHECK(daemon::damonTuning(*empty.config).read == telemetry::DamonReadPath::TriedRegions);
 }
 
 TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
