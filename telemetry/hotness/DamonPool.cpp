@@ -196,7 +196,8 @@ Result<int> DamonPool::acquire() {
   if (!created_) {
     if (std::string holder = exclusiveHolder(fs_); !holder.empty())
       return Error::env(exclusiveHolderWhy(holder), "/sys/module/" + holder);
-    DamonProbe probe = probeDamon(fs_);
+    // Only whether DAMON is there and free: the daemon's sampling probe read vaddr's evidence.
+    DamonProbe probe = probeDamon(fs_, VaddrEvidence::Skip);
     if (!probe.present) return Error{0, ErrorKind::Unsupported, probe.why, "damon"};
     if (!probe.usable) return Error::env(probe.why, kKdamonds);
     if (config_.capacity < 1 || config_.capacity > 64)

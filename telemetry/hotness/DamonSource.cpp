@@ -85,7 +85,7 @@ Result<std::string> SysRootDamonFs::readAvailable(const std::string& abs) {
   return out;
 }
 
-DamonProbe probeDamon(DamonFs& fs) {
+DamonProbe probeDamon(DamonFs& fs, VaddrEvidence evidence) {
   DamonProbe p;
   if (!fs.exists(kKdamonds)) {
     p.why =
@@ -115,6 +115,8 @@ DamonProbe probeDamon(DamonFs& fs) {
     const std::string ops = "," + p.kdamonds.front().availOperations + ",";
     p.vaddr = ops.find(",vaddr,") != std::string::npos ? "yes" : "no";
     p.vaddrEvidence = "avail_operations of kdamond 0: " + p.kdamonds.front().availOperations;
+  } else if (evidence == VaddrEvidence::Skip) {
+    p.vaddrEvidence = "not looked for (no kdamond to read avail_operations from)";
   } else if (auto syms = fs.readAttr("/proc/kallsyms"); !syms) {
     p.vaddrEvidence = "no kdamond to read avail_operations from, and " + syms.error().describe();
   } else {

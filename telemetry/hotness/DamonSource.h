@@ -157,8 +157,18 @@ struct DamonProbe {
   std::string vaddrEvidence;  ///< where `vaddr` comes from, or why it is unknown
 };
 
-/// Reads DAMON's sysfs state without writing anything.
-DamonProbe probeDamon(DamonFs& fs);
+/// Whether probeDamon looks for vaddr operations where no kdamond exists to read avail_operations
+/// from. The evidence is then /proc/kallsyms, ~120k lines the kernel formats anew on every read:
+/// ~60 ms of system time on a server, 1-2 s in the rig's emulated guest, where two reads at each
+/// tierd start were most of its start-up CPU.
+enum class VaddrEvidence {
+  Read,  ///< fill DamonProbe::vaddr from avail_operations, else /proc/kallsyms
+  Skip,  ///< leave it "unknown": the caller needs only whether DAMON is there and free
+};
+
+/// Reads DAMON's sysfs state without writing anything. With VaddrEvidence::Skip, /proc/kallsyms
+/// is never read and `vaddr` is "unknown" unless a kdamond's avail_operations says it.
+DamonProbe probeDamon(DamonFs& fs, VaddrEvidence evidence = VaddrEvidence::Read);
 
 /// A 2 MiB-aligned or arbitrary address range to monitor [start, end), bytes.
 struct DamonRange {

@@ -77,6 +77,20 @@ TEST_CASE(
   CHECK_FALSE(std::filesystem::exists(r.owner));
 }
 
+TEST_CASE("creating the pool never reads /proc/kallsyms (the sampling probe already did)") {
+  PoolRig r;
+  r.fs.tree().file("/proc/kallsyms", "0000000000000000 t damon_va_check_accesses\n");
+  CHECK(probeDamon(r.fs).vaddr == "yes");  // the probe with evidence reads it
+  CHECK(std::count(r.fs.reads.begin(), r.fs.reads.end(), "/proc/kallsyms") == 1);
+  CHECK(probeDamon(r.fs, VaddrEvidence::Skip).vaddr == "unknown");
+  DamonPool pool(r.fs, r.config(2));
+  DamonSource a(monitor(501), r.fs, pool);
+  REQUIRE(a.start().ok());
+  CHECK(r.has("nr_kdamonds <- 2"));
+  CHECK(std::count(r.fs.reads.begin(), r.fs.reads.end(), "/proc/kallsyms") == 1);
+  a.stop();
+}
+
 TEST_CASE("a process beyond the pool's kdamonds is refused with the key to raise") {
   PoolRig r;
   DamonPool pool(r.fs, r.config(1));

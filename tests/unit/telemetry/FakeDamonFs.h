@@ -27,6 +27,7 @@ class FakeDamonFs : public DamonFs {
   FakeDamonFs() : root_(tree_.dir()) { tree_.file(std::string(kRoot) + "/nr_kdamonds", "0\n"); }
 
   std::vector<std::string> log;
+  std::vector<std::string> reads;   // every readAttr path, in order
   std::vector<FakeRegion> regions;  // served on update_schemes_tried_regions
   bool processGone = false;         // kdamond stopped by itself: state reads off
   bool failCommit = false;          // `commit` answers EINVAL
@@ -101,6 +102,7 @@ class FakeDamonFs : public DamonFs {
   }
 
   Result<std::string> readAttr(const std::string& abs) override {
+    reads.push_back(abs);
     if (processGone && abs.size() > 6 && abs.substr(abs.size() - 6) == "/state")
       return std::string("off");
     return root_.readAttr(abs);
