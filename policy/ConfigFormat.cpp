@@ -117,7 +117,15 @@ std::string configToText(const CompiledConfig& cfg) {
     if (!w.profilePath.empty())
       out << "# workload " << w.name << ": profile " << w.profile << " from " << w.profilePath
           << "\n";
-  out << toml::toml_formatter{toTable(cfg)} << "\n";
+  // Basic strings only ("...", escaped). toml++ 3.3 prints a string holding a newline between
+  // triple quotes, and a newline right after the opening delimiter is dropped when parsed
+  // (TOML 1.0): command = "\npr" came back as "pr" (found by scripts/fuzz-config). Without
+  // multi-line strings it printed a '...' literal string with the raw newline, which does not
+  // parse. Escaped basic strings round-trip exactly.
+  constexpr toml::format_flags kFlags = toml::toml_formatter::default_flags &
+                                        ~toml::format_flags::allow_multi_line_strings &
+                                        ~toml::format_flags::allow_literal_strings;
+  out << toml::toml_formatter{toTable(cfg), kFlags} << "\n";
   return out.str();
 }
 

@@ -213,6 +213,20 @@ TEST_CASE("the printed config compiles back to the same value") {
   }
 }
 
+TEST_CASE("a string with newlines prints as an escaped basic string and round-trips exactly") {
+  // scripts/fuzz-config found it: printed between triple quotes, the leading newline was lost.
+  const std::string text = "[[workload]]\nname = \"gapbs\"\ncommand = \"\\npr\\nbc\"\n";
+  CompileOutcome a = compileConfigText(text, "/x/t.toml");
+  REQUIRE_MESSAGE(a.ok(), errorLines(a));
+  REQUIRE(a.config->workloads.size() == 1);
+  const std::string printed = configToText(*a.config);
+  CHECK(printed.find("'''") == std::string::npos);
+  CHECK(printed.find("\"\\npr\\nbc\"") != std::string::npos);
+  CompileOutcome b = compileConfigText(printed, "/x/t.toml");
+  REQUIRE_MESSAGE(b.ok(), errorLines(b));
+  CHECK(*b.config == *a.config);
+}
+
 TEST_CASE("integers beyond the target type and range are errors, never truncated") {
   auto one = [](const std::string& text) {
     CompileOutcome out = compileConfigText(text, "/x/t.toml");
