@@ -63,7 +63,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 # on the int3 after the rewrite had finished: "Oops: int3" at __schedule+0x30c (0f 1f 44 00 00, the
 # disabled site), kernel panic, in fleet-safety when its second tierd removed the first's
 # instances (2026-12-02). With one event enabled from boot the probe is never unregistered, so
-# __schedule is never rewritten during a scenario. A one-entry buffer: nothing reads it.
+# __schedule is never rewritten during a scenario. A 4 KiB buffer per CPU: nothing reads it.
 if [ -d /sys/kernel/tracing/instances ] && mkdir /sys/kernel/tracing/instances/rig-pin 2>/dev/null; then
   echo 4 >/sys/kernel/tracing/instances/rig-pin/buffer_size_kb
   echo 1 >/sys/kernel/tracing/instances/rig-pin/events/sched/sched_process_exit/enable ||
