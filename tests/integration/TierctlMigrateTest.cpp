@@ -63,6 +63,20 @@ TEST_CASE("tierctl bench migrate --json: the documented fields, all methods, dat
   CHECK(j["methods"]["per_4k"]["addresses"] == 2048);
   CHECK(j["methods"]["tierd"]["statuses"]["already_there"] == 2048);
   CHECK(j["methods"]["tierd"]["bytes_moved"] == 0);
+  // Nothing to move: no time inside move calls; the smaps read is timed apart, once per run.
+  const auto& t = j["methods"]["tierd"];
+  CHECK(t.at("move_call_seconds").at("runs") == nlohmann::json::array({0.0, 0.0}));
+  CHECK(t.at("smaps_seconds").at("runs").size() == 2);
+  CHECK(t.at("smaps_seconds").at("mean").get<double>() > 0);
+  // tierd vs the raw call, paired per run: each ratio is that run's GiB/s ratio.
+  const auto& ratios = j.at("tierd_vs_raw").at("per_run");
+  REQUIRE(ratios.size() == 2);
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(ratios[i].get<double>() ==
+          doctest::Approx(t["gib_per_s"][i].get<double>() /
+                          j["methods"]["raw_single_call"]["gib_per_s"][i].get<double>()));
+  CHECK(j.at("tierd_vs_raw").at("median").get<double>() ==
+        doctest::Approx((ratios[0].get<double>() + ratios[1].get<double>()) / 2));
 }
 
 TEST_CASE("tierctl bench locate --json: identical to the naive query") {

@@ -29,80 +29,49 @@ nlohmann::json statsJson(const std::vector<double>& v) {
 // Nodes and runs of the benches: 0 .. 2^20 (runs 0 measures nothing, which is allowed).
 constexpr uint64_t kMaxRuns = 1u << 20;
 
-int benchMigrate(const std::vector<std::string>& args, size_t begin) {
-  const CommandSpec spec = {
-      "tierctl bench migrate",
-      "usage: tierctl bench migrate [--size 1GiB] [--page 4k|thp|hugetlb-2M|hugetlb-1G] "
-      "[--from N] [--to M] [--runs R] [--json]\n\nMoves a first-touched anonymous buffer from node "
-      "N to node M with "
-      "tierd's migrator, one raw move_pages call and one address per 4 KiB, side by side; GiB/s "
-      "mean ± stddev; checksum checked after every run.\n",
-      {
-          {"size", true, "buffer size (default 1GiB; B, KiB, MiB, GiB, TiB as in tierd.toml)",
-           "SIZE"},
-          {"page", true, "4k | thp | hugetlb-2M | hugetlb-1G (default thp)", "PAGE"},
-          {"from", true, "source node (default 0)", "NODE"},
-          {"to", true, "target node (default 0)", "NODE"},
-          {"runs", true, "measured runs (default 5)", "N"},
-          kMigrateJsonOption,
-          kSysRootOption,
-      },
-  };
-  int code = 0;
-  auto parsed = parseCommand(spec, args, begin, code);
-  if (!parsed) return code;
-  migrate::MigrateBenchOptions o;
-  auto size = parsed->size("size", kGiB);
-  if (!size) return fail(spec, size.error(), 2);
-  auto page = migrate::parseBenchPage(parsed->get("page").value_or("thp"));
-  if (!page) return fail(spec, page.error(), 2);
-  auto from = parsed->integer("from", 0, 0, kMaxNodeOption);
-  if (!from) return fail(spec, from.error(), 2);
-  auto to = parsed->integer("to", 0, 0, kMaxNodeOption);
-  if (!to) return fail(spec, to.error(), 2);
-  auto runs = parsed->integer("runs", 5, 0, kMaxRuns);
-  if (!runs) return fail(spec, runs.error(), 2);
-  o.sizeBytes = size.value();
-  o.page = page.value();
-  o.from = static_cast<int>(from.value());
-  o.to = static_cast<int>(to.value());
-  o.runs = static_cast<int>(runs.value());
-  sys::SysRoot root(parsed->get("sys-root").value_or("/"));
-  auto rep = migrate::runMigrateBench(o, root);
-  if (!rep) return fail(spec, rep.error(), 1);
-  const auto& r = rep.value();
-  if (parsed->has("json")) {
-    nlohmann::json j;
-    j["page"] = migrate::benchPageName(o.page);
-    j["page_size_bytes"] = r.pageSize;
-    j["size_bytes"] = o.sizeBytes;
-    j["runs"] = o.runs;
-    j["from"] = o.from;
-    j["to"] = o.to;
-    j["source_fraction"] = r.sourceFraction;
-    j["data_intact"] = r.dataIntact;
-    j["intact_per_run"] = r.intact;
-    j["hugepages"] = r.hugepageNote;
-    for (const auto& [name, m] : r.methods) {
-      auto g = migrate::meanStd(m.gibPerS);
-      auto c = migrate::meanStd(m.cpuSeconds);
-      double gib = static_cast<double>(o.sizeBytes) / static_cast<double>(kGiB);
-      j["methods"][name] = {
-          {"gib_per_s_mean", g.mean},
-          {"gib_per_s_stddev", g.stddev},
-          {"gib_per_s", m.gibPerS},
-          {"seconds", statsJson(m.seconds)},
-          {"kernel_cpu_seconds", statsJson(m.cpuSeconds)},
-          {"cpu_seconds_per_gib", c.mean / gib},
-          {"addresses", m.addresses},
-          {"calls", m.calls},
-          {"statuses", m.statuses},
-      };
-      if (name == "tierd") j["methods"][name]["bytes_moved"] = m.bytesMoved;
+// `tierctl bench migrate --json`: the document of docs/migrate.md.
+nlohmann::json migrateJson(const migrate::MigrateBenchOptions& o,
+                           const migrate::MigrateBenchReport& r) {
+  nlohmann::json j;
+  j["page"] = migrate::benchPageName(o.page);
+  j["page_size_bytes"] = r.pageSize;
+  j["size_bytes"] = o.sizeBytes;
+  j["runs"] = o.runs;
+  j["call_latency_target_seconds"] = static_cast<double>(o.callLatencyTargetNs) / 1e9;
+  j["from"] = o.from;
+  j["to"] = o.to;
+  j["source_fraction"] = r.sourceFraction;
+  j["data_intact"] = r.dataIntact;
+  j["intact_per_run"] = r.intact;
+  j["hugepages"] = r.hugepageNote;
+  for (const auto& [name, m] : r.methods) {
+    auto g = migrate::meanStd(m.gibPerS);
+    auto c = migrate::meanStd(m.cpuSeconds);
+    double gib = static_cast<double>(o.sizeBytes) / static_cast<double>(kGiB);
+    j["methods"][name] = {
+        {"gib_per_s_mean", g.mean},
+        {"gib_per_s_stddev", g.stddev},
+        {"gib_per_s", m.gibPerS},
+        {"seconds", statsJson(m.seconds)},
+        {"kernel_cpu_seconds", statsJson(m.cpuSeconds)},
+        {"cpu_seconds_per_gib", c.mean / gib},
+        {"addresses", m.addresses},
+        {"calls", m.calls},
+        {"statuses", m.statuses},
+    };
+    if (name == "tierd") {
+      j["methods"][name]["bytes_moved"] = m.bytesMoved;
+      j["methods"][name]["move_call_seconds"] = statsJson(m.moveCallSeconds);
+      j["methods"][name]["smaps_seconds"] = statsJson(m.smapsSeconds);
     }
-    std::cout << j.dump(2) << "\n";
-    return r.dataIntact ? 0 : 1;
   }
+  const auto ratios = migrate::pairedRatios(r.methods.at("tierd"), r.methods.at("raw_single_call"));
+  j["tierd_vs_raw"] = {{"per_run", ratios}, {"median", migrate::median(ratios)}};
+  return j;
+}
+
+// `tierctl bench migrate` without --json: one line per method, the tierd/raw ratio.
+void printMigrate(const migrate::MigrateBenchOptions& o, const migrate::MigrateBenchReport& r) {
   std::cout << "bench migrate: " << formatBytes(o.sizeBytes) << " of "
             << migrate::benchPageName(o.page) << " pages, node " << o.from << " -> node " << o.to
             << ", " << o.runs << " runs"
@@ -126,7 +95,73 @@ int benchMigrate(const std::vector<std::string>& args, size_t begin) {
         static_cast<unsigned long long>(m.addresses), static_cast<unsigned long long>(m.calls),
         st.c_str());
   }
+  const auto ratios = migrate::pairedRatios(r.methods.at("tierd"), r.methods.at("raw_single_call"));
+  const auto& t = r.methods.at("tierd");
+  std::printf(
+      "  tierd / raw_single_call, median of the per-run GiB/s ratios: %s; tierd's time "
+      "inside move calls %s s of %s s, smaps read before %s s (means)\n",
+      fmt(migrate::median(ratios), 3).c_str(),
+      fmt(migrate::meanStd(t.moveCallSeconds).mean, 4).c_str(),
+      fmt(migrate::meanStd(t.seconds).mean, 4).c_str(),
+      fmt(migrate::meanStd(t.smapsSeconds).mean, 4).c_str());
   std::cout << (r.dataIntact ? "data intact" : "FAIL: data changed by a move") << "\n";
+}
+
+int benchMigrate(const std::vector<std::string>& args, size_t begin) {
+  const CommandSpec spec = {
+      "tierctl bench migrate",
+      "usage: tierctl bench migrate [--size 1GiB] [--page 4k|thp|hugetlb-2M|hugetlb-1G] "
+      "[--from N] [--to M] [--runs R] [--call-latency DURATION] [--json]\n\nMoves a first-touched "
+      "anonymous buffer from node "
+      "N to node M with "
+      "tierd's migrator, one raw move_pages call and one address per 4 KiB, side by side; GiB/s "
+      "mean ± stddev; checksum checked after every run.\n",
+      {
+          {"size", true, "buffer size (default 1GiB; B, KiB, MiB, GiB, TiB as in tierd.toml)",
+           "SIZE"},
+          {"page", true, "4k | thp | hugetlb-2M | hugetlb-1G (default thp)", "PAGE"},
+          {"from", true, "source node (default 0)", "NODE"},
+          {"to", true, "target node (default 0)", "NODE"},
+          {"runs", true, "measured runs (default 5)", "N"},
+          {"call-latency", true,
+           "tierd's move_pages call latency target, as [migration] call_latency_target "
+           "(default 20ms)",
+           "DURATION"},
+          kMigrateJsonOption,
+          kSysRootOption,
+      },
+  };
+  int code = 0;
+  auto parsed = parseCommand(spec, args, begin, code);
+  if (!parsed) return code;
+  migrate::MigrateBenchOptions o;
+  auto size = parsed->size("size", kGiB);
+  if (!size) return fail(spec, size.error(), 2);
+  auto page = migrate::parseBenchPage(parsed->get("page").value_or("thp"));
+  if (!page) return fail(spec, page.error(), 2);
+  auto from = parsed->integer("from", 0, 0, kMaxNodeOption);
+  if (!from) return fail(spec, from.error(), 2);
+  auto to = parsed->integer("to", 0, 0, kMaxNodeOption);
+  if (!to) return fail(spec, to.error(), 2);
+  auto runs = parsed->integer("runs", 5, 0, kMaxRuns);
+  if (!runs) return fail(spec, runs.error(), 2);
+  o.sizeBytes = size.value();
+  o.page = page.value();
+  o.from = static_cast<int>(from.value());
+  o.to = static_cast<int>(to.value());
+  o.runs = static_cast<int>(runs.value());
+  auto latency = parsed->durationNs("call-latency", o.callLatencyTargetNs, 1'000'000'000);
+  if (!latency || latency.value() == 0)
+    return fail(spec, latency ? Error::input("must be > 0", "--call-latency") : latency.error(), 2);
+  o.callLatencyTargetNs = latency.value();
+  sys::SysRoot root(parsed->get("sys-root").value_or("/"));
+  auto rep = migrate::runMigrateBench(o, root);
+  if (!rep) return fail(spec, rep.error(), 1);
+  const auto& r = rep.value();
+  if (parsed->has("json"))
+    std::cout << migrateJson(o, r).dump(2) << "\n";
+  else
+    printMigrate(o, r);
   return r.dataIntact ? 0 : 1;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tierd/core/Result.h"
+#include "tierd/migrate/Migrator.h"
 #include "tierd/sys/SysRoot.h"
 
 namespace tierd::migrate {
@@ -44,7 +45,22 @@ struct MethodRuns {
   uint64_t calls = 0;              ///< move_pages calls per run (last run)
   std::map<std::string, uint64_t> statuses;  ///< last run: "node0", "ENOENT", "EBUSY"... -> count
   uint64_t bytesMoved = 0;                   ///< tierd only: bytes counted Moved (last run)
+  /// tierd only, per run: wall seconds inside its move_pages(MPOL_MF_MOVE) calls
+  /// (MigrationStats::moveCallRecords); `seconds` minus this is its own work around the copies
+  /// (the status query before moving, planning, the calls' own bookkeeping).
+  std::vector<double> moveCallSeconds;
+  /// tierd only, per run: wall seconds of the /proc/self/smaps read before the run, outside
+  /// `seconds`: the daemon reads smaps once per process and tick and shares it with the migrator
+  /// (Migrator::shareSmaps), so the bench times execute() the same way and this apart.
+  std::vector<double> smapsSeconds;
 };
+
+/// Median of `v` (mean of the two middle values for an even count); 0 for an empty vector.
+double median(std::vector<double> v);
+
+/// Per run: GiB/s of `a` / GiB/s of `b` (the runs of one bench are paired: same buffer, same
+/// run, the methods' order rotated each run); a run where `b` is 0 is skipped.
+std::vector<double> pairedRatios(const MethodRuns& a, const MethodRuns& b);
 
 /// Options of `tierctl bench migrate`.
 struct MigrateBenchOptions {
@@ -53,6 +69,9 @@ struct MigrateBenchOptions {
   int from = 0;
   int to = 0;
   int runs = 5;
+  /// tierd's MigratorConfig::callLatencyTargetNs for the run, ns (default: the daemon's, 20 ms;
+  /// [migration] call_latency_target).
+  uint64_t callLatencyTargetNs = MigratorConfig{}.callLatencyTargetNs;
 };
 
 /// Result of `tierctl bench migrate`.

@@ -25,3 +25,17 @@ TEST_CASE("bench --page takes the page kinds locate prints, and prints them back
     CHECK_FALSE(parseBenchPage(old).ok());
   }
 }
+
+TEST_CASE("bench ratios: tierd vs the raw call paired per run, and their median") {
+  MethodRuns tierdRuns;
+  MethodRuns raw;
+  tierdRuns.gibPerS = {1.0, 3.0, 2.0, 5.0};
+  raw.gibPerS = {2.0, 3.0, 0.0, 4.0};  // run 3: nothing measured, skipped
+  const auto r = pairedRatios(tierdRuns, raw);
+  CHECK(r == std::vector<double>{0.5, 1.0, 1.25});
+  CHECK(median(r) == 1.0);
+  CHECK(median({4.0, 1.0, 3.0, 2.0}) == 2.5);
+  CHECK(median({}) == 0);
+  raw.gibPerS.resize(1);  // fewer runs in one method: only the pairs that exist
+  CHECK(pairedRatios(tierdRuns, raw) == std::vector<double>{0.5});
+}
