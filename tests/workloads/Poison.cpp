@@ -12,7 +12,9 @@
 //      CONFIG_MEMORY_FAILURE); its folio is the poisoned unit: the 4 KiB page itself for 4k and
 //      for a THP the kernel could split, the whole 2 MiB page for hugetlb-2M (or an unsplit THP);
 //   3. one move_pages(2) call of the whole buffer to --to (one address per 4 KiB, one per 2 MiB
-//      page for hugetlb-2M);
+//      page for hugetlb-2M); with --external, instead: print "poison: ready pid PID range
+//      0xSTART-0xEND" and wait for SIGUSR1 while another program moves the buffer (the hwpoison
+//      scenario runs `tierctl move`), then take the pages' nodes as their statuses;
 //   4. expect: the call returns >= 0 (no error for the whole batch), the poisoned unit's entries
 //      carry a negative status (the poisoned page is not migrated, and nothing reports it moved),
 //      every other page is on --to (asked again after the call) and reads back its pattern, other
@@ -138,6 +140,7 @@ struct Options {
   uint64_t size = 64ULL << 20;
   int from = 0;
   int to = 1;
+  bool external = false;  // --external: another program moves the buffer (see the top)
 };
 
 Options parse(int argc, char** argv) {
@@ -145,11 +148,15 @@ Options parse(int argc, char** argv) {
   auto usage = [] {
     std::fprintf(stderr,
                  "usage: tierd-poison [--kind 4k|thp|hugetlb-2M] [--size BYTES] [--from N] "
-                 "[--to N]\n");
+                 "[--to N] [--external]\n");
     std::exit(2);
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--external") {
+      o.external = true;
+      continue;
+    }
     if (i + 1 >= argc) usage();
     const std::string v = argv[++i];
     if (a == "--kind") {
@@ -245,12 +252,33 @@ struct Outcome {
   uint64_t badWords = 0;                  // 8-byte words outside the unit that lost their pattern
 };
 
+// Blocks SIGUSR1 (before the injection, so that it queues), prints the ready line with the
+// buffer's range, and waits for SIGUSR1: --external's hand-off to the program that moves it.
+void awaitExternalMove(const char* buf, uint64_t size) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  const uint64_t start = reinterpret_cast<uintptr_t>(buf);
+  const uint64_t end = start + size;
+  std::printf("poison: ready pid %d range 0x%llx-0x%llx\n", static_cast<int>(getpid()),
+              static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+}
+
 Outcome moveAll(const Options& o, char* buf, std::vector<void*>& addrs, uint64_t step, Unit unit) {
   Outcome r;
   std::vector<int> target(addrs.size(), o.to);
   std::vector<int> st(addrs.size(), 12345);
-  r.ret = move_pages(0, addrs.size(), addrs.data(), target.data(), st.data(), MPOL_MF_MOVE);
-  r.callErr = r.ret < 0 ? errno : 0;
+  if (o.external) {
+    // Moved by someone else: the statuses are where the pages are now.
+    awaitExternalMove(buf, o.size);
+    st = statuses(addrs, nullptr, 0);
+  } else {
+    r.ret = move_pages(0, addrs.size(), addrs.data(), target.data(), st.data(), MPOL_MF_MOVE);
+    r.callErr = r.ret < 0 ? errno : 0;
+  }
   for (size_t i = 0; i < addrs.size(); ++i) {
     const uint64_t off = i * step;
     if (unit.contains(off)) {
@@ -290,6 +318,12 @@ std::string histogramJson(const std::map<int, uint64_t>& h) {
 // The whole case (see the top of the file); returns main's exit code.
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.external) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+  }
   if (numa_available() < 0 || numa_max_node() < std::max(o.from, o.to)) {
     errno = 0;
     setupFailed("needs nodes " + std::to_string(o.from) + " and " + std::to_string(o.to));
