@@ -90,14 +90,20 @@ void onSigbus(int, siginfo_t* info, void*) {
   siglongjmp(gJump, 1);
 }
 
-// Whether reading the 8 bytes at `p` raises SIGBUS; `code` gets its si_code.
-bool readRaisesSigbus(const volatile uint64_t* p, int& code) {
+// Installs `handler` (SA_SIGINFO) for SIGBUS; returns the disposition it replaced.
+struct sigaction installSigbusHandler(void (*handler)(int, siginfo_t*, void*)) {
   struct sigaction sa {};
   struct sigaction old {};
-  sa.sa_sigaction = onSigbus;
+  sa.sa_sigaction = handler;
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, &old);
+  return old;
+}
+
+// Whether reading the 8 bytes at `p` raises SIGBUS; `code` gets its si_code.
+bool readRaisesSigbus(const volatile uint64_t* p, int& code) {
+  const struct sigaction old = installSigbusHandler(onSigbus);
   bool raised = false;
   if (sigsetjmp(gJump, 1) == 0) {
     (void)*p;
@@ -122,12 +128,7 @@ void onInjectSigbus(int, siginfo_t* info, void*) {
 // caller SIGBUS with si_code BUS_MCEERR_AR as the syscall returns; the handler counts it and
 // returns (nothing to retry: no instruction faulted). `signals`/`code`: what arrived.
 bool injectPoison(char* p, int& signals, int& code) {
-  struct sigaction sa {};
-  struct sigaction old {};
-  sa.sa_sigaction = onInjectSigbus;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGBUS, &sa, &old);
+  const struct sigaction old = installSigbusHandler(onInjectSigbus);
   const bool ok = madvise(p, kPage, MADV_HWPOISON) == 0;
   sigaction(SIGBUS, &old, nullptr);
   signals = gInjectSignals;
