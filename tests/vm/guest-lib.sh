@@ -99,6 +99,17 @@ in_words() {
   return 1
 }
 
+# rig_wait_line FILE PATTERN SECONDS: waits up to SECONDS for a line matching PATTERN (grep) in
+# FILE, polling every 0.1 s; returns 1 when it never came.
+rig_wait_line() {
+  rig_wl_i=0
+  while ! grep -q "$2" "$1" 2>/dev/null; do
+    rig_wl_i=$((rig_wl_i + 1))
+    [ "$rig_wl_i" -gt $(($3 * 10)) ] && return 1
+    usleep 100000
+  done
+}
+
 # rig_param KEY DEFAULT: the value of KEY from the host's $TIERD_VM_PARAMS (tests/vm/run.sh
 # writes them to $RIG_OUT/params), or DEFAULT.
 rig_param() {
