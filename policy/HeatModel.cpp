@@ -105,6 +105,16 @@ HeatModel::Region* HeatModel::findRegion(Proc& p, uint64_t start) {
   return (it != p.regions.end() && it->start == start) ? &*it : nullptr;
 }
 
+std::optional<NodeId> HeatModel::nodeOf(pid_t pid, uint64_t start) const {
+  auto p = procs_.find(pid);
+  if (p == procs_.end()) return std::nullopt;
+  const std::vector<Region>& regions = p->second.regions;
+  auto it = std::lower_bound(regions.begin(), regions.end(), start,
+                             [](const Region& r, uint64_t s) { return r.start < s; });
+  if (it == regions.end() || it->start != start || it->node < 0) return std::nullopt;
+  return it->node;
+}
+
 void HeatModel::insertRegions(Proc& p, std::vector<uint64_t> starts, uint64_t nowNs) {
   (void)nowNs;
   std::sort(starts.begin(), starts.end());

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -100,6 +101,10 @@ class HeatModel {
   /// Records where regions of `pid` live (from the migrator's locate(): node per region start).
   /// Unknown regions are created with heat 0 so that cold memory on the fast tier is visible.
   void setLocations(pid_t pid, std::vector<std::pair<uint64_t, NodeId>> regionNodes);
+  /// The node held for the region of `pid` that starts at `start` (setLocations, or the last
+  /// Moved / AlreadyThere result of recordResults); nullopt when no such region is tracked or
+  /// its node is unknown.
+  std::optional<NodeId> nodeOf(pid_t pid, uint64_t start) const;
 
   /// Feeds back executed moves, each by the PolicyReaction of its outcome (kMoveOutcomes in
   /// tierd/core/Migration.h): Moved/AlreadyThere set the node (Moved also the move time and

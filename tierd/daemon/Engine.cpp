@@ -658,6 +658,26 @@ void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& repo
   }
 }
 
+void Engine::keepLocations(const RangeResult& r, Proc& proc) {
+  // Every page of the range answered by the kernel as now on the target (moved, or found there
+  // by the status query): the heat model takes the target from the outcome (recordResults), so
+  // the full read's locations stay true; the resident bytes per node follow the moved bytes.
+  // Anything else (a page busy, gone, refused, not present, not reached) is read in full next
+  // tick.
+  const OutcomeCounts& o = r.outcomes;
+  const uint64_t placed = o[MoveOutcome::Moved] + o[MoveOutcome::AlreadyThere];
+  const std::optional<NodeId> from = heat_.nodeOf(r.range.pid, r.range.start);
+  if (r.dropped || !r.busy.empty() || placed == 0 || placed != o.total() || !from) {
+    proc.fullReadAtNs.reset();
+    return;
+  }
+  if (!proc.memory || r.bytesMoved == 0 || *from == r.range.target) return;
+  NodeMemory& source = (*proc.memory)[*from];
+  const uint64_t bytes = std::min(r.bytesMoved, source.anon);
+  source.anon -= bytes;
+  (*proc.memory)[r.range.target].anon += bytes;
+}
+
 void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
                      const std::atomic<bool>* stop, const topology::Topology& topo,
                      TickReport& report) {
@@ -673,8 +693,7 @@ void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, i
   report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
   std::vector<policy::RangeOutcome> outcomes;
   for (const RangeResult& r : report.batch.ranges) {
-    // Its pages may have moved (or vanished): read its locations in full next tick.
-    if (auto p = procs_.find(r.range.pid); p != procs_.end()) p->second.fullReadAtNs.reset();
+    if (auto p = procs_.find(r.range.pid); p != procs_.end()) keepLocations(r, p->second);
     (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
         r.bytesMoved;
     auto result = dominantOutcome(r);

@@ -159,7 +159,8 @@ struct TickReport {
   uint64_t plannedDemoteBytes = 0;
   uint64_t promotedBytes = 0;  ///< bytes actually moved up this tick
   uint64_t demotedBytes = 0;   ///< bytes actually moved down this tick
-  /// THP chunks moved last tick that are on their target but no longer PMD-mapped: located as
+  /// THP chunks moved since the last full read (see tick()'s locate phase) that are on their
+  /// target but no longer PMD-mapped, counted at this tick's full read: located as
   /// base pages, bounded by how much their VMA's smaps AnonHugePages fell (the kernel split
   /// them, typically for want of a free PMD-order block on the target).
   uint64_t thpSplitAfterMove = 0;
@@ -245,11 +246,15 @@ class Engine {
   /// Locate phase: a process's mappings (smaps), page locations (Migrator::locate) and
   /// resident memory per node (numa_maps) are read in full, and then reused on later ticks
   /// while all of these hold: its /proc/PID/maps (`layout`, no page-table walk) shows the same
-  /// VMAs (start, end, perms, offset, inode, path), no move of its pages was executed since, and
-  /// the full read is younger than daemon.full_locate_interval. Between full reads the heat
-  /// model keeps the locations, updated by the outcomes of tierd's own moves; what the kernel
-  /// moves by itself (reclaim, NUMA balancing) and pages faulted in inside an unchanged mapping
-  /// are seen at the next full read. TickReport::locatesReused counts the reuses.
+  /// VMAs (start, end, perms, offset, inode, path), every move of its pages executed since left
+  /// each page of its range on the target by the kernel's own answer (move_pages status: Moved
+  /// or AlreadyThere; any other outcome, a busy page, a page not present or not reached forces a
+  /// full read), and the full read is younger than daemon.full_locate_interval. Between full
+  /// reads the heat model keeps the locations, updated by the outcomes of tierd's own moves, and
+  /// the resident memory per node is shifted by the bytes moved; what the kernel moves by itself
+  /// (reclaim, NUMA balancing), pages faulted in inside an unchanged mapping and THPs split
+  /// after a move (TickReport::thpSplitAfterMove) are seen at the next full read.
+  /// TickReport::locatesReused counts the reuses.
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
@@ -283,7 +288,8 @@ class Engine {
     uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
     std::vector<policy::Mapping> mappings;
     std::map<uint64_t, uint64_t> anonHuge;  ///< VMA start -> smaps AnonHugePages, bytes, this tick
-    /// THP chunks moved last tick: chunk start -> (target, AnonHugePages of its VMA before).
+    /// THP chunks moved since the last full read: chunk start -> (target, AnonHugePages of its
+    /// VMA at that read).
     struct MovedThp {
       NodeId target = -1;
       uint64_t vmaStart = 0;
@@ -331,6 +337,11 @@ class Engine {
   /// moved bytes, and remembers moved THP chunks.
   void execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
                const std::atomic<bool>* stop, const topology::Topology& topo, TickReport& report);
+  /// After a move of `r` (before its outcome reaches the heat model): keeps `proc`'s full read
+  /// when every page of the range is on the target by the kernel's answer (Moved or
+  /// AlreadyThere), shifting the moved bytes in `proc.memory` from the region's node to the
+  /// target; otherwise makes the next tick read it in full.
+  void keepLocations(const RangeResult& r, Proc& proc);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
   void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -193,6 +194,13 @@ cooldown = "5s"
 
 }  // namespace
 
+// Sets daemon.full_locate_interval to "0s": every tick reads each process in full.
+void readEveryTick(Rig& rig) {
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->daemon.fullLocateIntervalNs = 0;
+  rig.engine->setConfig(cfg);
+}
+
 TEST_CASE("the engine promotes the sampled hot set of a scoped process, and only that") {
   Rig rig;
   TickReport first = rig.tick(1);
@@ -333,6 +341,7 @@ TEST_CASE("a process exiting between the scope pass and locate is counted gone, 
   // A forking server's short-lived workers: the scope saw the worker, its smaps and status are
   // gone a moment later. That is a process gone (vanishedPids), not a locate or status error.
   Rig rig;
+  readEveryTick(rig);  // tick 2 reads smaps although tick 1's moves placed every page
   rig.tick(1);
   rig.beforeSmaps = [&](pid_t pid) {
     if (pid != kPid) return;
@@ -629,10 +638,16 @@ TEST_CASE("a THP that comes back split after its move is counted") {
   // The kernel split one of the moved THPs (e.g. no free 2 MiB block on the target).
   rig.fake->kernel().splitThp(kPid, kBase + 2 * kMiB);
   CHECK(rig.fake->kernel().nodeOf(kPid, kBase + 2 * kMiB + 4096) == 0);
+  // Every moved page was on node 0 by move_pages' answer: tick 2 keeps tick 1's full read, and
+  // the split is seen at the next full read, daemon.full_locate_interval (10 s) after it.
   TickReport second = rig.tick(2);
-  CHECK(second.thpSplitAfterMove == 1);
+  CHECK(second.locatesReused == 1);
+  CHECK(second.thpSplitAfterMove == 0);
+  TickReport full = rig.tick(11);
+  CHECK(full.locatesReused == 0);
+  CHECK(full.thpSplitAfterMove == 1);
   CHECK(rig.engine->totals().thpSplitAfterMove == 1);
-  CHECK(rig.tick(3).thpSplitAfterMove == 0);  // counted once
+  CHECK(rig.tick(21).thpSplitAfterMove == 0);  // counted once
 }
 
 TEST_CASE("the kernel's own tiering running beside tierd: detected, said once, nothing moved") {
@@ -756,8 +771,9 @@ TEST_CASE("regionNodes looks up each run's mapping by bisection, not by scanning
 
 TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves use that read") {
   Rig rig;
+  readEveryTick(rig);
   const migrate::FakePageSystem& k = rig.fake->kernel();
-  for (uint64_t s = 1; s <= 2; ++s) {  // tick 2 reads again: tick 1 moved pages
+  for (uint64_t s = 1; s <= 2; ++s) {  // full_locate_interval "0s": a full read every tick
     const uint64_t before = k.smapsReads();
     TickReport r = rig.tick(s);
     CHECK(k.smapsReads() - before == 1);
@@ -768,21 +784,43 @@ TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves u
 }
 
 TEST_CASE(
-    "locate: reused while maps is unchanged and nothing moved; read after a move, a new "
-    "layout, or full_locate_interval") {
+    "locate: reused while maps is unchanged and tierd's moves placed every page; read after a "
+    "move that did not, a new layout, or full_locate_interval") {
   Rig rig;  // daemon.full_locate_interval: 10 s, the default
   migrate::FakePageSystem& k = rig.fake->kernel();
   TickReport t1 = rig.tick(1);  // the first read; promotes the 4 hot regions
   CHECK(t1.locatesReused == 0);
   REQUIRE(t1.promotedBytes == 4 * 2 * kMiB);
+  REQUIRE(t1.workloads.size() == 1);
+  const std::map<NodeId, NodeMemory> read1 = t1.workloads[0].memory;
   uint64_t reads = k.smapsReads();
-  TickReport t2 = rig.tick(2);  // tick 1 moved its pages: read in full
-  CHECK(t2.locatesReused == 0);
-  CHECK(k.smapsReads() - reads == 1);
+  const uint64_t numaReads = k.numaMapsReads();
+  uint64_t queries = k.log().size();
+  // Every page of tick 1's moves is on node 0 by move_pages' answer: the full read stays, with
+  // the moved bytes shifted from node 1 to node 0 in the resident memory per node.
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.locatesReused == 1);
+  CHECK(k.smapsReads() == reads);
+  CHECK(k.numaMapsReads() == numaReads);
+  CHECK(k.log().size() == queries);
   REQUIRE(t2.promotedBytes + t2.demotedBytes == 0);  // settled: nothing moves from here on
-  reads = k.smapsReads();
-  const uint64_t queries = k.log().size();
-  for (uint64_t s = 3; s <= 11; ++s) {
+  CHECK(t2.workloads[0].fastBytes == 4 * 2 * kMiB);
+  CHECK(t2.workloads[0].memory.at(0).anon == read1.at(0).anon + 4 * 2 * kMiB);
+  CHECK(t2.workloads[0].memory.at(1).anon == read1.at(1).anon - 4 * 2 * kMiB);
+  // ... and equals what a full read finds (forced by a reload to "0s": every tick).
+  {
+    Rig fresh;
+    readEveryTick(fresh);
+    fresh.tick(1);
+    TickReport f2 = fresh.tick(2);
+    CHECK(f2.locatesReused == 0);
+    for (NodeId n : {0, 1}) {
+      CHECK(f2.workloads[0].memory.at(n).anon == t2.workloads[0].memory.at(n).anon);
+      CHECK(f2.workloads[0].memory.at(n).file == t2.workloads[0].memory.at(n).file);
+    }
+    CHECK(f2.workloads[0].fastBytes == t2.workloads[0].fastBytes);
+  }
+  for (uint64_t s = 3; s <= 10; ++s) {
     TickReport t = rig.tick(s);
     CHECK(t.locatesReused == 1);
     REQUIRE(t.workloads.size() == 1);
@@ -791,8 +829,10 @@ TEST_CASE(
   CHECK(k.smapsReads() == reads);    // nine ticks without a walk of the page tables
   CHECK(k.log().size() == queries);  // nor a location query
   CHECK(rig.engine->totals().locatesReused == 9);
-  CHECK(rig.tick(12).locatesReused == 0);  // 10 s after the last full read
+  CHECK(rig.tick(11).locatesReused == 0);  // 10 s after the last full read
   CHECK(k.smapsReads() - reads == 1);
+  TickReport t12 = rig.tick(12);
+  CHECK(t12.locatesReused == 1);
 
   // A new mapping shows in /proc/PID/maps: read at once.
   k.map(kPid, kBase + 2 * kTable, 4 * kMiB, migrate::FakeBacking::Thp);
@@ -813,4 +853,18 @@ TEST_CASE(
   TickReport t15 = rig.tick(15);
   CHECK(t15.locatesReused == 0);
   CHECK(t15.workloads[0].fastBytes == 5 * 2 * kMiB);
+}
+
+TEST_CASE("locate: a move that left a page busy is read in full on the next tick") {
+  Rig rig;
+  migrate::FakePageSystem& k = rig.fake->kernel();
+  // The second hot THP answers -EBUSY to every move (the migrator's retries included).
+  k.scriptPageError(kPid, kBase + 2 * kMiB, EBUSY);
+  TickReport t1 = rig.tick(1);
+  REQUIRE(t1.promotedBytes == 3 * 2 * kMiB);
+  const uint64_t reads = k.smapsReads();
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.locatesReused == 0);
+  CHECK(k.smapsReads() - reads == 1);
+  CHECK(t2.workloads[0].fastBytes == 3 * 2 * kMiB);  // what the full read found
 }
