@@ -98,10 +98,11 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   char tail[256];
   auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
   std::snprintf(tail, sizeof tail,
-                " promoted=%s demoted=%s samples=%llu cpu=%.2fs (tick ms: scope %.1f locate %.1f "
-                "sampling %.1f policy %.1f migrate %.1f)%s",
+                " promoted=%s demoted=%s samples=%llu cpu=%.2fs (tick ms: topology %.1f scope %.1f "
+                "locate %.1f sampling %.1f policy %.1f migrate %.1f)%s",
                 formatBytes(r.promotedBytes).c_str(), formatBytes(r.demotedBytes).c_str(),
-                static_cast<unsigned long long>(r.samples), cpuSeconds, ms(r.cpu.topologyScopeNs),
+                static_cast<unsigned long long>(r.samples), cpuSeconds, ms(r.cpu.topologyNs),
+                ms(r.cpu.topologyScopeNs - std::min(r.cpu.topologyNs, r.cpu.topologyScopeNs)),
                 ms(r.cpu.locateNs), ms(r.cpu.samplingNs), ms(r.cpu.policyNs), ms(r.cpu.migrateNs),
                 r.dryRun ? " (dry run)" : "");
   line += tail;
@@ -341,7 +342,10 @@ class Daemon {
 
   // The hotness source every scoped process gets (chooseSource over the sampling probe).
   void chooseHotnessSource() {
-    probe_ = telemetry::probeSampling(root_, *damonFs_, ::geteuid() == 0);
+    // Without /proc/kallsyms: the kernel formats ~120k lines on every read (seconds of CPU in
+    // an emulated guest); DamonSource::start checks avail_operations for vaddr instead.
+    probe_ = telemetry::probeSampling(root_, *damonFs_, ::geteuid() == 0, {},
+                                      telemetry::VaddrEvidence::Skip);
     sourceName_ = chooseSource(initial_, probe_, why_);
     log_.notice("hotness source: " + (sourceName_.empty() ? std::string("none") : sourceName_) +
                 " (" + why_ + ")");
