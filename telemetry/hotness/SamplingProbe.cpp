@@ -9,7 +9,7 @@
 namespace tierd::telemetry {
 
 SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileged,
-                            const EventOptions& options) {
+                            const EventOptions& options, VaddrEvidence vaddr) {
   SamplingProbe p;
   p.privileged = privileged;
   if (auto par = root.readAttr("/proc/sys/kernel/perf_event_paranoid"); par) {
@@ -57,7 +57,7 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
   p.sources.push_back(hw);
 
   // 2. DAMON vaddr.
-  p.damon = probeDamon(fs);
+  p.damon = probeDamon(fs, vaddr);
   SourceProbe damon;
   damon.name = sourceInfo(SourceKind::DamonVaddr).name;
   damon.available = p.damon.usable && privileged && p.damon.vaddr != "no";

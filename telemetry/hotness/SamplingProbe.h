@@ -40,9 +40,14 @@ struct SamplingProbe {
 };
 
 /// Reads everything under `root` (and DAMON through `fs`) without opening or writing anything.
-/// `privileged` says whether the caller has CAP_PERFMON (root).
+/// `privileged` says whether the caller has CAP_PERFMON (root). `vaddr` says whether DAMON's
+/// vaddr operations are looked for in /proc/kallsyms when no kdamond shows avail_operations
+/// (probeDamon): the daemon passes VaddrEvidence::Skip (in the rig that one read was ~4 s of its
+/// start-up CPU; its DamonSource checks avail_operations when it starts a kdamond), the tierctl
+/// commands that print the probe read it.
 SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileged,
-                            const EventOptions& options = {});
+                            const EventOptions& options = {},
+                            VaddrEvidence vaddr = VaddrEvidence::Read);
 
 /// What to sample.
 struct SamplingTarget {

@@ -96,3 +96,25 @@ TEST_CASE("makeSource gives the perf sources the configured sample period and CP
   REQUIRE(dflt.ok());
   CHECK(dynamic_cast<PerfSampler*>(dflt.value().get())->period() == 10007);
 }
+
+TEST_CASE("the daemon's probe (VaddrEvidence::Skip) leaves /proc/kallsyms unread: DAMON usable, "
+          "vaddr confirmed when its kdamond starts") {
+  TempTree t;
+  t.file("/proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n\n");
+  t.file("/proc/sys/kernel/perf_event_paranoid", "2\n");
+  t.file("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", "0\n");
+  t.file("/proc/kallsyms", "ffffffff81234560 t damon_va_check_accesses\n");
+  sys::SysRoot root(t.dir());
+  SysRootDamonFs fs(root);
+  const SamplingProbe read = probeSampling(root, fs, true);  // tierctl sampling: read
+  CHECK(read.damon.vaddr == "yes");
+  CHECK(read.damon.vaddrEvidence.find("/proc/kallsyms has damon_va_check_accesses") == 0);
+  const SamplingProbe p = probeSampling(root, fs, true, {}, VaddrEvidence::Skip);
+  CHECK(p.damon.vaddr == "unknown");
+  CHECK(p.damon.vaddrEvidence == "not looked for (no kdamond to read avail_operations from)");
+  REQUIRE(p.sources.size() >= 2);
+  CHECK(p.sources[1].name == "damon-vaddr");
+  CHECK(p.sources[1].available);
+  CHECK(p.sources[1].why.rfind("DAMON sysfs, vaddr not yet confirmed", 0) == 0);
+  CHECK(p.chosen == "damon-vaddr");
+}
