@@ -97,8 +97,9 @@ TEST_CASE("makeSource gives the perf sources the configured sample period and CP
   CHECK(dynamic_cast<PerfSampler*>(dflt.value().get())->period() == 10007);
 }
 
-TEST_CASE("the daemon's probe (VaddrEvidence::Skip) leaves /proc/kallsyms unread: DAMON usable, "
-          "vaddr confirmed when its kdamond starts") {
+TEST_CASE(
+    "the daemon's probe (VaddrEvidence::Skip) leaves /proc/kallsyms unread: DAMON usable, "
+    "vaddr confirmed when its kdamond starts") {
   TempTree t;
   t.file("/proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n\n");
   t.file("/proc/sys/kernel/perf_event_paranoid", "2\n");
