@@ -261,15 +261,29 @@ bool SysRootScopeProvider::uidMatches(pid_t pid, uid_t uid) const {
   return false;
 }
 
-std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& command) const {
+std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& command) {
   std::vector<pid_t> out;
   auto entries = root_.list("/proc");
   if (!entries || command.empty()) return out;
+  CommandScan& scan = commandScans_[command];
+  const bool rescan = scan.passes++ % kCommandRescanPasses == 0;
+  std::map<pid_t, std::string> notMatching;
   for (const std::string& e : entries.value()) {
-    auto pid = sys::parseU64(e, "/proc");
-    if (!pid) continue;
-    if (exeMatches("/proc/" + e, command)) out.push_back(static_cast<pid_t>(pid.value()));
+    auto parsed = sys::parseU64(e, "/proc");
+    if (!parsed) continue;
+    const auto pid = static_cast<pid_t>(parsed.value());
+    const std::string comm = root_.read("/proc/" + e + "/comm").valueOr("");
+    if (auto known = scan.notMatching.find(pid);
+        !rescan && !comm.empty() && known != scan.notMatching.end() && known->second == comm) {
+      notMatching.insert(*known);
+      continue;
+    }
+    if (exeMatches("/proc/" + e, command))
+      out.push_back(pid);
+    else if (!comm.empty())
+      notMatching.emplace(pid, comm);
   }
+  scan.notMatching = std::move(notMatching);  // pids no longer listed are forgotten
   return out;
 }
 

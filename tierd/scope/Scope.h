@@ -14,6 +14,8 @@
 ///   <cgroup dir>/**/cgroup.procs         members of descendant cgroups (a pod or slice selects
 ///                                        its children: on cgroup v2 only leaves hold processes)
 ///   /proc/PID/exe                        the executable (a symlink the process cannot set)
+///   /proc/PID/comm                       set by execve(2): a command scan checks a process that
+///                                        did not match again when it changes
 ///   /proc/PID/cmdline                    empty for kernel threads (never selected)
 ///   /proc/PID/status                     `Uid:` real uid, for the optional uid filter
 ///   /proc/PID/stat                       field 22 start time (process identity, ProcessIdentity.h)
@@ -140,7 +142,14 @@ class SysRootScopeProvider final : public ScopeProvider {
   Result<std::string> cgroupDir(const std::string& path, int& version) const;
   Status cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
                     size_t& walked) const;
-  std::vector<pid_t> pidsByCommand(const std::string& command) const;
+  /// The pids whose executable matches `command` (exeMatches). A process found not to match is
+  /// remembered with its comm (/proc/PID/comm, which execve(2) sets) and skipped by the next
+  /// passes while its pid is listed with that comm; every kCommandRescanPasses-th pass checks
+  /// every process again. A process that matched is checked on every pass. So a pass costs one
+  /// comm read per process that did not change, and what could go unseen until the rescan (a pid
+  /// reused, or an exec, by a process that kept the old comm) can only delay adopting a process,
+  /// never select one that does not match.
+  std::vector<pid_t> pidsByCommand(const std::string& command);
   bool exeMatches(const std::string& dir, const std::string& command) const;
   /// Whether the process at `dir` (/proc/PID) goes by `command`: its comm equals the command's
   /// first 15 bytes, or the basename of its argv[0]'s first word (/proc/PID/cmdline up to the
@@ -153,6 +162,15 @@ class SysRootScopeProvider final : public ScopeProvider {
   std::vector<CgroupMount> mounts_;
   /// (workload name, pid) -> start time of the process first resolved for a pid-list entry.
   std::map<std::pair<std::string, pid_t>, uint64_t> pinned_;
+  /// Passes of pidsByCommand between two checks of every process (10 s at the default 1 s
+  /// daemon.interval).
+  static constexpr uint64_t kCommandRescanPasses = 10;
+  /// Per command selector: the processes found not to match (pid -> comm then), and the passes.
+  struct CommandScan {
+    std::map<pid_t, std::string> notMatching;
+    uint64_t passes = 0;
+  };
+  std::map<std::string, CommandScan> commandScans_;
 };
 
 }  // namespace tierd::scope

@@ -355,3 +355,36 @@ TEST_CASE(
   REQUIRE_MESSAGE(s.ok(), s.error().describe());
   CHECK(s->pids == std::vector<pid_t>{600});
 }
+
+TEST_CASE(
+    "a command scan checks a process that did not match again when its comm changes (execve), "
+    "a process that matched on every pass, and every process every tenth pass") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  t.put("/usr/bin/tierd-gups", "ELF");
+  t.put("/bin/sh", "ELF");
+  t.process(100, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
+  t.process(200, "sh", std::string("sh\0", 3), "/bin/sh");  // forked, not exec'ed yet
+  t.process(300, "sh", std::string("sh\0", 3), "/bin/sh");
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  const WorkloadSelector gups{"gups", std::nullopt, {}, std::string("tierd-gups")};
+  auto pass = [&] {
+    auto s = p.resolve(gups);
+    REQUIRE(s.ok());
+    return s->pids;
+  };
+  CHECK(pass() == std::vector<pid_t>{100});  // pass 1 checks every process
+  // 200 execs tierd-gups: execve sets its exe and its comm; seen on the next pass.
+  t.process(200, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
+  CHECK(pass() == std::vector<pid_t>{100, 200});
+  // 100 execs another program: a process that matched is checked on every pass.
+  t.process(100, "sh", std::string("sh\0", 3), "/bin/sh");
+  CHECK(pass() == std::vector<pid_t>{200});
+  // 300's pid is taken by a tierd-gups that kept the comm "sh" (prctl PR_SET_NAME): its comm
+  // did not change, so it is adopted at the tenth pass, never selected wrongly before it.
+  t.process(300, "sh", std::string("sh\0", 3), "/usr/bin/tierd-gups");
+  for (int i = 4; i <= 10; ++i)
+    CHECK(pass() == std::vector<pid_t>{200});
+  CHECK(pass() == std::vector<pid_t>{200, 300});  // pass 11: every process again
+}
