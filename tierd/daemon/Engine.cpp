@@ -662,9 +662,11 @@ void Engine::keepLocations(const RangeResult& r, Proc& proc) {
   // Every page of the range answered by the kernel as now on the target (moved, or found there
   // by the status query): the heat model takes the target from the outcome (recordResults), so
   // the full read's locations stay true; the resident bytes per node follow the moved bytes.
-  // Anything else (a page busy, gone, refused, not present, not reached) is read in full next
-  // tick.
+  // A range not reached at all (the deadline or the rate budget came first) changed nothing.
+  // Anything else (a page busy, gone, refused, not present, or a range reached in part) is read
+  // in full next tick.
   const OutcomeCounts& o = r.outcomes;
+  if (!r.dropped && o.total() > 0 && o[MoveOutcome::NotAttempted] == o.total()) return;
   const uint64_t placed = o[MoveOutcome::Moved] + o[MoveOutcome::AlreadyThere];
   const std::optional<NodeId> from = heat_.nodeOf(r.range.pid, r.range.start);
   if (r.dropped || !r.busy.empty() || placed == 0 || placed != o.total() || !from) {

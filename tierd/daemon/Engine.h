@@ -248,13 +248,13 @@ class Engine {
   /// while all of these hold: its /proc/PID/maps (`layout`, no page-table walk) shows the same
   /// VMAs (start, end, perms, offset, inode, path), every move of its pages executed since left
   /// each page of its range on the target by the kernel's own answer (move_pages status: Moved
-  /// or AlreadyThere; any other outcome, a busy page, a page not present or not reached forces a
-  /// full read), and the full read is younger than daemon.full_locate_interval. Between full
-  /// reads the heat model keeps the locations, updated by the outcomes of tierd's own moves, and
-  /// the resident memory per node is shifted by the bytes moved; what the kernel moves by itself
-  /// (reclaim, NUMA balancing), pages faulted in inside an unchanged mapping and THPs split
-  /// after a move (TickReport::thpSplitAfterMove) are seen at the next full read.
-  /// TickReport::locatesReused counts the reuses.
+  /// or AlreadyThere) or reached none of them (NotAttempted); any other outcome (a busy page, a
+  /// page not present, a range reached in part) forces a full read; and the full read is younger
+  /// than daemon.full_locate_interval. Between full reads the heat model keeps the locations,
+  /// updated by the outcomes of tierd's own moves, and the resident memory per node is shifted by
+  /// the bytes moved; what the kernel moves by itself (reclaim, NUMA balancing), pages faulted in
+  /// inside an unchanged mapping and THPs split after a move (TickReport::thpSplitAfterMove) are
+  /// seen at the next full read. TickReport::locatesReused counts the reuses.
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
@@ -340,7 +340,8 @@ class Engine {
   /// After a move of `r` (before its outcome reaches the heat model): keeps `proc`'s full read
   /// when every page of the range is on the target by the kernel's answer (Moved or
   /// AlreadyThere), shifting the moved bytes in `proc.memory` from the region's node to the
-  /// target; otherwise makes the next tick read it in full.
+  /// target, or when no page of it was reached (NotAttempted: nothing changed); otherwise makes
+  /// the next tick read it in full.
   void keepLocations(const RangeResult& r, Proc& proc);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
   void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);

@@ -868,3 +868,26 @@ TEST_CASE("locate: a move that left a page busy is read in full on the next tick
   CHECK(k.smapsReads() - reads == 1);
   CHECK(t2.workloads[0].fastBytes == 3 * 2 * kMiB);  // what the full read found
 }
+
+TEST_CASE("locate: ranges the deadline left unreached keep the full read; their pages stayed") {
+  Rig rig;
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->migration.maxPromoteMiBPerS = 2;  // one 2 MiB THP per second: the rest is not reached
+  rig.engine->setConfig(cfg);
+  migrate::FakePageSystem& k = rig.fake->kernel();
+  TickReport t1 = rig.tick(1);
+  REQUIRE(t1.promotedBytes > 0);
+  REQUIRE(t1.promotedBytes < 4 * 2 * kMiB);
+  CHECK(t1.batch.stats.pagesMoved * 2 * kMiB == t1.promotedBytes);
+  uint64_t notReached = 0;
+  for (const RangeResult& r : t1.batch.ranges)
+    notReached += r.outcomes[MoveOutcome::NotAttempted];
+  CHECK(notReached > 0);
+  const uint64_t reads = k.smapsReads();
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.locatesReused == 1);
+  CHECK(k.smapsReads() - reads <= 1);  // at most the migrator's own read for tick 2's moves
+  CHECK(t2.workloads[0].fastBytes == t1.promotedBytes + t2.promotedBytes);
+  const uint64_t onFast = rig.regionsOn(kPid, 0) * 2 * kMiB;
+  CHECK(onFast == t1.promotedBytes + t2.promotedBytes);  // the kernel's own answer agrees
+}
