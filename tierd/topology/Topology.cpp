@@ -257,10 +257,11 @@ std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
   return m;
 }
 
-Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>& warnings) {
-  Capabilities c;
-  if (auto r = root.readAttr("/proc/sys/kernel/osrelease")) c.kernelRelease = r.value();
-  c.tierdKernel = parseTierdKernelRelease(c.kernelRelease);
+// The capabilities an operator or the kernel may change at run time (sysctls, THP mode, the
+// offload folder, DAMON's kdamonds); readCapabilities reads the rest once.
+void readRuntimeCapabilities(const sys::SysRoot& root, Capabilities& c,
+                             std::vector<std::string>& warnings) {
+  c.thpMode.clear();
   if (auto t = root.read("/sys/kernel/mm/transparent_hugepage/enabled")) {
     auto mode = sys::parseBracketChoice(t.value(),
                                         root.path("/sys/kernel/mm/transparent_hugepage/enabled"));
@@ -269,18 +270,17 @@ Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>
     else
       warnings.push_back(mode.error().describe());
   }
-  if (auto v = readOptInt<int64_t>(root, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"))
-    c.pmdPageSize = static_cast<uint64_t>(*v);
-  c.basePageSize = basePageSizeOf(root);
   c.numaBalancing = readOptInt<int>(root, "/proc/sys/kernel/numa_balancing");
+  c.demotionEnabled.reset();
   if (auto d = root.readAttr("/sys/kernel/mm/numa/demotion_enabled")) {
     if (d.value() == "true" || d.value() == "1") c.demotionEnabled = true;
     if (d.value() == "false" || d.value() == "0") c.demotionEnabled = false;
   }
   c.perfEventParanoid = readOptInt<int>(root, "/proc/sys/kernel/perf_event_paranoid");
-  if (auto pmus = root.list("/sys/bus/event_source/devices")) c.perfPmus = pmus.value();
   c.migrateOffload = readMigrateOffload(root, warnings);
-  c.damonSysfs = root.exists(kDamonDir);
+  c.damonKdamonds = 0;
+  c.damonKdamondsRunning = 0;
+  c.damonOperations.clear();
   if (c.damonSysfs) {
     const std::string kd = kDamonDir + "/kdamonds";
     c.damonKdamonds = readOptInt<int>(root, kd + "/nr_kdamonds").value_or(0);
@@ -295,6 +295,18 @@ Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>
       }
     }
   }
+}
+
+Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>& warnings) {
+  Capabilities c;
+  if (auto r = root.readAttr("/proc/sys/kernel/osrelease")) c.kernelRelease = r.value();
+  c.tierdKernel = parseTierdKernelRelease(c.kernelRelease);
+  if (auto v = readOptInt<int64_t>(root, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"))
+    c.pmdPageSize = static_cast<uint64_t>(*v);
+  c.basePageSize = basePageSizeOf(root);
+  if (auto pmus = root.list("/sys/bus/event_source/devices")) c.perfPmus = pmus.value();
+  c.damonSysfs = root.exists(kDamonDir);
+  readRuntimeCapabilities(root, c, warnings);
   return c;
 }
 
@@ -392,6 +404,31 @@ Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& over
   readFreePmdBlocks(root, topo);
   if (Status s = classify(topo, override); !s) return s.error();
   return topo;
+}
+
+Status refreshTopology(const sys::SysRoot& root, Topology& topo, const TierOverride& override) {
+  topo.warnings.clear();
+  for (Node& node : topo.nodes) {
+    const std::string path = nodePath(node.id) + "/meminfo";
+    auto text = root.read(path);
+    if (!text) return text.error();
+    auto meminfo = sys::parseMeminfo(text.value(), root.path(path));
+    if (!meminfo) return meminfo.error();
+    auto total = meminfo->find("MemTotal");
+    auto free = meminfo->find("MemFree");
+    if (total == meminfo->end() || free == meminfo->end())
+      return Error::input("meminfo lacks MemTotal or MemFree", root.path(path));
+    node.memTotal = total->second;
+    node.memFree = free->second;
+    node.hugePages.clear();
+    if (Status s = readHugePages(root, node); !s) return s.error();
+    node.freePmdBlockBytes.reset();
+    node.tier = Tier::None;
+    node.reason.clear();
+  }
+  readRuntimeCapabilities(root, topo.caps, topo.warnings);
+  readFreePmdBlocks(root, topo);
+  return classify(topo, override);
 }
 
 namespace {

@@ -173,6 +173,16 @@ struct TierOverride {
 /// an override naming a node that does not exist or naming one node twice.
 Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& override = {});
 
+/// Re-reads into `topo`, a readTopology() result under the same `root` whose node lists
+/// (possible, online, has_cpu, has_memory) have not changed since, what changes while the nodes
+/// stay: each node's meminfo (MemTotal, MemFree), huge page pools and free PMD blocks
+/// (/proc/buddyinfo), the run-time capabilities (THP mode, numa_balancing, demotion_enabled,
+/// perf_event_paranoid, the migrate_offload folder, DAMON's kdamonds), then classifies again
+/// with `override` (warnings regenerated). Kept from the full read: CPUs, distances, HMAT,
+/// memory tiers, the kernel release, page sizes and PMUs. Errors as readTopology's for the files
+/// it reads and for a bad override; `topo` is then partly updated and must be read in full.
+Status refreshTopology(const sys::SysRoot& root, Topology& topo, const TierOverride& override = {});
+
 /// Assigns Node::tier and Node::reason and Topology::method from the facts already in `topo`.
 /// Pure: reads only `topo` and `override`. Errors as in readTopology for bad overrides.
 Status classify(Topology& topo, const TierOverride& override);

@@ -5,6 +5,10 @@
 /// the simulator answers from its modelled machine (tierd/simulate/Simulator.cpp), so it need not
 /// write node meminfo files for the engine to read back.
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "tierd/core/Result.h"
 #include "tierd/sys/SysRoot.h"
 #include "tierd/topology/Topology.h"
@@ -24,18 +28,36 @@ class TopologyProvider {
   virtual Result<Topology> read(const TierOverride& override) = 0;
 };
 
-/// readTopology() under a SysRoot: every call reads the kernel's files again (the live machine
-/// or a fixture tree).
+/// The topology under a SysRoot (the live machine or a fixture tree), read in full by
+/// readTopology() on the first call, every kFullReadEvery-th call, after an error, when the
+/// override changes and when the node lists (/sys/devices/system/node/possible, online, has_cpu,
+/// has_memory: node or memory hotplug) differ from the last full read's; the calls between
+/// refresh that read with refreshTopology() (free memory, huge pages, run-time capabilities),
+/// keeping what only changes with hotplug (CPUs, distances, HMAT, memory tiers). In the rig a
+/// full read per tick cost ~50 ms of emulated CPU.
 class SysRootTopologyProvider final : public TopologyProvider {
  public:
   /// Reads under `root`.
   explicit SysRootTopologyProvider(sys::SysRoot root);
 
-  /// readTopology(root, override).
+  /// See the class comment. Errors as readTopology().
   Result<Topology> read(const TierOverride& override) override;
 
+  /// Calls between two full reads, the first included (10: 10 s at the default 1 s tick).
+  static constexpr uint64_t kFullReadEvery = 10;
+  /// Full reads so far (tests: how often the whole tree was read).
+  uint64_t fullReads() const { return fullReads_; }
+
  private:
+  /// The four node list files' text, concatenated ("" for an absent one).
+  std::string nodeLists() const;
+
   sys::SysRoot root_;
+  std::optional<Topology> last_;  ///< the last topology returned
+  TierOverride lastOverride_;
+  std::string lastNodeLists_;  ///< nodeLists() at the last full read
+  uint64_t sinceFull_ = 0;     ///< calls since the last full read
+  uint64_t fullReads_ = 0;
 };
 
 }  // namespace tierd::topology

@@ -9,6 +9,7 @@
 #include "tierd/core/Units.h"
 #include "tierd/topology/Topology.h"
 #include "tierd/topology/TopologyJson.h"
+#include "tierd/topology/TopologyProvider.h"
 
 using namespace tierd;
 using namespace tierd::topology;
@@ -407,4 +408,54 @@ TEST_CASE("migrate_offload (kernel-patches/ patch 3) is read from its sysfs fold
   REQUIRE(t->warnings.size() == 2);
   CHECK(contains(t->warnings[0], mo + "/threads is missing or malformed"));
   CHECK(contains(t->warnings[1], mo + "/counters/fallbacks is missing or malformed"));
+}
+
+TEST_CASE(
+    "SysRootTopologyProvider: free memory and run-time capabilities every call, the rest every "
+    "10th call or when the node lists change") {
+  FixtureCopy f("qemu-2node");
+  SysRootTopologyProvider p(sys::SysRoot(f.dir.string()));
+  const std::string n1 = "/sys/devices/system/node/node1/";
+  auto first = p.read({});
+  REQUIRE(first.ok());
+  CHECK(p.fullReads() == 1);
+  CHECK(first->node(1)->tier == Tier::Slow);
+  // What changes while the nodes stay is read on every call.
+  f.put(n1 + "meminfo", "Node 1 MemTotal: 4127764 kB\nNode 1 MemFree: 1000 kB\n");
+  f.put("/proc/sys/kernel/numa_balancing", "2\n");
+  // What changes only with hotplug is kept between full reads (a distance row edited by hand).
+  f.put(n1 + "distance", "20 12\n");
+  auto second = p.read({});
+  REQUIRE(second.ok());
+  CHECK(p.fullReads() == 1);
+  CHECK(second->node(1)->memFree == 1000 * kKiB);
+  CHECK(second->caps.numaBalancing == 2);
+  CHECK(second->node(1)->distance.at(1) == 10);
+  CHECK(second->node(1)->tier == Tier::Slow);
+  CHECK(second->method == first->method);
+  for (int i = 3; i <= 10; ++i)
+    REQUIRE(p.read({}).ok());
+  CHECK(p.fullReads() == 1);
+  auto eleventh = p.read({});  // the 10th call after the full read reads in full again
+  REQUIRE(eleventh.ok());
+  CHECK(p.fullReads() == 2);
+  CHECK(eleventh->node(1)->distance.at(1) == 12);
+  // A node list that changes (hotplug) is read in full at once; so is a new override.
+  f.put("/sys/devices/system/node/has_cpu", "0-1\n");
+  REQUIRE(p.read({}).ok());
+  CHECK(p.fullReads() == 3);
+  TierOverride o;
+  o.fastNodes = {0};
+  o.slowNodes = {1};
+  auto byConfig = p.read(o);
+  REQUIRE(byConfig.ok());
+  CHECK(p.fullReads() == 4);
+  CHECK(byConfig->method == "config");
+  // The same answers as a full read of the same files.
+  auto refreshed = p.read(o);
+  REQUIRE(refreshed.ok());
+  CHECK(p.fullReads() == 4);
+  auto full = readTopology(sys::SysRoot(f.dir.string()), o);
+  REQUIRE(full.ok());
+  CHECK(topologyToJson(refreshed.value()) == topologyToJson(full.value()));
 }
