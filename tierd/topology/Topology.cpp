@@ -100,6 +100,22 @@ Status readHmat(const sys::SysRoot& root, Node& node) {
   return Ok{};
 }
 
+// Node::memTotal and memFree from nodeN/meminfo. Errors: unreadable, malformed, or lacking either.
+Status readNodeMeminfo(const sys::SysRoot& root, Node& node) {
+  const std::string path = nodePath(node.id) + "/meminfo";
+  auto text = root.read(path);
+  if (!text) return text.error();
+  auto meminfo = sys::parseMeminfo(text.value(), root.path(path));
+  if (!meminfo) return meminfo.error();
+  auto total = meminfo->find("MemTotal");
+  auto free = meminfo->find("MemFree");
+  if (total == meminfo->end() || free == meminfo->end())
+    return Error::input("meminfo lacks MemTotal or MemFree", root.path(path));
+  node.memTotal = total->second;
+  node.memFree = free->second;
+  return Ok{};
+}
+
 Result<Node> readNode(const sys::SysRoot& root, int id, const std::set<int>& hasCpu,
                       const std::optional<std::set<int>>& hasMemory) {
   Node node;
@@ -113,16 +129,7 @@ Result<Node> readNode(const sys::SysRoot& root, int id, const std::set<int>& has
   if (cpus.value()) node.cpus = *cpus.value();
   node.hasCpu = hasCpu.count(id) != 0 || !node.cpus.empty();
 
-  auto meminfoText = root.read(dir + "/meminfo");
-  if (!meminfoText) return meminfoText.error();
-  auto meminfo = sys::parseMeminfo(meminfoText.value(), root.path(dir + "/meminfo"));
-  if (!meminfo) return meminfo.error();
-  auto total = meminfo->find("MemTotal");
-  auto free = meminfo->find("MemFree");
-  if (total == meminfo->end() || free == meminfo->end())
-    return Error::input("meminfo lacks MemTotal or MemFree", root.path(dir + "/meminfo"));
-  node.memTotal = total->second;
-  node.memFree = free->second;
+  if (Status s = readNodeMeminfo(root, node); !s) return s.error();
   node.hasMemory = hasMemory ? hasMemory->count(id) != 0 : node.memTotal > 0;
 
   auto distText = root.read(dir + "/distance");
@@ -409,17 +416,7 @@ Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& over
 Status refreshTopology(const sys::SysRoot& root, Topology& topo, const TierOverride& override) {
   topo.warnings.clear();
   for (Node& node : topo.nodes) {
-    const std::string path = nodePath(node.id) + "/meminfo";
-    auto text = root.read(path);
-    if (!text) return text.error();
-    auto meminfo = sys::parseMeminfo(text.value(), root.path(path));
-    if (!meminfo) return meminfo.error();
-    auto total = meminfo->find("MemTotal");
-    auto free = meminfo->find("MemFree");
-    if (total == meminfo->end() || free == meminfo->end())
-      return Error::input("meminfo lacks MemTotal or MemFree", root.path(path));
-    node.memTotal = total->second;
-    node.memFree = free->second;
+    if (Status s = readNodeMeminfo(root, node); !s) return s.error();
     node.hugePages.clear();
     if (Status s = readHugePages(root, node); !s) return s.error();
     node.freePmdBlockBytes.reset();

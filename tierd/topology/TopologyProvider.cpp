@@ -17,13 +17,10 @@ Result<Topology> SysRootTopologyProvider::read(const TierOverride& override) {
   const std::string lists = nodeLists();
   const bool sameOverride = override.fastNodes == lastOverride_.fastNodes &&
                             override.slowNodes == lastOverride_.slowNodes;
-  if (last_ && sameOverride && lists == lastNodeLists_ && ++sinceFull_ < kFullReadEvery) {
-    Topology topo = *last_;
-    if (refreshTopology(root_, topo, override)) {
-      last_ = topo;
-      return topo;
-    }
-  }
+  // A failed refresh leaves last_ partly updated: it is read in full below.
+  if (last_ && sameOverride && lists == lastNodeLists_ && ++sinceFull_ < kFullReadEvery &&
+      refreshTopology(root_, *last_, override))
+    return *last_;
   last_.reset();
   auto topo = readTopology(root_, override);
   if (!topo) return topo;
