@@ -197,13 +197,11 @@ Status SysRootScopeProvider::cgroupPids(const std::string& dir, int depth, std::
   return Ok{};
 }
 
-bool SysRootScopeProvider::goesBy(const std::string& dir, const std::string& command) const {
-  if (auto comm = root_.read(dir + "/comm")) {
-    std::string c = comm.value();
-    while (!c.empty() && c.back() == '\n')
-      c.pop_back();
-    if (!c.empty() && c == command.substr(0, 15)) return true;
-  }
+bool SysRootScopeProvider::goesBy(const std::string& dir, const std::string& command,
+                                  std::string comm) const {
+  while (!comm.empty() && comm.back() == '\n')
+    comm.pop_back();
+  if (!comm.empty() && comm == command.substr(0, 15)) return true;
   auto cmdline = root_.read(dir + "/cmdline");
   if (!cmdline) return false;
   const std::string& text = cmdline.value();
@@ -211,7 +209,8 @@ bool SysRootScopeProvider::goesBy(const std::string& dir, const std::string& com
   return !argv0.empty() && basename(argv0) == command;
 }
 
-bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string& command) const {
+bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string& command,
+                                      const std::string& comm) const {
   // Kernel threads have no exe link (readlink fails): never ours to move.
   std::string exe = readLink(root_.path(dir + "/exe"));
   if (exe.empty()) return false;
@@ -241,7 +240,7 @@ bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string&
   // or the first word of its argv[0] (redis rewrites its cmdline to "redis-server *:6379"). A
   // multi-call binary such as busybox has a symlink next to it for every applet, so without this
   // `command = "bc"` selected every busybox `sh` and `sleep` (seen in the rig's gapbs scenario).
-  if (!goesBy(dir, command)) return false;
+  if (!goesBy(dir, command, comm)) return false;
   const std::string sibling = dirname(exe) + "/" + command;
   if (exeStat) return sameFile(root_.path(dir + "/root" + sibling));
   return !readLink(root_.path(sibling)).empty() && resolveLinks(root_, sibling) == exe;
@@ -278,7 +277,7 @@ std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& comman
       notMatching.insert(*known);
       continue;
     }
-    if (exeMatches("/proc/" + e, command))
+    if (exeMatches("/proc/" + e, command, comm))
       out.push_back(pid);
     else if (!comm.empty())
       notMatching.emplace(pid, comm);

@@ -150,11 +150,14 @@ class SysRootScopeProvider final : public ScopeProvider {
   /// reused, or an exec, by a process that kept the old comm) can only delay adopting a process,
   /// never select one that does not match.
   std::vector<pid_t> pidsByCommand(const std::string& command);
-  bool exeMatches(const std::string& dir, const std::string& command) const;
-  /// Whether the process at `dir` (/proc/PID) goes by `command`: its comm equals the command's
-  /// first 15 bytes, or the basename of its argv[0]'s first word (/proc/PID/cmdline up to the
-  /// first NUL or space) equals it.
-  bool goesBy(const std::string& dir, const std::string& command) const;
+  /// Whether the process at `dir` (/proc/PID) runs `command`'s executable (the file comment);
+  /// `comm` is its /proc/PID/comm as the caller read it ("" when unreadable).
+  bool exeMatches(const std::string& dir, const std::string& command,
+                  const std::string& comm) const;
+  /// Whether the process at `dir` (/proc/PID) goes by `command`: its `comm` (as read, trailing
+  /// newline allowed) equals the command's first 15 bytes, or the basename of its argv[0]'s first
+  /// word (/proc/PID/cmdline up to the first NUL or space) equals it.
+  bool goesBy(const std::string& dir, const std::string& command, std::string comm) const;
   bool uidMatches(pid_t pid, uid_t uid) const;
 
   sys::SysRoot root_;
