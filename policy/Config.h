@@ -80,6 +80,7 @@ struct SamplingConfig {
   int damonMaxProcesses = 16;     ///< kdamonds tierd creates (one per sampled process), 1..64
   bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
   DamonRead damonRead = DamonRead::TriedRegions;  ///< damon_read: how region counts are read
+  int kdamondNice = 0;  ///< kdamond_nice: setpriority(2) value of tierd's kdamonds, -20..19
   bool operator==(const SamplingConfig&) const = default;
 };
 

@@ -93,6 +93,13 @@ std::vector<KeySpec> samplingKeys() {
        "filtered to its kdamond's pid), read from its trace_pipe; where tracefs or the event is "
        "missing or its format is not the expected one, the source falls back to tried_regions "
        "and its state says why. Read at start."},
+      {"sampling", "kdamond_nice", ValueType::Integer, "0", -20, 19, "", false, false, "nice",
+       "Nice value (setpriority(2)) of each kdamond tierd starts, set once it runs: its CPU "
+       "weight against the workloads' threads when CPUs are short (19: weight 15 against a "
+       "nice-0 thread's 1024, so the sampling yields; an idle CPU it still uses in full). 0 "
+       "leaves the kernel's. The CPU budget bounds its average either way. Only a kernel "
+       "thread named kdamond.* is reniced; a refusal is logged in the source's state, not "
+       "fatal. Read at start."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

@@ -72,6 +72,7 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   c.read = config.sampling.damonRead == policy::DamonRead::Tracepoint
                ? telemetry::DamonReadPath::Tracepoint
                : telemetry::DamonReadPath::TriedRegions;
+  c.kdamondNice = config.sampling.kdamondNice;
   return c;
 }
 

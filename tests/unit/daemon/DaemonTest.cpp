@@ -51,6 +51,11 @@ TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
   policy::CompileOutcome empty = policy::compileConfigText("", "/x/tierd.toml");
   REQUIRE(empty.ok());
   CHECK(daemon::damonTuning(*empty.config).cpuBudget == doctest::Approx(0.01));
+  CHECK(daemon::damonTuning(*empty.config).kdamondNice == 0);
+  policy::CompileOutcome nice =
+      policy::compileConfigText("[sampling]\nkdamond_nice = 19\n", "/x/tierd.toml");
+  REQUIRE(nice.ok());
+  CHECK(daemon::damonTuning(*nice.config).kdamondNice == 19);
 }
 
 TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise") {

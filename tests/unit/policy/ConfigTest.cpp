@@ -213,6 +213,26 @@ TEST_CASE("the printed config compiles back to the same value") {
   }
 }
 
+TEST_CASE("every [sampling] key set away from its default prints and compiles back") {
+  // damon_max_processes and damon_stat were left out of the printed config until kdamond_nice
+  // joined them: a daemon printing its config (tierd --print-config) lost them.
+  const std::string text =
+      "[sampling]\ndamon_max_processes = 3\ndamon_stat = \"disable\"\n"
+      "damon_read = \"tracepoint\"\nkdamond_nice = 19\n";
+  CompileOutcome a = compileConfigText(text, "/x/t.toml");
+  REQUIRE_MESSAGE(a.ok(), errorLines(a));
+  CHECK(a.config->sampling.damonMaxProcesses == 3);
+  CHECK(a.config->sampling.disableDamonStat);
+  CHECK(a.config->sampling.kdamondNice == 19);
+  CompileOutcome b = compileConfigText(configToText(*a.config), "/x/t.toml");
+  REQUIRE_MESSAGE(b.ok(), errorLines(b));
+  CHECK(*b.config == *a.config);
+  CompileOutcome bad = compileConfigText("[sampling]\nkdamond_nice = 20\n", "/x/t.toml");
+  REQUIRE(bad.errors.size() == 1);
+  CHECK(bad.errors[0].line == 2);
+  CHECK(bad.errors[0].keyPath == "sampling.kdamond_nice");
+}
+
 TEST_CASE("a string with newlines prints as an escaped basic string and round-trips exactly") {
   // scripts/fuzz-config found it: printed between triple quotes, the leading newline was lost.
   const std::string text = "[[workload]]\nname = \"gapbs\"\ncommand = \"\\npr\\nbc\"\n";

@@ -630,3 +630,80 @@ TEST_CASE("the CPU budget: unmeasurable is said; without a budget nothing is rea
   CHECK(unbudgeted.state().find("cpu=") == std::string::npos);
   unbudgeted.stop();
 }
+
+namespace {
+
+// The fake's log lines that renice a thread.
+std::vector<std::string> reniced(const FakeDamonFs& fs) {
+  std::vector<std::string> out;
+  for (const auto& l : fs.log)
+    if (l.rfind("setpriority ", 0) == 0) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kdamond_nice renices our kdamond once it runs, and only a kdamond kernel thread") {
+  DamonConfig c = config();
+  c.kdamondNice = 19;
+  {
+    FakeDamonFs fs;
+    kdamondTicks(fs, 0);  // /proc/4242/stat: kdamond.0, flags with PF_KTHREAD
+    DamonSource src(c, fs);
+    REQUIRE(src.start().ok());
+    CHECK(reniced(fs) == std::vector<std::string>{"setpriority 4242 19"});
+    CHECK(src.state() == "sample_us=5000 nice=19");
+    src.stop();
+  }
+  {
+    // The pid now names a user process calling itself kdamond.0 (no PF_KTHREAD): not touched.
+    FakeDamonFs fs;
+    fs.tree().file("/proc/4242/stat", "4242 (kdamond.0) S 1 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 "
+                                      "20 0 1 0 100 0 0\n");
+    DamonSource src(c, fs);
+    REQUIRE(src.start().ok());
+    CHECK(reniced(fs).empty());
+    CHECK(src.state() ==
+          "sample_us=5000 (nice not set: /proc/4242/stat is not a kdamond kernel thread)");
+    src.stop();
+  }
+  {
+    // A kernel thread of another name, a vanished thread, a refusal: said, sampling goes on.
+    FakeDamonFs fs;
+    fs.tree().file("/proc/4242/stat", "4242 (kworker/0:1) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 "
+                                      "20 0 1 0 100 0 0\n");
+    DamonSource src(c, fs);
+    REQUIRE(src.start().ok());
+    CHECK(reniced(fs).empty());
+    src.stop();
+  }
+  {
+    FakeDamonFs fs;  // no /proc/4242/stat
+    DamonSource src(c, fs);
+    REQUIRE(src.start().ok());
+    CHECK(reniced(fs).empty());
+    CHECK(src.state().find("(nice not set: ") != std::string::npos);
+    src.stop();
+  }
+  {
+    FakeDamonFs fs;
+    kdamondTicks(fs, 0);
+    fs.niceErrno = EPERM;
+    DamonSource src(c, fs);
+    REQUIRE(src.start().ok());
+    CHECK(reniced(fs) == std::vector<std::string>{"setpriority 4242 19"});
+    CHECK(src.state().find("nice=") == std::string::npos);
+    CHECK(src.state().find("(nice not set: ") != std::string::npos);
+    CHECK(src.state().find("setpriority") != std::string::npos);
+    src.stop();
+  }
+  {
+    FakeDamonFs fs;  // not asked: nothing read or reniced
+    kdamondTicks(fs, 0);
+    DamonSource src(config(), fs);
+    REQUIRE(src.start().ok());
+    CHECK(reniced(fs).empty());
+    CHECK(src.state() == "sample_us=5000");
+    src.stop();
+  }
+}
