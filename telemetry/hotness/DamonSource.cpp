@@ -367,13 +367,12 @@ void DamonSource::applyNice() {
   const size_t open = text ? text.value().find('(') : std::string::npos;
   if (!flags) {
     niceProblem_ = "nice not set: " + flags.error().describe();
-  } else if (!(flags.value() & kPfKthread) ||
-             text.value().compare(open + 1, 8, "kdamond.") != 0) {
+  } else if (!(flags.value() & kPfKthread) || text.value().compare(open + 1, 8, "kdamond.") != 0) {
     niceProblem_ = "nice not set: " + stat + " is not a kdamond kernel thread";
   } else {
     auto pid = tierd::parseU64InRange(kdamondPid_, 1, std::numeric_limits<pid_t>::max(), "pid");
-    Status s = pid ? fs_.setNice(static_cast<pid_t>(*pid), *config_.kdamondNice)
-                   : Status(pid.error());
+    Status s =
+        pid ? fs_.setNice(static_cast<pid_t>(*pid), *config_.kdamondNice) : Status(pid.error());
     niceSet_ = s.ok();
     if (!s) niceProblem_ = "nice not set: " + s.error().describe();
   }

@@ -658,8 +658,9 @@ TEST_CASE("kdamond_nice renices our kdamond once it runs, and only a kdamond ker
   {
     // The pid now names a user process calling itself kdamond.0 (no PF_KTHREAD): not touched.
     FakeDamonFs fs;
-    fs.tree().file("/proc/4242/stat", "4242 (kdamond.0) S 1 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 "
-                                      "20 0 1 0 100 0 0\n");
+    fs.tree().file("/proc/4242/stat",
+                   "4242 (kdamond.0) S 1 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 "
+                   "20 0 1 0 100 0 0\n");
     DamonSource src(c, fs);
     REQUIRE(src.start().ok());
     CHECK(reniced(fs).empty());
@@ -670,8 +671,9 @@ TEST_CASE("kdamond_nice renices our kdamond once it runs, and only a kdamond ker
   {
     // A kernel thread of another name, a vanished thread, a refusal: said, sampling goes on.
     FakeDamonFs fs;
-    fs.tree().file("/proc/4242/stat", "4242 (kworker/0:1) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 "
-                                      "20 0 1 0 100 0 0\n");
+    fs.tree().file("/proc/4242/stat",
+                   "4242 (kworker/0:1) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 "
+                   "20 0 1 0 100 0 0\n");
     DamonSource src(c, fs);
     REQUIRE(src.start().ok());
     CHECK(reniced(fs).empty());
