@@ -72,7 +72,8 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   c.read = config.sampling.damonRead == policy::DamonRead::Tracepoint
                ? telemetry::DamonReadPath::Tracepoint
                : telemetry::DamonReadPath::TriedRegions;
-  c.kdamondNice = config.sampling.kdamondNice;
+  // 0 leaves the kernel's nice (kthreads start at 0): nothing read or written.
+  if (config.sampling.kdamondNice != 0) c.kdamondNice = config.sampling.kdamondNice;
   return c;
 }
 
