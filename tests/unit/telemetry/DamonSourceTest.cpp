@@ -655,12 +655,14 @@ TEST_CASE("kdamond_nice renices our kdamond once it runs, and only a kdamond ker
     CHECK(src.state() == "sample_us=5000 nice=19");
     src.stop();
   }
-  {
-    // The pid now names a user process calling itself kdamond.0 (no PF_KTHREAD): not touched.
+  // Not a kdamond kernel thread: a user process calling itself kdamond.0 (no PF_KTHREAD in the
+  // flags), a kernel thread of another name. Not touched, said, sampling goes on.
+  for (const char* stat :
+       {"4242 (kdamond.0) S 1 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100\n",
+        "4242 (kworker/0:1) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 100\n"}) {
+    CAPTURE(stat);
     FakeDamonFs fs;
-    fs.tree().file("/proc/4242/stat",
-                   "4242 (kdamond.0) S 1 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 "
-                   "20 0 1 0 100 0 0\n");
+    fs.tree().file("/proc/4242/stat", stat);
     DamonSource src(c, fs);
     REQUIRE(src.start().ok());
     CHECK(reniced(fs).empty());
@@ -668,17 +670,7 @@ TEST_CASE("kdamond_nice renices our kdamond once it runs, and only a kdamond ker
           "sample_us=5000 (nice not set: /proc/4242/stat is not a kdamond kernel thread)");
     src.stop();
   }
-  {
-    // A kernel thread of another name, a vanished thread, a refusal: said, sampling goes on.
-    FakeDamonFs fs;
-    fs.tree().file("/proc/4242/stat",
-                   "4242 (kworker/0:1) S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 "
-                   "20 0 1 0 100 0 0\n");
-    DamonSource src(c, fs);
-    REQUIRE(src.start().ok());
-    CHECK(reniced(fs).empty());
-    src.stop();
-  }
+  // A vanished thread and a refusal: said, sampling goes on.
   {
     FakeDamonFs fs;  // no /proc/4242/stat
     DamonSource src(c, fs);
