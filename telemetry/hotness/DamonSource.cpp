@@ -369,12 +369,12 @@ void DamonSource::applyNice() {
     niceProblem_ = "nice not set: " + flags.error().describe();
   } else if (!(flags.value() & kPfKthread) || text.value().compare(open + 1, 8, "kdamond.") != 0) {
     niceProblem_ = "nice not set: " + stat + " is not a kdamond kernel thread";
+  } else if (auto pid = kdamondPid(); !pid) {
+    niceProblem_ = "nice not set: kdamond pid '" + kdamondPid_ + "' is not a pid";
+  } else if (Status set = fs_.setNice(*pid, *config_.kdamondNice); !set) {
+    niceProblem_ = "nice not set: " + set.error().describe();
   } else {
-    auto pid = tierd::parseU64InRange(kdamondPid_, 1, std::numeric_limits<pid_t>::max(), "pid");
-    Status s =
-        pid ? fs_.setNice(static_cast<pid_t>(*pid), *config_.kdamondNice) : Status(pid.error());
-    niceSet_ = s.ok();
-    if (!s) niceProblem_ = "nice not set: " + s.error().describe();
+    niceSet_ = true;
   }
 }
 
