@@ -154,6 +154,38 @@ rig_mem_start() {
   done
 }
 
+# rig_mem_dilate: with memsim=dilated, measures TCG's slowdown D in this boot (tierd-memsim spin:
+# gups's update loop without misses, in the guest against run.sh's run of it on the host,
+# $RIG_OUT/memsim.host-spin), hands it to the plugin ($RIG_OUT/memsim.dilate) and returns once the
+# plugin charges with it (fails after 30 s). From then on a miss to node N costs D * LAT_N and a
+# streaming miss D * 64 B / BW_N (tests/vm/memsim/README.md). Prints "memsim dilation D (...)" and
+# sets RIG_DILATE=D. Call it while the guest is otherwise idle.
+rig_mem_dilate() {
+  rig_host_spin="$(awk '$1 == "spin" { print $3 }' "$RIG_OUT/memsim.host-spin" 2>/dev/null)"
+  if [ -z "$rig_host_spin" ] || ! grep -q '^dilate ' "$RIG_OUT/memsim.stats" 2>/dev/null; then
+    fail "rig_mem_dilate needs memsim=dilated (no host spin time or no dilate line in memsim.stats)"
+    return 1
+  fi
+  rig_guest_spin="$("$RIG_BIN/tierd-memsim" spin --reps 5 --loads 2000000 | awk '$1 == "spin" { print $3 }')"
+  RIG_DILATE="$(awk -v g="$rig_guest_spin" -v h="$rig_host_spin" 'BEGIN { if (g > 0 && h > 0) printf "%.2f", (g / h < 1 ? 1 : g / h) }')"
+  if [ -z "$RIG_DILATE" ]; then
+    fail "rig_mem_dilate: no spin time in the guest"
+    return 1
+  fi
+  echo "$RIG_DILATE" >"$RIG_OUT/memsim.dilate"
+  rig_i=0
+  while ! grep -q '^dilate [1-9]' "$RIG_OUT/memsim.stats" 2>/dev/null; do
+    rig_i=$((rig_i + 1))
+    if [ $rig_i -gt 150 ] || grep -q '^dilate .*rejected' "$RIG_OUT/memsim.stats"; then
+      fail "memsim did not take the dilation $RIG_DILATE within 30 s"
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "memsim dilation $RIG_DILATE (gups's update loop: $rig_guest_spin ns in the guest, $rig_host_spin ns on the host);" \
+    "charges per miss: $(awk '$1 == "charge" { printf "node %s %s ns ", $2, $3 } $1 == "stream" { printf "(stream %s ns) ", $3 }' "$RIG_OUT/memsim.stats")"
+}
+
 # rig_mem_mark NAME: remembers the counters now (a publication made after this call began) as
 # mark NAME (a file under /tmp).
 rig_mem_mark() {

@@ -24,12 +24,16 @@
 #   gapbs=PROGRAM...       GAPBS programs (e.g. "pr bc") built by build-gapbs.sh (from
 #                          $TIERD_GAPBS_DIR or ../shared/third_party/gapbs) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
-#   memsim=off|sample|count|cost  the memsim TCG plugin (tests/vm/memsim): off (default), count
+#   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
 #                          ms, from the scenario's rig_mem_start on: full speed before it, shares
 #                          after it without count's cost in cache-model contention) or cost (count, and each LLC
-#                          miss to node N delays the vCPU by LAT_N - LAT_cpu ns); counters in
+#                          miss to node N delays the vCPU by LAT_N - LAT_cpu ns) or dilated
+#                          (cost, until the scenario's rig_mem_dilate measures TCG's slowdown D
+#                          against $RIG_OUT/memsim.host-spin, which this script measures on the
+#                          host before the boot; then a miss to node N costs D * LAT_N and a
+#                          streaming miss D * 64 B / BW_N); counters in
 #                          $RIG_OUT/memsim.stats (guest-lib.sh: rig_mem, rig_frame_heat)
 # Environment:
 #   TIERD_VM_CACHE   kernel, initramfs, logs and results (default <repo>/build/vm)
@@ -122,8 +126,8 @@ prepare_kernel() {
 memsim_mode() {
   local m="${TIERD_VM_MEMSIM:-$(header "$1" memsim)}"
   case "${m:-off}" in
-    off | sample | count | cost) echo "${m:-off}" ;;
-    *) die "$(basename "$1"): memsim=$m (use off, sample, count or cost)" ;;
+    off | sample | count | cost | dilated) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): memsim=$m (use off, sample, count, cost or dilated)" ;;
   esac
 }
 
@@ -145,6 +149,8 @@ memsim_args() {
   local pa="memsim.so,out=${outdir//,/,,}/memsim.stats,llc=${llc}M,line=$line,ways=$ways"
   if [ "$memsim" = sample ]; then
     pa+=",mode=count,sample=${TIERD_VM_MEMSIM_SAMPLE:-100:1000},start=${outdir//,/,,}/memsim.start"
+  elif [ "$memsim" = dilated ]; then
+    pa+=",mode=cost,dilate=${outdir//,/,,}/memsim.dilate"
   else
     pa+=",mode=$memsim"
   fi
@@ -164,6 +170,8 @@ memsim_args() {
     charge=$((${T[LAT_$i]} - cpu_lat))
     [ "$charge" -ge 0 ] || charge=0
     pa+=",charge=$i:$charge"
+    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's
+    [ "$memsim" != dilated ] || pa+=",lat=$i:${T[LAT_$i]},bw=$i:$(($(to_mib "${T[BW_$i]}") * 1048576 / 1000000))"
     cum=$c1
   done
   args+=(-plugin "${cache//,/,,}/memsim/$pa")
@@ -276,6 +284,12 @@ boot() {
   memsim="$(memsim_mode "$file")"
   if [ "$memsim" != off ]; then
     "$here/memsim/build.sh" || die "$name: cannot build the memsim plugin (see above)"
+  fi
+  # memsim=dilated: the loop the guest times to measure TCG's slowdown (rig_mem_dilate), run
+  # natively here first, on the same binary, while no guest runs
+  if [ "$memsim" = dilated ]; then
+    "$build/bin/tierd-memsim" spin --reps 5 --loads 2000000 >"$outdir/memsim.host-spin" ||
+      die "$name: cannot time tierd-memsim spin on the host (is $build/bin built?)"
   fi
   qemu_args "$file" "$name" "$outdir"
   echo "# $qemu ${args[*]}" >"$log"

@@ -17,6 +17,10 @@
 //                             interleaved rounds: updates/s and misses per update
 //   count --node N --size B   N reads then N writes of distinct cache lines on node N; the plugin
 //                             must count each as one user miss on node N (within 1%)
+//   spin [--reps R] [--loads L]  gups's update loop on a 16 KiB table (no cache misses): ns per
+//                             update, the best of R rounds of L updates. run.sh times it on the
+//                             host, rig_mem_dilate in the guest: the ratio is TCG's slowdown
+//                             (memsim=dilated)
 // The stats file is $MEMSIM_STATS, else $RIG_OUT/memsim.stats. Exit status 1 when a check fails,
 // 2 on a usage or system error.
 
@@ -512,6 +516,30 @@ int cmdStream(const Args& a) {
   return 0;
 }
 
+// gups's update without its miss: the same xorshift and XOR store on a 16 KiB table, which stays
+// in every cache (and in the plugin's LLC model). Needs no plugin.
+int cmdSpin(const Args& a) {
+  constexpr uint64_t kWords = 2048;
+  std::vector<uint64_t> table(kWords, 0);
+  volatile uint64_t* t = table.data();
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  double best = 0;
+  for (int r = 0; r < a.reps; ++r) {
+    const double t0 = nowSec();
+    for (uint64_t i = 0; i < a.loads; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      t[x & (kWords - 1)] = t[x & (kWords - 1)] ^ x;
+    }
+    const double ns = (nowSec() - t0) * 1e9 / double(a.loads);
+    if (r == 0 || ns < best) best = ns;
+  }
+  std::printf("spin ns_per_update %.3f (best of %d rounds of %lu updates, %lu)\n", best, a.reps,
+              a.loads, x % 2);
+  return 0;
+}
+
 int cmdCount(const Args& a) {
   const uint64_t lines = a.size / kLine, step = kLine / 8;
   uint64_t* buf = allocOn(a.node, a.size);
@@ -550,7 +578,8 @@ int main(int argc, char** argv) {
     std::cerr
         << "usage: tierd-memsim mark FILE | mem [--since FILE] | heat PID [--since FILE] | ranges "
            "|\n"
-           "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n";
+           "       chase|stream|gups|count --node N --size BYTES[KMG] [--reps R] [--loads L]\n"
+           "       spin [--reps R] [--loads L]\n";
     return 2;
   }
   const std::string cmd = argv[1];
@@ -564,5 +593,6 @@ int main(int argc, char** argv) {
   if (cmd == "stream") return cmdStream(parseArgs(argc, argv, 2));
   if (cmd == "gups") return cmdGups(parseArgs(argc, argv, 2));
   if (cmd == "count") return cmdCount(parseArgs(argc, argv, 2));
+  if (cmd == "spin") return cmdSpin(parseArgs(argc, argv, 2));
   die("unknown subcommand " + cmd);
 }

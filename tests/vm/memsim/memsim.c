@@ -12,6 +12,15 @@
  *      in [HW, HW+LEN) is guest-physical GPA + (value - HW) on node NODE. run.sh computes the
  *      segments from the node sizes and q35's RAM layout.
  * charge: ns added to the accessing vCPU for each miss of the LLC model to NODE (cost mode).
+ * dilate=FILE,lat=NODE:NS,...,bw=NODE:MBPS,... (cost mode): time dilation. Once FILE exists (the
+ *      guest writes it: rig_mem_dilate in guest-lib.sh) it holds D, TCG's slowdown of the guest's
+ *      own instructions measured in this boot (a loop's time in the guest over its time natively
+ *      on the host). From then on every miss to NODE, the CPU node's too, costs D * lat (the
+ *      hardware's latency, HMAT), and a miss that continues an ascending stream of lines (the
+ *      next line after an earlier miss of the same vCPU; 4 streams per vCPU, like a hardware
+ *      prefetcher's) costs D * line / bw instead (the node's bandwidth): memory then costs the
+ *      emulated CPU what it costs a real one, and a page copy is charged as a stream, not as a
+ *      latency per line. Before FILE exists the charge= figures apply.
  * sample=ON_MS:PERIOD_MS (count mode only): count during ON_MS of every PERIOD_MS instead of
  *      always. The per-access callback stays installed and returns at once outside the counting
  *      windows (one load of a flag the publisher thread flips), so the LLC model, the shared tag
@@ -55,6 +64,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define USER_TOP 0x0000800000000000ull
 #define QUANTUM_NS 10000   /* debt paid in busy waits of at least this much */
 #define CREDIT_NS 100000000 /* most overrun of a wait carried over to later misses */
+#define STREAMS 4           /* ascending miss streams tracked per vCPU (dilate=) */
 
 struct seg {
   uint64_t hw, gpa, len;
@@ -68,6 +78,9 @@ struct vcpu {
   int64_t debt_ns;
   uint64_t delay_ns, charged_ns, waits;
   uint64_t *frame_acc, *frame_miss; /* per 2 MiB guest-physical frame */
+  uint64_t stream_next[STREAMS];     /* the line that continues each stream (dilate=) */
+  unsigned stream_victim;            /* the tracker the next new stream replaces */
+  uint64_t stream_misses[MAX_NODES]; /* misses charged as a stream */
   char pad[64];
 };
 
@@ -81,6 +94,12 @@ static uint64_t *tags; /* sets * ways line numbers + 1 (0 = empty), MRU first */
 static struct seg segs[MAX_SEGS];
 static int nsegs, nnodes;
 static int64_t charge_ns[MAX_NODES];
+/* dilate=FILE: the publisher sets miss_charge_ns / stream_charge_ns, then dilated (release) */
+static const char *dilate_path;
+static int64_t lat_ns[MAX_NODES], bw_mbps[MAX_NODES];
+static int64_t miss_charge_ns[MAX_NODES], stream_charge_ns[MAX_NODES];
+static double dilate_factor;
+static int dilated, dilate_rejected;
 static uint64_t nframes;
 static struct vcpu *vcpus;
 static int nvcpus;
@@ -147,6 +166,42 @@ static void pay(struct vcpu *v) {
   if (v->debt_ns < -CREDIT_NS) v->debt_ns = -CREDIT_NS;
 }
 
+/* dilate=: the charge of a miss of LINE on NODE: a stream's bandwidth share when LINE continues
+ * one of the vCPU's ascending streams, else the node's latency (and LINE starts a new stream). */
+static int64_t dilated_charge(struct vcpu *v, uint64_t line, int node) {
+  for (int i = 0; i < STREAMS; i++) {
+    if (v->stream_next[i] == line) {
+      v->stream_next[i] = line + 1;
+      v->stream_misses[node]++;
+      return stream_charge_ns[node];
+    }
+  }
+  v->stream_next[v->stream_victim] = line + 1;
+  v->stream_victim = (v->stream_victim + 1) % STREAMS;
+  return miss_charge_ns[node];
+}
+
+/* dilate=FILE, on the publisher thread: once FILE holds D (1 <= D <= 10000), switch the charges. */
+static void maybe_dilate(void) {
+  if (!dilate_path || dilate_rejected || __atomic_load_n(&dilated, __ATOMIC_RELAXED)) return;
+  FILE *f = fopen(dilate_path, "r");
+  if (!f) return;
+  double d = 0;
+  int n = fscanf(f, "%lf", &d);
+  fclose(f);
+  if (n != 1 || !(d >= 1 && d <= 10000)) {
+    fprintf(stderr, "memsim: ignoring %s: not a dilation factor in 1..10000\n", dilate_path);
+    dilate_rejected = 1;
+    return;
+  }
+  for (int i = 0; i < nnodes; i++) {
+    miss_charge_ns[i] = (int64_t)(d * (double)lat_ns[i] + 0.5);
+    stream_charge_ns[i] = bw_mbps[i] > 0 ? (int64_t)(d * (double)line_bytes * 1000.0 / (double)bw_mbps[i] + 0.5) : 0;
+  }
+  dilate_factor = d;
+  __atomic_store_n(&dilated, 1, __ATOMIC_RELEASE);
+}
+
 static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
   (void)udata;
   if (!__atomic_load_n(&counting, __ATOMIC_RELAXED)) return;
@@ -177,9 +232,12 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
   v->misses++;
   if (frame < nframes) v->frame_miss[frame]++;
   v->miss[s->node][vaddr >= USER_TOP][qemu_plugin_mem_is_store(info)]++;
-  if (mode_cost && charge_ns[s->node] > 0) {
-    v->debt_ns += charge_ns[s->node];
-    v->charged_ns += (uint64_t)charge_ns[s->node];
+  if (!mode_cost) return;
+  int64_t c = charge_ns[s->node];
+  if (__atomic_load_n(&dilated, __ATOMIC_ACQUIRE)) c = dilated_charge(v, gpa >> line_shift, s->node);
+  if (c > 0) {
+    v->debt_ns += c;
+    v->charged_ns += (uint64_t)c;
     if (v->debt_ns >= QUANTUM_NS) pay(v);
   }
 }
@@ -272,7 +330,16 @@ static void publish(int final) {
   }
   for (int i = 0; i < nsegs; i++)
     fprintf(f, "range %d 0x%" PRIx64 " 0x%" PRIx64 "\n", segs[i].node, segs[i].gpa, segs[i].gpa + segs[i].len);
-  for (int n = 0; n < nnodes; n++) fprintf(f, "charge %d %" PRId64 "\n", n, charge_ns[n]);
+  int dil = __atomic_load_n(&dilated, __ATOMIC_ACQUIRE);
+  for (int n = 0; n < nnodes; n++) fprintf(f, "charge %d %" PRId64 "\n", n, dil ? miss_charge_ns[n] : charge_ns[n]);
+  if (dilate_path || dil) {
+    fprintf(f, "dilate %.3f%s\n", dil ? dilate_factor : 0.0, dilate_rejected ? " rejected" : "");
+    for (int n = 0; n < nnodes; n++) {
+      uint64_t st = 0;
+      for (int c = 0; c < nvcpus; c++) st += ld(&vcpus[c].stream_misses[n]);
+      fprintf(f, "stream %d %" PRId64 " %" PRIu64 "\n", n, dil ? stream_charge_ns[n] : 0, st);
+    }
+  }
   fprintf(f, "# node N user_reads user_writes kernel_reads kernel_writes (misses of the LLC model)\n");
   for (int n = 0; n < nnodes; n++)
     fprintf(f, "node %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", n, miss[n][0][0], miss[n][0][1],
@@ -312,6 +379,7 @@ static void *publisher_main(void *arg) {
     sleep_until(next_publish < next_switch ? next_publish : next_switch);
     if (stopping) break;
     uint64_t t = now_ns();
+    maybe_dilate();
     if (!was_active) {
       if (!__atomic_load_n(&start_seen, __ATOMIC_RELAXED) && access(start_path, F_OK) == 0)
         __atomic_store_n(&start_seen, 1, __ATOMIC_RELEASE);
@@ -422,6 +490,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
       sample_period_ns = period * 1000000ull;
     } else if (!strcmp(k, "start")) {
       start_path = val;
+    } else if (!strcmp(k, "dilate")) {
+      dilate_path = val;
+    } else if (!strcmp(k, "lat") || !strcmp(k, "bw")) {
+      int node;
+      long long v;
+      if (sscanf(val, "%d:%lld", &node, &v) != 2 || node < 0 || node >= MAX_NODES || v <= 0)
+        return bad("lat and bw must be NODE:NS and NODE:MBPS (> 0)", val);
+      if (k[0] == 'l') lat_ns[node] = v;
+      else bw_mbps[node] = v;
     } else if (!strcmp(k, "charge")) {
       int node;
       long long ns;
@@ -436,6 +513,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   if (start_path && !sample_period_ns) return bad("start=FILE needs sample=ON_MS:PERIOD_MS", start_path);
   if (sample_period_ns && mode_cost) return bad("sample is for count mode (a cost must be paid on every access)", "sample");
   if (!nsegs) return bad("missing argument", "seg=NODE:HW:GPA:LEN");
+  if (dilate_path && !mode_cost) return bad("dilate is for cost mode", dilate_path);
+  for (int n = 0; dilate_path && n < nnodes; n++)
+    if (!lat_ns[n] || !bw_mbps[n]) return bad("dilate needs lat=NODE:NS and bw=NODE:MBPS for every node", dilate_path);
   if (line_bytes < 8 || (line_bytes & (line_bytes - 1))) return bad("line must be a power of two >= 8", "line");
   sets = llc_bytes / line_bytes / ways;
   if (!sets || (sets & (sets - 1)) || sets * line_bytes * ways != llc_bytes)
@@ -457,6 +537,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   plugin_id = id;
   window_start_ns = now_ns();
   windows = 1;
+  if (dilate_path) unlink(dilate_path); /* as start=: a factor of an earlier boot must not apply */
   if (start_path) {
     unlink(start_path); /* a file left by an earlier boot must not start this one */
     active = 0;
