@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include <limits>
@@ -513,8 +514,8 @@ bool DamonSource::commitFloor(uint64_t us) {
   return true;
 }
 
-Result<std::vector<DamonRegionCount>> DamonSource::triedRegions() {
-  std::vector<DamonRegionCount> regions;
+Result<std::vector<std::vector<DamonRegionCount>>> DamonSource::triedRegions() {
+  std::vector<std::vector<DamonRegionCount>> aggregations;
   // 6.12 sometimes returns from update_schemes_tried_regions before any region was collected
   // (runs of empty snapshots in the rig): ask again, up to kTriedRegionsAttempts times.
   const std::string tr = kd("contexts/0/schemes/0/tried_regions");
@@ -525,7 +526,7 @@ Result<std::vector<DamonRegionCount>> DamonSource::triedRegions() {
       auto again = fs_.readAttr(kd("state"));
       if (again && again.value() != "on") {
         targetGone_ = true;
-        return regions;
+        return aggregations;
       }
       return s.error();
     }
@@ -536,6 +537,7 @@ Result<std::vector<DamonRegionCount>> DamonSource::triedRegions() {
     if (ids.empty()) ++emptySnapshots_;
   }
   std::sort(ids.begin(), ids.end());
+  std::vector<DamonRegionCount>& regions = aggregations.emplace_back();
   for (uint64_t id : ids) {
     const std::string d = tr + "/" + std::to_string(id);
     uint64_t v[3];
@@ -549,57 +551,73 @@ Result<std::vector<DamonRegionCount>> DamonSource::triedRegions() {
     }
     regions.push_back({v[0], v[1], v[2]});
   }
-  return regions;
+  if (regions.empty()) aggregations.clear();
+  return aggregations;
 }
 
-Result<std::vector<DamonRegionCount>> DamonSource::traceRegions() {
+Result<std::vector<std::vector<DamonRegionCount>>> DamonSource::traceRegions() {
   auto text = trace_.readPipe();
   if (!text) return text.error();
   auto events = parseDamonAggregated(text.value(), &traceMalformed_);
   // An aggregation the last read saw the beginning of continues in this one.
   if (!traceTail_.empty()) events.insert(events.begin(), traceTail_.begin(), traceTail_.end());
-  auto pick = pickLastAggregation(events, tracePid_, 0);
-  traceTail_ = std::move(pick.tail);
-  if (!pick.found) ++emptySnapshots_;
-  return std::move(pick.regions);
+  auto split = splitAggregations(events, tracePid_, 0);
+  traceTail_ = std::move(split.tail);
+  if (split.complete.empty()) ++emptySnapshots_;
+  return std::move(split.complete);
 }
 
 namespace {
 
-/// Regions into samples: one per 2 MiB chunk each accessed region overlaps (weights: see the
-/// DamonSource.h file comment). Adds each valid region's bytes to `totalBytes` and its accessed
-/// share to `seenBytes`; counts inverted regions in `discarded`.
-std::vector<AccessSample> regionSamples(const std::vector<DamonRegionCount>& regions,
+/// Aggregations into samples: one per 2 MiB chunk an accessed region overlaps, weighted by the
+/// mean over the aggregations (weights: see the DamonSource.h file comment), in address order.
+/// Adds each valid region's bytes to `totalBytes` and its accessed share to `seenBytes` (summed
+/// over the aggregations); counts inverted regions in `discarded`.
+std::vector<AccessSample> regionSamples(const std::vector<std::vector<DamonRegionCount>>& aggrs,
                                         uint64_t checks, pid_t pid, uint64_t untilNs,
                                         double& seenBytes, double& totalBytes,
                                         uint64_t& discarded) {
+  struct Chunk {
+    uint64_t vaddr;  // the lowest address a region covers in the chunk (inside the mapping)
+    double weight;   // summed over the aggregations
+  };
+  std::map<uint64_t, Chunk> chunks;  // by 2 MiB chunk start
+  for (const std::vector<DamonRegionCount>& regions : aggrs) {
+    for (const DamonRegionCount& r : regions) {
+      if (r.end <= r.start) {
+        ++discarded;
+        continue;
+      }
+      totalBytes += static_cast<double>(r.end - r.start);
+      seenBytes += static_cast<double>(r.end - r.start) *
+                   static_cast<double>(std::min(r.nrAccesses, checks)) /
+                   static_cast<double>(checks);
+      if (r.nrAccesses == 0) continue;  // not accessed in this aggregation interval
+      const double estimate = damonAccessEstimate(r.nrAccesses, checks);
+      // DAMON's region boundaries are page multiples, not 2 MiB ones: a chunk straddled by two
+      // regions gets each one's estimate in proportion to the part it covers (weighting every
+      // overlap fully counted such chunks twice).
+      for (uint64_t c = r.start & ~(kHeatRegionBytes - 1); c < r.end; c += kHeatRegionBytes) {
+        const uint64_t from = std::max(c, r.start);
+        const uint64_t to = std::min(c + kHeatRegionBytes, r.end);
+        const uint64_t units = (to - from + kDamonWeightUnit - 1) / kDamonWeightUnit;
+        auto [it, fresh] = chunks.try_emplace(c, Chunk{from, 0.0});
+        if (!fresh) it->second.vaddr = std::min(it->second.vaddr, from);
+        it->second.weight += estimate * static_cast<double>(units);
+      }
+    }
+  }
   std::vector<AccessSample> out;
-  for (const DamonRegionCount& r : regions) {
-    if (r.end <= r.start) {
-      ++discarded;
-      continue;
-    }
-    totalBytes += static_cast<double>(r.end - r.start);
-    seenBytes += static_cast<double>(r.end - r.start) *
-                 static_cast<double>(std::min(r.nrAccesses, checks)) / static_cast<double>(checks);
-    if (r.nrAccesses == 0) continue;  // not accessed in the last aggregation interval
-    const double estimate = damonAccessEstimate(r.nrAccesses, checks);
-    // DAMON's region boundaries are page multiples, not 2 MiB ones: a chunk straddled by two
-    // regions gets each one's nr_accesses in proportion to the part it covers (weighting every
-    // overlap fully counted such chunks twice).
-    for (uint64_t c = r.start & ~(kHeatRegionBytes - 1); c < r.end; c += kHeatRegionBytes) {
-      const uint64_t from = std::max(c, r.start);
-      const uint64_t to = std::min(c + kHeatRegionBytes, r.end);
-      AccessSample a;
-      a.timeNs = untilNs;
-      a.pid = pid;
-      a.tid = pid;
-      a.vaddr = from;
-      const uint64_t units = (to - from + kDamonWeightUnit - 1) / kDamonWeightUnit;
-      a.weight = std::max<uint64_t>(
-          1, static_cast<uint64_t>(std::llround(estimate * static_cast<double>(units))));
-      out.push_back(a);
-    }
+  out.reserve(chunks.size());
+  const double n = static_cast<double>(std::max<size_t>(1, aggrs.size()));
+  for (const auto& [c, chunk] : chunks) {
+    AccessSample a;
+    a.timeNs = untilNs;
+    a.pid = pid;
+    a.tid = pid;
+    a.vaddr = chunk.vaddr;
+    a.weight = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(chunk.weight / n)));
+    out.push_back(a);
   }
   return out;
 }
@@ -627,7 +645,8 @@ Result<std::vector<AccessSample>> DamonSource::snapshot(uint64_t untilNs) {
   out = regionSamples(regions.value(), checks, config_.pid, untilNs, seenBytes, totalBytes,
                       stats_.discarded);
   stats_.samples += out.size();
-  lastRegions_ = regions.value().size();
+  lastAggregations_ = regions.value().size();
+  lastRegions_ = regions.value().empty() ? 0 : regions.value().back().size();
   if (regions.value().empty()) {  // still nothing: try again at the next drain, not a period later
     lastSnapshotNs_ = 0;
     // Two drains in a row without regions: the kdamond does not finish its aggregations at this
@@ -715,7 +734,8 @@ std::string DamonSource::state() const {
         static_cast<unsigned long long>(emptySnapshots_));
   std::string out = buf;
   if (config_.read == DamonReadPath::Tracepoint) {
-    out += trace_.isOpen() ? " read=tracepoint" : " read=tried_regions";
+    out += trace_.isOpen() ? " read=tracepoint aggregations=" + std::to_string(lastAggregations_)
+                           : std::string(" read=tried_regions");
     if (traceMalformed_) out += " malformed=" + std::to_string(traceMalformed_);
     if (!readWhy_.empty()) out += " (" + readWhy_ + ")";
   }

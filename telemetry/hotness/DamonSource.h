@@ -4,12 +4,15 @@
 /// (Documentation/admin-guide/mm/damon/usage.rst). It monitors one process (threads share its mm)
 /// and reads region access frequencies through a `stat` scheme whose access pattern matches every
 /// region (the max values default to 0, so they are set), asking the kernel for the scheme's
-/// tried regions (`state` <- update_schemes_tried_regions). Each region becomes one AccessSample
-/// per 2 MiB chunk it overlaps, weight = the region's estimated accesses per aggregation interval
-/// (damonAccessEstimate: nr_accesses, the checks per aggregation that saw the sampled page
-/// accessed, turned back into an access rate) x the 4 KiB pages of the chunk it covers
-/// (kDamonWeightUnit): a chunk fully inside one region weighs estimate x 512, a chunk split
-/// between regions gets each region's share.
+/// tried regions (`state` <- update_schemes_tried_regions). A snapshot yields one AccessSample per
+/// 2 MiB chunk that an accessed region overlaps, weight = the sum over the regions overlapping
+/// it of the region's estimated accesses per aggregation interval (damonAccessEstimate:
+/// nr_accesses, the checks per aggregation that saw the sampled page accessed, turned back into
+/// an access rate) x the 4 KiB pages of the chunk it covers (kDamonWeightUnit): a chunk fully
+/// inside one region weighs estimate x 512, a chunk split between regions gets each region's
+/// share. Where a snapshot holds several aggregations (the tracepoint path, below) the weight is
+/// their mean: more checks per estimate, and region boundaries that DAMON splits and merges
+/// anew each aggregation average out towards each chunk's own rate.
 ///
 /// DAMON's checks saturate: a page touched every few ms reads as accessed in every 5 ms check, just
 /// like one touched a million times per second, so a fast workload's cold and hot regions look
@@ -55,10 +58,11 @@
 /// (~500 of them, three files read each, per second). With DamonReadPath::Tracepoint the source
 /// instead enables the damon:damon_aggregated event in a tracefs instance of its own,
 /// instances/tierd-KDAMOND_PID, filtered to its kdamond's pid (DamonTrace.h), and at each
-/// snapshot reads the instance's trace_pipe without blocking and takes the last complete
-/// aggregation of its target; no stat scheme is installed. The samples and weights are the same
-/// as from the tried regions. Where tracefs or the event is missing, or its format is not the one
-/// DamonTrace.h parses, the source uses the tried regions and state() says why
+/// snapshot reads the instance's trace_pipe without blocking and takes every complete
+/// aggregation of its target since the last read (as many as the ring buffer kept:
+/// damonTraceBufferKb); no stat scheme is installed. For one aggregation the samples and weights
+/// are the same as from the tried regions. Where tracefs or the event is missing, or its format is
+/// not the one DamonTrace.h parses, the source uses the tried regions and state() says why
 /// ("read=tried_regions (tracepoint unavailable: ...)"). stop() disables the event and removes
 /// the instance.
 /// Features are probed by reading what exists (files and avail_operations), never by trial writes.
@@ -254,10 +258,10 @@ class DamonSource final : public HotnessSource {
   /// Unsupported when the kernel lacks vaddr or tried_regions; any write failure (after which
   /// our kdamond is removed again).
   Status start() override;
-  /// When snapshotNs has passed since the last snapshot (by `untilNs`), asks the kernel for the
-  /// tried regions and returns one sample per 2 MiB chunk each accessed region overlaps
-  /// (weights: see the file comment), timeNs = untilNs. When our kdamond stopped (the process
-  /// exited) returns an empty batch and marks it.
+  /// When snapshotNs has passed since the last snapshot (by `untilNs`), reads the regions (tried
+  /// regions, or the aggregations traced since the last read) and returns one sample per 2 MiB
+  /// chunk an accessed region overlaps (weights: see the file comment), timeNs = untilNs. When our
+  /// kdamond stopped (the process exited) returns an empty batch and marks it.
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override;
   void stop() override;
   SourceStats stats() const override { return stats_; }
@@ -284,7 +288,9 @@ class DamonSource final : public HotnessSource {
   /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2 tuning=tierd" (tuning=kernel
   /// where the kernel's intervals_goal tunes, no tuning= with adaptiveSampling off; plus why the
   /// tuning stopped; with a CPU budget: " cpu=52.0% of 1.0% sample_us>=4000 backoffs=2", and
-  /// why the budget cannot be held or measured).
+  /// why the budget cannot be held or measured; with sampling.damon_read = "tracepoint":
+  /// " read=tracepoint aggregations=8" (the aggregations the last snapshot averaged) or
+  /// " read=tried_regions (why the tracepoint is not used)").
   std::string state() const override;
   /// The CPU share measured over the last budget window (kdamond plus drain, fraction of one
   /// core), -1 before the first window ended or without a budget.
@@ -315,10 +321,11 @@ class DamonSource final : public HotnessSource {
   /// The snapshot part of drain(): tried regions into samples, when one is due.
   Result<std::vector<AccessSample>> snapshot(uint64_t untilNs);
   /// The regions of the stat scheme's tried regions (update_schemes_tried_regions, retried while
-  /// empty); empty with targetGone_ set when the kdamond stopped.
-  Result<std::vector<DamonRegionCount>> triedRegions();
-  /// The regions of the last complete aggregation in our trace instance's pipe (empty if none).
-  Result<std::vector<DamonRegionCount>> traceRegions();
+  /// empty), as one aggregation; none with targetGone_ set when the kdamond stopped.
+  Result<std::vector<std::vector<DamonRegionCount>>> triedRegions();
+  /// Every complete aggregation in our trace instance's pipe since the last read, oldest first
+  /// (none if no aggregation completed).
+  Result<std::vector<std::vector<DamonRegionCount>>> traceRegions();
   /// The stat scheme whose tried regions the default read path asks for.
   Status writeStatScheme();
   /// Renices our kdamond (kdamondPid_) to config_.kdamondNice once it is confirmed a kernel
@@ -353,11 +360,12 @@ class DamonSource final : public HotnessSource {
   bool kernelTuning_ = false;  ///< intervals_goal written: the kernel tunes, retune() does not
   double accessRatio_ = -1;
   uint64_t retunes_ = 0;
-  uint64_t snapshots_ = 0;       ///< snapshots taken (tried regions read)
-  uint64_t lastRegions_ = 0;     ///< tried regions in the last snapshot
-  uint64_t emptySnapshots_ = 0;  ///< update_schemes_tried_regions answers without regions
-  int emptyDrainsInARow_ = 0;    ///< drains whose every answer was empty, in a row
-  std::string tuningStopped_;    ///< why adaptive sampling gave up (a failed commit), "" if not
+  uint64_t snapshots_ = 0;         ///< snapshots taken (tried regions read)
+  uint64_t lastRegions_ = 0;       ///< regions of the last aggregation of the last snapshot
+  uint64_t lastAggregations_ = 0;  ///< aggregations the last snapshot averaged
+  uint64_t emptySnapshots_ = 0;    ///< update_schemes_tried_regions answers without regions
+  int emptyDrainsInARow_ = 0;      ///< drains whose every answer was empty, in a row
+  std::string tuningStopped_;      ///< why adaptive sampling gave up (a failed commit), "" if not
   // CPU budget (config_.cpuBudget > 0).
   bool budgetWindowOpen_ = false;
   uint64_t budgetWindowStartNs_ = 0;  ///< drain time the window began

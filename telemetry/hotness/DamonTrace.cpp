@@ -148,16 +148,17 @@ std::vector<DamonAggregatedEvent> parseDamonAggregated(const std::string& text,
   return out;
 }
 
-DamonAggregationPick pickLastAggregation(const std::vector<DamonAggregatedEvent>& events, pid_t pid,
-                                         uint64_t targetId) {
-  DamonAggregationPick pick;
+DamonAggregations splitAggregations(const std::vector<DamonAggregatedEvent>& events, pid_t pid,
+                                    uint64_t targetId) {
+  DamonAggregations out;
   std::vector<DamonAggregatedEvent> run;
+  auto complete = [&] { return !run.empty() && run.size() == run.front().nrRegions; };
   auto closeRun = [&] {
-    if (!run.empty() && run.size() == run.front().nrRegions) {
-      pick.regions.clear();
+    if (complete()) {
+      std::vector<DamonRegionCount>& regions = out.complete.emplace_back();
+      regions.reserve(run.size());
       for (const auto& e : run)
-        pick.regions.push_back(e.region);
-      pick.found = true;
+        regions.push_back(e.region);
     }
     run.clear();
   };
@@ -169,11 +170,11 @@ DamonAggregationPick pickLastAggregation(const std::vector<DamonAggregatedEvent>
       closeRun();
     run.push_back(e);
   }
-  if (!run.empty() && run.size() == run.front().nrRegions)
+  if (complete())
     closeRun();
   else
-    pick.tail = std::move(run);
-  return pick;
+    out.tail = std::move(run);
+  return out;
 }
 
 std::optional<std::string> findTracefs(DamonFs& fs) {

@@ -61,25 +61,24 @@ Status checkDamonAggregatedFormat(const std::string& formatText, const std::stri
 std::vector<DamonAggregatedEvent> parseDamonAggregated(const std::string& text,
                                                        uint64_t* malformed = nullptr);
 
-/// What pickLastAggregation found.
-struct DamonAggregationPick {
-  /// The regions of the last complete aggregation (nr_regions consecutive events in address
-  /// order), empty when there is none.
-  std::vector<DamonRegionCount> regions;
-  bool found = false;
-  /// The events after it that may begin an aggregation still being emitted (to be put in front
-  /// of the next read): the trailing run when it is incomplete, else empty.
+/// What splitAggregations found.
+struct DamonAggregations {
+  /// Every complete aggregation in the events, oldest first; each one's regions are nr_regions
+  /// consecutive events in address order. Empty when there is none.
+  std::vector<std::vector<DamonRegionCount>> complete;
+  /// The events after the last complete one that may begin an aggregation still being emitted
+  /// (to be put in front of the next read): the trailing run when it is incomplete, else empty.
   std::vector<DamonAggregatedEvent> tail;
 };
 
 /// From events in trace order, keeps those of `pid` and target `targetId` and splits them into
 /// aggregations: a run ends where an event's nr_regions differs from the run's, its start lies
 /// below the previous event's end (the next walk of the regions began), or the run already holds
-/// nr_regions events. A run of exactly nr_regions events is complete; the last complete one is
-/// picked. Runs cut short (events lost to a full buffer, a read that began mid-aggregation) are
-/// skipped; the trailing one is returned as `tail`.
-DamonAggregationPick pickLastAggregation(const std::vector<DamonAggregatedEvent>& events, pid_t pid,
-                                         uint64_t targetId);
+/// nr_regions events. A run of exactly nr_regions events is complete and returned. Runs cut short
+/// (events lost to a full buffer, a read that began mid-aggregation) are skipped; the trailing
+/// one is returned as `tail`.
+DamonAggregations splitAggregations(const std::vector<DamonAggregatedEvent>& events, pid_t pid,
+                                    uint64_t targetId);
 
 /// The tracefs mount: "/sys/kernel/tracing" when its instances/ exists, else
 /// "/sys/kernel/debug/tracing" when that one's does; nullopt when neither (tracefs not mounted).

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -112,28 +113,30 @@ TEST_CASE("trace_pipe lines of 7.3 and 6.12 parse into events with the kdamond's
   CHECK(malformed == 2);  // the garbage line and the cut last line
 }
 
-TEST_CASE("the rig's captures: the last complete aggregation, the partial one after it as tail") {
+TEST_CASE("the rig's captures: every complete aggregation, the partial one after it as tail") {
   // 7.3: aggregations of 22 and 24 regions, then 22 of 26 (kdamond pid 152); 6.12: 20 and 35,
   // then 13 of 33 (pid 191).
   struct Case {
     const char* file;
     pid_t pid;
-    size_t regions, tail;
+    size_t first, last, tail;
   };
-  for (const Case& c : {Case{"pipe-7.3", 152, 24, 22}, Case{"pipe-6.12", 191, 35, 13}}) {
+  for (const Case& c : {Case{"pipe-7.3", 152, 22, 24, 22}, Case{"pipe-6.12", 191, 20, 35, 13}}) {
     CAPTURE(c.file);
     const auto events = parseDamonAggregated(fixture(c.file));
-    auto pick = pickLastAggregation(events, c.pid, 0);
-    REQUIRE(pick.found);
-    REQUIRE(pick.regions.size() == c.regions);
-    CHECK(pick.tail.size() == c.tail);
-    for (size_t i = 1; i < pick.regions.size(); ++i)
-      CHECK(pick.regions[i].start >= pick.regions[i - 1].end);     // in address order
-    CHECK_FALSE(pickLastAggregation(events, c.pid + 1, 0).found);  // another kdamond's pid
+    auto split = splitAggregations(events, c.pid, 0);
+    REQUIRE(split.complete.size() == 2);
+    CHECK(split.complete.front().size() == c.first);
+    CHECK(split.complete.back().size() == c.last);
+    CHECK(split.tail.size() == c.tail);
+    for (const auto& regions : split.complete)
+      for (size_t i = 1; i < regions.size(); ++i)
+        CHECK(regions[i].start >= regions[i - 1].end);                // in address order
+    CHECK(splitAggregations(events, c.pid + 1, 0).complete.empty());  // another kdamond's pid
   }
 }
 
-TEST_CASE("the last complete aggregation is picked; a partial one at the end is kept as tail") {
+TEST_CASE("every complete aggregation is returned, oldest first; a partial one is kept as tail") {
   std::string text = aggregation(4242, {{0, 4096, 1, 0}, {4096, 8192, 2, 0}}) +
                      // another kdamond's events interleaved: filtered by pid
                      line(99, 2, 0, 4096, 9) +
@@ -141,34 +144,38 @@ TEST_CASE("the last complete aggregation is picked; a partial one at the end is 
                      line(99, 2, 4096, 8192, 9) +
                      // the next aggregation, its second event not emitted yet
                      line(4242, 2, 0, 8192, 5);
-  auto pick = pickLastAggregation(parseDamonAggregated(text), 4242, 0);
-  REQUIRE(pick.found);
-  REQUIRE(pick.regions.size() == 2);
-  CHECK(pick.regions[0].nrAccesses == 3);
-  CHECK(pick.regions[1].end == 12288);
-  REQUIRE(pick.tail.size() == 1);
-  CHECK(pick.tail[0].region.nrAccesses == 5);
+  auto split = splitAggregations(parseDamonAggregated(text), 4242, 0);
+  REQUIRE(split.complete.size() == 2);
+  REQUIRE(split.complete[0].size() == 2);
+  CHECK(split.complete[0][0].nrAccesses == 1);
+  CHECK(split.complete[0][1].end == 8192);
+  REQUIRE(split.complete[1].size() == 2);
+  CHECK(split.complete[1][0].nrAccesses == 3);
+  CHECK(split.complete[1][1].end == 12288);
+  REQUIRE(split.tail.size() == 1);
+  CHECK(split.tail[0].region.nrAccesses == 5);
 
   SUBCASE("the tail completes with the next read") {
     auto events = parseDamonAggregated(line(4242, 2, 8192, 16384, 6));
-    events.insert(events.begin(), pick.tail.begin(), pick.tail.end());
-    auto next = pickLastAggregation(events, 4242, 0);
-    REQUIRE(next.found);
-    REQUIRE(next.regions.size() == 2);
-    CHECK(next.regions[0].nrAccesses == 5);
-    CHECK(next.regions[1].nrAccesses == 6);
+    events.insert(events.begin(), split.tail.begin(), split.tail.end());
+    auto next = splitAggregations(events, 4242, 0);
+    REQUIRE(next.complete.size() == 1);
+    REQUIRE(next.complete[0].size() == 2);
+    CHECK(next.complete[0][0].nrAccesses == 5);
+    CHECK(next.complete[0][1].nrAccesses == 6);
     CHECK(next.tail.empty());
   }
   SUBCASE("an aggregation missing an event in the middle (lost to a full buffer) is skipped") {
-    const std::string lost =
-        line(4242, 3, 0, 4096, 1) + line(4242, 3, 8192, 12288, 1) + line(4242, 3, 0, 4096, 2);
-    auto p = pickLastAggregation(parseDamonAggregated(lost), 4242, 0);
-    CHECK_FALSE(p.found);
+    const std::string lost = line(4242, 3, 0, 4096, 1) + line(4242, 3, 8192, 12288, 1) +
+                             aggregation(4242, {{0, 4096, 7, 0}}) + line(4242, 3, 0, 4096, 2);
+    auto p = splitAggregations(parseDamonAggregated(lost), 4242, 0);
+    REQUIRE(p.complete.size() == 1);
+    CHECK(p.complete[0][0].nrAccesses == 7);
     CHECK(p.tail.size() == 1);
   }
   SUBCASE("another target's events do not count") {
-    auto p = pickLastAggregation(parseDamonAggregated(line(4242, 1, 0, 4096, 1, 1)), 4242, 0);
-    CHECK_FALSE(p.found);
+    auto p = splitAggregations(parseDamonAggregated(line(4242, 1, 0, 4096, 1, 1)), 4242, 0);
+    CHECK(p.complete.empty());
   }
 }
 
@@ -211,9 +218,8 @@ TEST_CASE("tracepoint mode gives the same samples as the tried regions for the s
   fs.mountTracefs(fixture("format-6.12"));
   DamonSource src(traceConfig(), fs);
   REQUIRE(src.start().ok());
-  // An older aggregation, then the one to take, then the start of the next.
-  fs.emit(aggregation(4242, {{kBase, kBase + 9 * kMiB, 1, 0}}) + aggregation(4242, kRegions) +
-          line(4242, 3, kBase, kBase + 3 * kMiB, 99));
+  // The aggregation, then the start of the next.
+  fs.emit(aggregation(4242, kRegions) + line(4242, 3, kBase, kBase + 3 * kMiB, 99));
   auto got = src.drain(5000);
   REQUIRE(got.ok());
   REQUIRE(got.value().size() == expected.value().size());
@@ -226,6 +232,35 @@ TEST_CASE("tracepoint mode gives the same samples as the tried regions for the s
   }
   CHECK(src.accessRatio() == doctest::Approx(tried.accessRatio()));
   CHECK(fs.pipeReads == 1);
+}
+
+TEST_CASE("several aggregations in one read: each chunk weighs the mean of their estimates") {
+  FakeDamonFs fs;
+  fs.mountTracefs(fixture("format-7.3"));
+  DamonSource src(traceConfig(), fs);
+  REQUIRE(src.start().ok());
+  // A mapping that begins 1 MiB into a 2 MiB chunk. Aggregation 1: one region over all of it;
+  // aggregation 2: DAMON split it, the first part accessed in every check, the rest in none.
+  const uint64_t begin = kBase + kMiB;
+  fs.emit(aggregation(4242, {{begin, kBase + 4 * kMiB, 10, 0}}) +
+          aggregation(4242, {{begin, kBase + 2 * kMiB, 20, 0},
+                             {kBase + 2 * kMiB, kBase + 4 * kMiB, 0, 0}}));
+  auto got = src.drain(5000);
+  REQUIRE(got.ok());
+  REQUIRE(got.value().size() == 2);
+  const uint64_t checks = 100000 / 5000;  // aggr_us / sample_us of DamonConfig's defaults
+  const double ten = damonAccessEstimate(10, checks), twenty = damonAccessEstimate(20, checks);
+  // Chunk 0: 256 pages of the mapping in both aggregations; its sample at the mapping's start.
+  CHECK(got.value()[0].vaddr == begin);
+  CHECK(got.value()[0].weight ==
+        static_cast<uint64_t>(std::llround((ten * 256 + twenty * 256) / 2)));
+  // Chunk 1: accessed in the first aggregation only: half its estimate.
+  CHECK(got.value()[1].vaddr == kBase + 2 * kMiB);
+  CHECK(got.value()[1].weight == static_cast<uint64_t>(std::llround(ten * 512 / 2)));
+  // Seen share over both: (3 MiB x 10/20 + 1 MiB x 20/20) / 6 MiB.
+  CHECK(src.accessRatio() == doctest::Approx(2.5 / 6));
+  CHECK(src.state().find("read=tracepoint aggregations=2") != std::string::npos);
+  CHECK(src.state().find("regions=2 ") != std::string::npos);  // the last aggregation's
 }
 
 TEST_CASE("no complete aggregation yet: an empty batch, and asked again at the next drain") {
