@@ -90,7 +90,8 @@ std::vector<KeySpec> samplingKeys() {
        "scheme's tried regions through DAMON sysfs (the kernel builds a directory per region, "
        "tierd reads three files of each). \"tracepoint\": the damon:damon_aggregated event in a "
        "tracefs instance of tierd's own (tierd-KDAMOND_PID under /sys/kernel/tracing/instances, "
-       "filtered to its kdamond's pid), read from its trace_pipe; where tracefs or the event is "
+       "filtered to its kdamond's pid), read from its trace_pipe, every aggregation since the "
+       "last read averaged per 2 MiB chunk; where tracefs or the event is "
        "missing or its format is not the expected one, the source falls back to tried_regions "
        "and its state says why. Read at start."},
       {"sampling", "kdamond_nice", ValueType::Integer, "0", -20, 19, "", false, false, "nice",
