@@ -81,6 +81,8 @@ struct SamplingConfig {
   bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
   DamonRead damonRead = DamonRead::TriedRegions;  ///< damon_read: how region counts are read
   int kdamondNice = 0;  ///< kdamond_nice: setpriority(2) value of tierd's kdamonds, -20..19
+  /// max_sample_interval: longest DAMON sample interval, ns (DamonConfig::maxSampleUs), 1 ms..10 s
+  uint64_t maxSampleIntervalNs = 20'000'000;
   bool operator==(const SamplingConfig&) const = default;
 };
 

@@ -616,6 +616,7 @@ void compileSampling(Compiler& c, Values& s, const std::string& path, const Comp
   out.damonRead =
       s["damon_read"].s == "tracepoint" ? DamonRead::Tracepoint : DamonRead::TriedRegions;
   out.kdamondNice = static_cast<int>(s["kdamond_nice"].i);
+  out.maxSampleIntervalNs = s["max_sample_interval"].ns;
   if (s.count("trace")) {
     out.trace = s["trace"].s;
     if (std::filesystem::path(out.trace).is_relative())  // relative to the config file

@@ -72,6 +72,7 @@ toml::table toTable(const CompiledConfig& cfg) {
   sampling.insert("damon_stat", cfg.sampling.disableDamonStat ? "disable" : "keep");
   sampling.insert("damon_read", damonReadName(cfg.sampling.damonRead));
   sampling.insert("kdamond_nice", static_cast<int64_t>(cfg.sampling.kdamondNice));
+  sampling.insert("max_sample_interval", formatDuration(cfg.sampling.maxSampleIntervalNs));
   root.insert("sampling", sampling);
   root.insert(
       "migration",

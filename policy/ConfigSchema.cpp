@@ -101,6 +101,15 @@ std::vector<KeySpec> samplingKeys() {
        "leaves the kernel's. The CPU budget bounds its average either way. Only a kernel "
        "thread named kdamond.* is reniced; a refusal is logged in the source's state, not "
        "fatal. Read at start."},
+      {"sampling", "max_sample_interval", ValueType::Duration, "\"20ms\"", 1 * kMs, 10 * kS, "",
+       false, false, "",
+       "Longest DAMON sample interval (the time between two access checks of a region): the "
+       "upper bound of adaptive sampling and of the CPU budget's back-off. Where the kernel "
+       "tunes the intervals (intervals_goal, 6.15 and later) it is written as max_sample_us and "
+       "the aggregation interval scales with it; on older kernels the bound is also at most a "
+       "fifth of the 100 ms aggregation interval (20 ms). A longer bound lets the budget hold "
+       "where DAMON's checks are expensive (emulated or heavily loaded machines) at the price "
+       "of coarser, slower hotness. Read at start (each new kdamond)."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

@@ -65,7 +65,8 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   // keep the share of checks that see an access between 5% and 30% so hot and cold stay apart.
   c.adaptiveSampling = true;
   c.minSampleUs = 500;
-  c.maxSampleUs = 20000;
+  // sampling.max_sample_interval (default 20 ms); never under the lower bound.
+  c.maxSampleUs = std::max<uint64_t>(c.minSampleUs, config.sampling.maxSampleIntervalNs / 1000);
   // The kdamond's CPU is sampling cost: held to the budget (DamonSource, "CPU budget").
   c.cpuBudget = config.sampling.cpuBudgetPercent / 100.0;
   c.clockTicksPerSecond = static_cast<uint64_t>(std::max(1L, ::sysconf(_SC_CLK_TCK)));

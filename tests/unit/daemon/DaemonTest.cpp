@@ -56,6 +56,10 @@ TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
       policy::compileConfigText("[sampling]\nkdamond_nice = 19\n", "/x/tierd.toml");
   REQUIRE(nice.ok());
   CHECK(daemon::damonTuning(*nice.config).kdamondNice == 19);
+  policy::CompileOutcome longer =
+      policy::compileConfigText("[sampling]\nmax_sample_interval = \"1s\"\n", "/x/tierd.toml");
+  REQUIRE(longer.ok());
+  CHECK(daemon::damonTuning(*longer.config).maxSampleUs == 1'000'000);
 }
 
 TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise") {

@@ -609,6 +609,38 @@ TEST_CASE("where the kernel tunes the intervals, the CPU budget raises its min_s
   src.stop();
 }
 
+TEST_CASE("where the kernel tunes, the CPU budget backs off up to a max_sample_us above 20 ms") {
+  // sampling.max_sample_interval = 80 ms: the kernel's tuning bound and the budget's.
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  DamonConfig c = budgeted(adaptive());
+  c.maxSampleUs = 80000;
+  DamonSource src(c, fs);
+  REQUIRE(src.start().ok());
+  const std::string goalMax =
+      std::string(FakeDamonFs::kRoot) +
+      "/0/contexts/0/monitoring_attrs/intervals/intervals_goal/max_sample_us";
+  CHECK(fs.readAttr(goalMax).value() == "80000");
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  // 50% of a core in every window, against 1%: 2 ms doubles to 4, 8, 16, 32, 64, then 80 ms.
+  for (uint64_t second = 2; second <= 8; ++second) {
+    kdamondTicks(fs, 50 * (second - 1));
+    REQUIRE(src.drain(second * kSec).ok());
+  }
+  CHECK(src.sampleUs() == 80000);
+  CHECK(src.budgetFloorUs() == 80000);
+  CHECK(fs.readAttr(kGoalMin).value() == "80000");
+  CHECK(fs.committedSampleUs == "80000");
+  // The tuned pair moved up together: 50 checks per aggregation, as at 2 ms / 100 ms.
+  CHECK(fs.readAttr(kAggrUs).value() == "4000000");
+  CHECK(src.stats().budgetBackoffs == 6);
+  CHECK(src.state().find("(over the CPU budget at the longest sample interval, 80000 us)") !=
+        std::string::npos);
+  src.stop();
+}
+
 TEST_CASE("the CPU budget: unmeasurable is said; without a budget nothing is read") {
   FakeDamonFs fs;
   DamonSource src(budgeted(), fs);
