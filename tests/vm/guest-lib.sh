@@ -172,11 +172,17 @@ rig_mem_dilate() {
     fail "rig_mem_dilate: no spin time in the guest"
     return 1
   fi
-  echo "$RIG_DILATE" >"$RIG_OUT/memsim.dilate"
+  # written whole, then renamed: the plugin polls the file from the host and must never read it
+  # half-written (it also waits for the newline)
+  echo "$RIG_DILATE" >"$RIG_OUT/memsim.dilate.tmp" && mv "$RIG_OUT/memsim.dilate.tmp" "$RIG_OUT/memsim.dilate"
   rig_i=0
   while ! grep -q '^dilate [1-9]' "$RIG_OUT/memsim.stats" 2>/dev/null; do
     rig_i=$((rig_i + 1))
-    if [ $rig_i -gt 150 ] || grep -q '^dilate .*rejected' "$RIG_OUT/memsim.stats"; then
+    if grep -q '^dilate .*rejected' "$RIG_OUT/memsim.stats"; then
+      fail "memsim rejected the dilation $RIG_DILATE (see the plugin's message in the boot log)"
+      return 1
+    fi
+    if [ $rig_i -gt 150 ]; then
       fail "memsim did not take the dilation $RIG_DILATE within 30 s"
       return 1
     fi

@@ -12,10 +12,10 @@
  *      in [HW, HW+LEN) is guest-physical GPA + (value - HW) on node NODE. run.sh computes the
  *      segments from the node sizes and q35's RAM layout.
  * charge: ns added to the accessing vCPU for each miss of the LLC model to NODE (cost mode).
- * dilate=FILE,lat=NODE:NS,...,bw=NODE:MBPS,... (cost mode): time dilation. Once FILE exists (the
- *      guest writes it: rig_mem_dilate in guest-lib.sh) it holds D, TCG's slowdown of the guest's
- *      own instructions measured in this boot (a loop's time in the guest over its time natively
- *      on the host). From then on every miss to NODE, the CPU node's too, costs D * lat (the
+ * dilate=FILE,lat=NODE:NS,...,bw=NODE:MBPS,... (cost mode): time dilation. Once FILE holds a
+ *      line (the guest writes it: rig_mem_dilate in guest-lib.sh), the line is D, TCG's slowdown
+ *      of the guest's own instructions measured in this boot (a loop's time in the guest over its
+ *      time natively on the host). From then on every miss to NODE, the CPU node's too, costs D * lat (the
  *      hardware's latency, HMAT), and a miss that continues an ascending stream of lines (the
  *      next line after an earlier miss of the same vCPU; 4 streams per vCPU, like a hardware
  *      prefetcher's) costs D * line / bw instead (the node's bandwidth): memory then costs the
@@ -181,15 +181,22 @@ static int64_t dilated_charge(struct vcpu *v, uint64_t line, int node) {
   return miss_charge_ns[node];
 }
 
-/* dilate=FILE, on the publisher thread: once FILE holds D (1 <= D <= 10000), switch the charges. */
+/* dilate=FILE, on the publisher thread: once FILE holds D (1 <= D <= 10000) and a newline, switch
+ * the charges. The file is judged only once its line is complete: a poll may land between the
+ * guest's creation of the file and its write (the share is 9p), and an empty or partial read then
+ * must mean "not yet", not a rejected factor. */
 static void maybe_dilate(void) {
   if (!dilate_path || dilate_rejected || __atomic_load_n(&dilated, __ATOMIC_RELAXED)) return;
   FILE *f = fopen(dilate_path, "r");
   if (!f) return;
-  double d = 0;
-  int n = fscanf(f, "%lf", &d);
+  char line[64];
+  size_t len = fread(line, 1, sizeof line - 1, f);
   fclose(f);
-  if (n != 1 || !(d >= 1 && d <= 10000)) {
+  line[len] = 0;
+  if (!memchr(line, '\n', len) && len < sizeof line - 1) return; /* not complete yet: read it again */
+  char *end = NULL;
+  double d = strtod(line, &end);
+  if (end == line || (*end != '\n' && *end != 0) || !(d >= 1 && d <= 10000)) {
     fprintf(stderr, "memsim: ignoring %s: not a dilation factor in 1..10000\n", dilate_path);
     dilate_rejected = 1;
     return;
