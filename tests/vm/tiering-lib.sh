@@ -170,10 +170,13 @@ tl_stop_gups() {
   check "[$tl_name] gups's table checksum is intact (exit $tl_grc)" grep -q 'checksum ok' "$tl_glog"
 }
 
-# tl_start_tierd CONFIG: starts tierd with CONFIG, log in $RIG_OUT/tierd-NAME.log; sets tl_tpid.
+# tl_start_tierd CONFIG [ARG...]: starts tierd with CONFIG (and tierd's options ARG..., e.g.
+# --dry-run), log in $RIG_OUT/tierd-NAME.log; sets tl_tpid.
 tl_start_tierd() {
   tl_tlog="$RIG_OUT/tierd-$tl_name.log"
-  "$RIG_BIN/tierd" --config "$1" >"$tl_tlog" 2>&1 &
+  tl_cfg="$1"
+  shift
+  "$RIG_BIN/tierd" --config "$tl_cfg" "$@" >"$tl_tlog" 2>&1 &
   tl_tpid=$!
 }
 
