@@ -83,6 +83,10 @@ struct SamplingConfig {
   int kdamondNice = 0;  ///< kdamond_nice: setpriority(2) value of tierd's kdamonds, -20..19
   /// max_sample_interval: longest DAMON sample interval, ns (DamonConfig::maxSampleUs), 1 ms..10 s
   uint64_t maxSampleIntervalNs = 20'000'000;
+  /// settled_cpu_budget_percent: the sampling's CPU budget, % of one CPU (0..100), once the
+  /// engine's plan has had nothing to move for Engine::kSettleTicks ticks; 0 = none
+  /// (DamonConfig::settledCpuBudget).
+  double settledCpuBudgetPercent = 0.0;
   bool operator==(const SamplingConfig&) const = default;
 };
 

@@ -110,6 +110,15 @@ std::vector<KeySpec> samplingKeys() {
        "fifth of the 100 ms aggregation interval (20 ms). A longer bound lets the budget hold "
        "where DAMON's checks are expensive (emulated or heavily loaded machines) at the price "
        "of coarser, slower hotness. Read at start (each new kdamond)."},
+      {"sampling", "settled_cpu_budget_percent", ValueType::Number, "0.0", 0, 100, "", false, false,
+       "% of one CPU",
+       "CPU budget of each DAMON source once tierd has had nothing to move for 10 ticks in a row "
+       "(no move planned, samples seen, no process entering or leaving a scope): the lower of it "
+       "and cpu_budget_percent applies, held as cpu_budget_percent is (the sampling interval "
+       "doubles per window up to max_sample_interval). At the first tick that plans a move, or "
+       "when a process enters or leaves, the source writes back the intervals it had before and "
+       "samples as before. 0: settling changes nothing. The perf sources keep "
+       "cpu_budget_percent. Read at start (each new kdamond)."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

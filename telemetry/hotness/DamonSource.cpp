@@ -397,7 +397,7 @@ Status DamonSource::openTraceOrFallBack() {
 
 Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
   if (!created_ || targetGone_) return std::vector<AccessSample>{};
-  if (config_.cpuBudget <= 0) return snapshot(untilNs);
+  if (budget() <= 0) return snapshot(untilNs);
   const std::function<uint64_t()>& clock =
       config_.threadCpuNs ? config_.threadCpuNs : std::function<uint64_t()>(tierd::threadCpuNs);
   const uint64_t cpu0 = clock();
@@ -429,15 +429,48 @@ void DamonSource::enforceBudget(uint64_t untilNs, uint64_t ownCpuNs) {
         static_cast<double>(kdamondTicks) / hz * 1e9 + static_cast<double>(budgetOwnNs_ + ownCpuNs);
     cpuRatio_ = cpuNs / static_cast<double>(untilNs - budgetWindowStartNs_);
     overAtBound_ = false;
-    if (cpuRatio_ > config_.cpuBudget)
+    if (cpuRatio_ > budget())
       overAtBound_ = !backOff() && budgetStopped_.empty();
-    else if (cpuRatio_ < config_.cpuBudget / 4)
+    else if (cpuRatio_ < budget() / 4)
       relax();
   }
   budgetWindowOpen_ = true;
   budgetWindowStartNs_ = untilNs;
   budgetTicksAtStart_ = ticks.value();
   budgetOwnNs_ = 0;
+}
+
+double DamonSource::budget() const {
+  if (!settled_ || config_.settledCpuBudget <= 0) return config_.cpuBudget;
+  return config_.cpuBudget > 0 ? std::min(config_.cpuBudget, config_.settledCpuBudget)
+                               : config_.settledCpuBudget;
+}
+
+void DamonSource::setSettled(bool settled) {
+  if (settled == settled_) return;
+  settled_ = settled;
+  if (config_.settledCpuBudget <= 0) return;
+  budgetWindowOpen_ = false;  // a window measured under the other budget says nothing here
+  if (settled || unsettledSampleUs_ == 0) return;
+  const uint64_t sample = unsettledSampleUs_, aggr = unsettledAggrUs_;
+  unsettledSampleUs_ = unsettledAggrUs_ = 0;
+  if (!created_ || targetGone_ || !budgetStopped_.empty()) return;
+  // The intervals from before the settled back-off, at once (see the header).
+  const std::string iv = "contexts/0/monitoring_attrs/intervals/";
+  std::vector<IntervalWrite> files;
+  if (kernelTuning_) {
+    files.push_back({iv + "intervals_goal/min_sample_us", config_.minSampleUs,
+                     std::max(config_.minSampleUs, floorUs_)});
+    files.push_back({iv + "sample_us", sample, sampleUs_});
+    files.push_back({iv + "aggr_us", aggr, aggrUs_});
+  } else {
+    files.push_back({iv + "sample_us", sample, sampleUs_});
+  }
+  if (!commitIntervals(files)) return;
+  sampleUs_ = sample;
+  if (kernelTuning_) aggrUs_ = aggr;
+  floorUs_ = 0;
+  overAtBound_ = false;
 }
 
 uint64_t DamonSource::baseFloorUs() const {
@@ -456,6 +489,10 @@ bool DamonSource::backOff() {
   const uint64_t current = std::max(sampleUs_, floorUs_);
   if (current >= bound) return false;
   const uint64_t next = std::min(bound, current * 2);
+  if (settled_ && config_.settledCpuBudget > 0 && unsettledSampleUs_ == 0) {
+    unsettledSampleUs_ = sampleUs_;  // what setSettled(false) writes back
+    unsettledAggrUs_ = aggrUs_;
+  }
   if (!commitFloor(next)) return false;
   floorUs_ = next;
   ++stats_.budgetBackoffs;
@@ -474,12 +511,7 @@ void DamonSource::relax() {
 
 bool DamonSource::commitFloor(uint64_t us) {
   const std::string iv = "contexts/0/monitoring_attrs/intervals/";
-  // Each file with the value to write and the one to put back if the commit fails.
-  struct File {
-    std::string attr;
-    uint64_t value, before;
-  };
-  std::vector<File> files;
+  std::vector<IntervalWrite> files;
   if (kernelTuning_) {
     // The commit re-reads sample_us and aggr_us too, and 7.3's damon_valid_intervals_goal()
     // (mm/damon/core.c) refuses sample_us below min_sample_us with -EINVAL: a raised floor
@@ -496,22 +528,25 @@ bool DamonSource::commitFloor(uint64_t us) {
   } else {
     files.push_back({iv + "sample_us", us, sampleUs_});
   }
-  Status s = Ok{};
-  for (const File& f : files)
-    if (s) s = w(f.attr, std::to_string(f.value));
-  if (s) s = w("state", "commit");
-  if (!s) {
-    // Keep what the kernel still uses; put the files back to match it.
-    budgetStopped_ = "CPU budget not enforced: " + s.error().describe();
-    for (const File& f : files)
-      (void)w(f.attr, std::to_string(f.before));
-    return false;
-  }
+  if (!commitIntervals(files)) return false;
   if (!kernelTuning_ || us > sampleUs_) {
     if (kernelTuning_) aggrUs_ = files.front().value;
     sampleUs_ = us;
   }
   return true;
+}
+
+bool DamonSource::commitIntervals(const std::vector<IntervalWrite>& files) {
+  Status s = Ok{};
+  for (const IntervalWrite& f : files)
+    if (s) s = w(f.attr, std::to_string(f.value));
+  if (s) s = w("state", "commit");
+  if (s) return true;
+  // Keep what the kernel still uses; put the files back to match it.
+  budgetStopped_ = "CPU budget not enforced: " + s.error().describe();
+  for (const IntervalWrite& f : files)
+    (void)w(f.attr, std::to_string(f.before));
+  return false;
 }
 
 Result<std::vector<std::vector<DamonRegionCount>>> DamonSource::triedRegions() {
@@ -743,10 +778,10 @@ std::string DamonSource::state() const {
   if (!tuningStopped_.empty()) out += " (" + tuningStopped_ + ")";
   if (niceSet_) out += " nice=" + std::to_string(*config_.kdamondNice);
   if (!niceProblem_.empty()) out += " (" + niceProblem_ + ")";
-  if (config_.cpuBudget <= 0) return out;
+  if (settled_ && config_.settledCpuBudget > 0) out += " settled";
+  if (budget() <= 0 && floorUs_ == 0) return out;
   if (cpuRatio_ >= 0) {
-    std::snprintf(buf, sizeof buf, " cpu=%.1f%% of %.1f%%", 100.0 * cpuRatio_,
-                  100.0 * config_.cpuBudget);
+    std::snprintf(buf, sizeof buf, " cpu=%.1f%% of %.1f%%", 100.0 * cpuRatio_, 100.0 * budget());
     out += buf;
   }
   if (floorUs_) out += " sample_us>=" + std::to_string(floorUs_);

@@ -53,6 +53,12 @@
 /// Adaptive sampling never goes below the floor. Under a quarter of the budget the floor halves
 /// again. Each raise counts in SourceStats::budgetBackoffs; state() says the measured share, the
 /// floor, and when the budget cannot be held at the bound.
+/// Settled (setSettled(true): the engine's plan has been empty for a while) with
+/// DamonConfig::settledCpuBudget > 0, the budget is the lower of it and cpuBudget (cpuBudget 0:
+/// settledCpuBudget alone), so a source with nothing left to place samples less. Told false, it
+/// writes back the intervals in effect when the settled budget first raised the floor (where the
+/// kernel tunes, sample_us and aggr_us themselves: its tuner would take minutes to come down from
+/// a long interval) and drops the floor, sampling as before at once.
 /// Read path (DamonConfig::read): by default the region counts come from the stat scheme's tried
 /// regions, for which the kernel builds a sysfs directory per region on every request
 /// (~500 of them, three files read each, per second). With DamonReadPath::Tracepoint the source
@@ -216,6 +222,9 @@ struct DamonConfig {
   /// (sampling.cpu_budget_percent / 100): its kdamond's CPU plus drain()'s own, measured per
   /// window of at least budgetWindowNs (see the file comment). 0: no budget, nothing measured.
   double cpuBudget = 0;
+  /// CPU budget while settled (setSettled(true)), fraction of one core
+  /// (sampling.settled_cpu_budget_percent / 100); 0: settling changes nothing.
+  double settledCpuBudget = 0;
   uint64_t budgetWindowNs = 1'000'000'000;  ///< shortest window the CPU is measured over, ns
   /// Clock ticks per second of /proc/PID/stat utime and stime: sysconf(_SC_CLK_TCK) (USER_HZ).
   uint64_t clockTicksPerSecond = 100;
@@ -297,6 +306,11 @@ class DamonSource final : public HotnessSource {
   double cpuRatio() const { return cpuRatio_; }
   /// The budget's lower bound on sample_us, microseconds; 0 while the budget needs none.
   uint64_t budgetFloorUs() const { return floorUs_; }
+  /// See the file comment ("Settled"). Idempotent; a failed write stops the budget
+  /// (state() says why), as a failed back-off does.
+  void setSettled(bool settled) override;
+  /// The last value setSettled() was given (false before the first call).
+  bool settled() const { return settled_; }
   /// The read path in effect: Tracepoint only while our tracefs instance is open.
   DamonReadPath readPath() const {
     return trace_.isOpen() ? DamonReadPath::Tracepoint : DamonReadPath::TriedRegions;
@@ -349,6 +363,18 @@ class DamonSource final : public HotnessSource {
   uint64_t sampleBoundUs() const;
   /// The lowest sample_us without a budget: minSampleUs with adaptive sampling, else sampleUs.
   uint64_t baseFloorUs() const;
+  /// The CPU budget in effect (fraction of one core, 0 = none): cpuBudget, or while settled the
+  /// lower of it and settledCpuBudget (see the file comment).
+  double budget() const;
+  /// One interval file under the context's monitoring_attrs, its new value and the value to
+  /// put back if the commit fails.
+  struct IntervalWrite {
+    std::string attr;
+    uint64_t value, before;
+  };
+  /// Writes `files` and commits; on a failure puts them back and stops the budget
+  /// (budgetStopped_). True when committed.
+  bool commitIntervals(const std::vector<IntervalWrite>& files);
   /// With kernelTuning_: reads the kernel's tuned sample_us and aggr_us into sampleUs_/aggrUs_
   /// (state <- update_tuned_intervals). A failure stops reading them (tuningStopped_).
   void readTunedIntervals();
@@ -376,8 +402,12 @@ class DamonSource final : public HotnessSource {
   bool overAtBound_ = false;   ///< the last window was over budget at sampleBoundUs()
   std::string budgetProblem_;  ///< why the last window could not be measured, "" if it was
   std::string budgetStopped_;  ///< why the budget is no longer enforced (a failed commit)
-  bool niceSet_ = false;       ///< our kdamond runs at config_.kdamondNice
-  std::string niceProblem_;    ///< why it could not be reniced, "" when it was or none asked
+  bool settled_ = false;       ///< setSettled()'s last value
+  /// sample_us and aggr_us when the settled budget first raised the floor (0: not raised since
+  /// the last unsettle); written back when unsettled.
+  uint64_t unsettledSampleUs_ = 0, unsettledAggrUs_ = 0;
+  bool niceSet_ = false;     ///< our kdamond runs at config_.kdamondNice
+  std::string niceProblem_;  ///< why it could not be reniced, "" when it was or none asked
   // Tracepoint read path (config_.read == Tracepoint).
   DamonTraceInstance trace_{fs_};
   std::string tracefs_;  ///< the tracefs mount probed at start(), "" when not usable

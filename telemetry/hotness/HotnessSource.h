@@ -57,6 +57,13 @@ class HotnessSource {
   /// A short human-readable state for progress lines and logs ("sample_us=500 access=23%"),
   /// "" when the source has nothing to say.
   virtual std::string state() const { return {}; }
+
+  /// Whether tierd's plan has had nothing to move for a while (Engine::kSettleTicks ticks in a
+  /// row): a settled source may sample less, within sampling.settled_cpu_budget_percent, and
+  /// must sample as before once told false (the plan has work again). Called by the engine once
+  /// per tick, after planning, with the same value until it changes. The default ignores it
+  /// (the perf sources keep cpu_budget_percent; DamonSource applies it).
+  virtual void setSettled(bool settled) { (void)settled; }
 };
 
 }  // namespace tierd::telemetry

@@ -761,6 +761,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   report.arbiter = decision.stats;
   report.plannedPromoteBytes = decision.stats.promoteBytes;
   report.plannedDemoteBytes = decision.stats.demoteBytes;
+  settle(decision.plan.moves.empty(), report);
 
   // Execute, within scope only.
   std::vector<MoveRange> moves;
@@ -779,6 +780,16 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   totals_.promotedBytes += report.promotedBytes;
   totals_.demotedBytes += report.demotedBytes;
   return report;
+}
+
+void Engine::settle(bool planEmpty, TickReport& report) {
+  if (planEmpty && totals_.samples > 0 && report.scopeChanges.empty())
+    ++quietTicks_;
+  else
+    quietTicks_ = 0;
+  report.settled = quietTicks_ >= kSettleTicks;
+  for (auto& [pid, proc] : procs_)
+    if (proc.source) proc.source->setSettled(report.settled);
 }
 
 std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {

@@ -69,6 +69,8 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   c.maxSampleUs = std::max<uint64_t>(c.minSampleUs, config.sampling.maxSampleIntervalNs / 1000);
   // The kdamond's CPU is sampling cost: held to the budget (DamonSource, "CPU budget").
   c.cpuBudget = config.sampling.cpuBudgetPercent / 100.0;
+  // Once the plan has been empty for a while (Engine::kSettleTicks), the settled budget.
+  c.settledCpuBudget = config.sampling.settledCpuBudgetPercent / 100.0;
   c.clockTicksPerSecond = static_cast<uint64_t>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
   c.read = config.sampling.damonRead == policy::DamonRead::Tracepoint
                ? telemetry::DamonReadPath::Tracepoint

@@ -60,6 +60,11 @@ TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
       policy::compileConfigText("[sampling]\nmax_sample_interval = \"1s\"\n", "/x/tierd.toml");
   REQUIRE(longer.ok());
   CHECK(daemon::damonTuning(*longer.config).maxSampleUs == 1'000'000);
+  CHECK(daemon::damonTuning(*empty.config).settledCpuBudget == 0.0);  // settling changes nothing
+  policy::CompileOutcome settled =
+      policy::compileConfigText("[sampling]\nsettled_cpu_budget_percent = 5\n", "/x/tierd.toml");
+  REQUIRE(settled.ok());
+  CHECK(daemon::damonTuning(*settled.config).settledCpuBudget == doctest::Approx(0.05));
 }
 
 TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise") {

@@ -28,16 +28,17 @@ constexpr uint64_t kBase = 0x7f0000000000;
 constexpr uint64_t kTable = 64 * kMiB;  // 32 THP regions
 constexpr uint64_t kSecond = 1'000'000'000;
 
-// Samples the first `hotRegions` 2 MiB regions of kPid and of kStranger, `perRegion` times each.
+// Samples the first `*hotRegions` 2 MiB regions of kPid and of kStranger, `perRegion` times each
+// (the test may change the count between ticks).
 class ScriptedSource final : public telemetry::HotnessSource {
  public:
-  ScriptedSource(pid_t pid, int hotRegions, int perRegion)
-      : pid_(pid), hot_(hotRegions), per_(perRegion) {}
+  ScriptedSource(pid_t pid, std::shared_ptr<const int> hotRegions, int perRegion)
+      : pid_(pid), hot_(std::move(hotRegions)), per_(perRegion) {}
   std::string name() const override { return "scripted"; }
   Status start() override { return Ok{}; }
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override {
     std::vector<AccessSample> out;
-    for (int r = 0; r < hot_; ++r)
+    for (int r = 0; r < *hot_; ++r)
       for (int i = 0; i < per_; ++i)
         for (pid_t p : {pid_, kStranger})
           out.push_back({untilNs, p, p, 0, kBase + r * 2 * kMiB + i * 4096, 1, 0});
@@ -46,13 +47,16 @@ class ScriptedSource final : public telemetry::HotnessSource {
   }
   void stop() override { *stopped = true; }
   telemetry::SourceStats stats() const override { return stats_; }
-  std::string state() const override { return "scripted " + std::to_string(hot_) + " hot"; }
-  /// Outlives the source (the engine destroys a source when its process leaves).
+  std::string state() const override { return "scripted " + std::to_string(*hot_) + " hot"; }
+  void setSettled(bool s) override { *settled = s; }
+  /// Outlive the source (the engine destroys a source when its process leaves).
   std::shared_ptr<bool> stopped = std::make_shared<bool>(false);
+  std::shared_ptr<bool> settled = std::make_shared<bool>(false);  ///< setSettled()'s last value
 
  private:
   pid_t pid_;
-  int hot_, per_;
+  std::shared_ptr<const int> hot_;
+  int per_;
   telemetry::SourceStats stats_;
 };
 
@@ -90,7 +94,9 @@ struct Rig {
   migrate::ModelKernelMigrator* fake = nullptr;
   HookedMigrator* hooked = nullptr;
   std::unique_ptr<Engine> engine;
-  std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
+  std::vector<std::shared_ptr<bool>> sourceStopped;            ///< one flag per source created
+  std::vector<std::shared_ptr<bool>> sourceSettled;            ///< per source created: told settled
+  std::shared_ptr<int> hotRegions = std::make_shared<int>(4);  ///< the scripted sources' hot set
   int failSources = 0;  ///< the next N sources fail to build (DAMON busy, a full pool)
   std::function<void(pid_t)> beforeSmaps;  ///< run before each smaps read (after the scope pass)
 
@@ -141,8 +147,9 @@ cooldown = "5s"
           --failSources;
           return Error::env("DAMON busy: kdamond 0 is not ours", "test");
         }
-        auto s = std::make_unique<ScriptedSource>(pid, 4, 8);
+        auto s = std::make_unique<ScriptedSource>(pid, hotRegions, 8);
         sourceStopped.push_back(s->stopped);
+        sourceSettled.push_back(s->settled);
         return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
       };
     engine = std::make_unique<Engine>(
@@ -223,6 +230,34 @@ TEST_CASE("the engine promotes the sampled hot set of a scoped process, and only
   CHECK(later.workloads[0].hotFastBytes == 4 * 2 * kMiB);
   CHECK(later.workloads[0].hotSlowBytes == 0);
   CHECK(later.promotedBytes == 0);  // settled: no ping-pong
+}
+
+TEST_CASE("sources settle after 10 ticks that planned nothing and unsettle at the next plan") {
+  Rig rig;
+  uint64_t lastPlanned = 0, settledAt = 0;
+  for (uint64_t s = 1; s <= 40 && !settledAt; ++s) {
+    TickReport r = rig.tick(s);
+    REQUIRE(rig.sourceSettled.size() == 1);
+    CHECK(*rig.sourceSettled.front() == r.settled);
+    if (r.plannedPromoteBytes + r.plannedDemoteBytes > 0) lastPlanned = s;
+    if (r.settled) settledAt = s;
+  }
+  REQUIRE(lastPlanned > 0);  // the hot set was promoted first
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+  CHECK(settledAt == lastPlanned + Engine::kSettleTicks);
+  TickReport still = rig.tick(settledAt + 1);
+  CHECK(still.settled);
+  // Four more regions turn hot: the first tick that plans them unsettles the source.
+  *rig.hotRegions = 8;
+  uint64_t s = settledAt + 2;
+  TickReport r = rig.tick(s);
+  while (r.plannedPromoteBytes == 0 && s < settledAt + 10) {
+    CHECK(r.settled);
+    r = rig.tick(++s);
+  }
+  CHECK(r.plannedPromoteBytes > 0);
+  CHECK_FALSE(r.settled);
+  CHECK_FALSE(*rig.sourceSettled.front());
 }
 
 TEST_CASE("each sampled process's source state comes with its heat against its promotion cut") {

@@ -218,13 +218,15 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   // joined them: a daemon printing its config (tierd --print-config) lost them.
   const std::string text =
       "[sampling]\ndamon_max_processes = 3\ndamon_stat = \"disable\"\n"
-      "damon_read = \"tracepoint\"\nkdamond_nice = 19\nmax_sample_interval = \"1s\"\n";
+      "damon_read = \"tracepoint\"\nkdamond_nice = 19\nmax_sample_interval = \"1s\"\n"
+      "settled_cpu_budget_percent = 2.5\n";
   CompileOutcome a = compileConfigText(text, "/x/t.toml");
   REQUIRE_MESSAGE(a.ok(), errorLines(a));
   CHECK(a.config->sampling.damonMaxProcesses == 3);
   CHECK(a.config->sampling.disableDamonStat);
   CHECK(a.config->sampling.kdamondNice == 19);
   CHECK(a.config->sampling.maxSampleIntervalNs == 1'000'000'000);
+  CHECK(a.config->sampling.settledCpuBudgetPercent == doctest::Approx(2.5));
   CompileOutcome b = compileConfigText(configToText(*a.config), "/x/t.toml");
   REQUIRE_MESSAGE(b.ok(), errorLines(b));
   CHECK(*b.config == *a.config);
@@ -237,6 +239,12 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   REQUIRE(tooShort.errors.size() == 1);
   CHECK(tooShort.errors[0].keyPath == "sampling.max_sample_interval");
   CHECK(compileConfigText("", "/x/t.toml").config->sampling.maxSampleIntervalNs == 20'000'000);
+  CompileOutcome over =
+      compileConfigText("[sampling]\n\nsettled_cpu_budget_percent = 101\n", "/x/t.toml");
+  REQUIRE(over.errors.size() == 1);
+  CHECK(over.errors[0].line == 3);
+  CHECK(over.errors[0].keyPath == "sampling.settled_cpu_budget_percent");
+  CHECK(compileConfigText("", "/x/t.toml").config->sampling.settledCpuBudgetPercent == 0.0);
 }
 
 TEST_CASE("a string with newlines prints as an escaped basic string and round-trips exactly") {

@@ -641,6 +641,78 @@ TEST_CASE("where the kernel tunes, the CPU budget backs off up to a max_sample_u
   src.stop();
 }
 
+TEST_CASE("a settled kdamond is held to the settled budget and samples as before once unsettled") {
+  // The production path on 7.3: the kernel tunes the intervals; config/tierd-gups.toml's budget
+  // of 100% is never over, the settled budget of 1% is.
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  DamonConfig c = budgeted(adaptive());
+  c.cpuBudget = 1.0;
+  c.settledCpuBudget = 0.01;
+  c.maxSampleUs = 80000;
+  DamonSource src(c, fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  kdamondTicks(fs, 50);  // 50% of a core: under 100%
+  REQUIRE(src.drain(2 * kSec).ok());
+  CHECK(fs.commits == 0);
+  CHECK(src.sampleUs() == 2000);
+  src.setSettled(true);
+  src.setSettled(true);  // told every tick: the same value changes nothing
+  CHECK(src.settled());
+  kdamondTicks(fs, 100);
+  REQUIRE(src.drain(3 * kSec).ok());  // a new window: the last was measured under 100%
+  CHECK(fs.commits == 0);
+  // 50% against 1%: 2 ms doubles to 4, 8, 16, 32, 64, then the 80 ms bound.
+  for (uint64_t second = 4; second <= 9; ++second) {
+    kdamondTicks(fs, 50 * (second - 1));
+    REQUIRE(src.drain(second * kSec).ok());
+  }
+  CHECK(src.sampleUs() == 80000);
+  CHECK(fs.readAttr(kAggrUs).value() == "4000000");
+  CHECK(fs.readAttr(kGoalMin).value() == "80000");
+  CHECK(src.state().find(" settled cpu=50.0% of 1.0% sample_us>=80000 backoffs=6") !=
+        std::string::npos);
+  const int commits = fs.commits;
+  // Unsettled: the intervals from before the back-off, in one commit, and no floor.
+  src.setSettled(false);
+  CHECK(fs.commits == commits + 1);
+  CHECK(fs.committedSampleUs == "2000");
+  CHECK(fs.readAttr(kAggrUs).value() == "100000");
+  CHECK(fs.readAttr(kGoalMin).value() == "500");
+  CHECK(src.sampleUs() == 2000);
+  CHECK(src.budgetFloorUs() == 0);
+  CHECK(src.state().find("settled") == std::string::npos);
+  // 50% is under the unsettled budget again: nothing backs off.
+  for (uint64_t second = 10; second <= 12; ++second) {
+    kdamondTicks(fs, 50 * (second - 1));
+    REQUIRE(src.drain(second * kSec).ok());
+  }
+  CHECK(fs.commits == commits + 1);
+  CHECK(src.sampleUs() == 2000);
+  src.stop();
+}
+
+TEST_CASE("without a settled budget, settling changes nothing") {
+  FakeDamonFs fs;
+  DamonSource src(config(), fs);  // no budget at all
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 5, 1}};
+  src.setSettled(true);
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  kdamondTicks(fs, 100);  // a whole core
+  REQUIRE(src.drain(2 * kSec).ok());
+  CHECK(fs.commits == 0);
+  CHECK(src.sampleUs() == 5000);
+  CHECK(src.state() == "sample_us=5000 access=25% regions=1 snapshots=2 empty=0");
+  src.setSettled(false);
+  CHECK(fs.commits == 0);
+  src.stop();
+}
+
 TEST_CASE("the CPU budget: unmeasurable is said; without a budget nothing is read") {
   FakeDamonFs fs;
   DamonSource src(budgeted(), fs);
