@@ -441,7 +441,7 @@ void DamonSource::enforceBudget(uint64_t untilNs, uint64_t ownCpuNs) {
 }
 
 double DamonSource::budget() const {
-  if (!settled_ || config_.settledCpuBudget <= 0) return config_.cpuBudget;
+  if (!settledBudgetApplies()) return config_.cpuBudget;
   return config_.cpuBudget > 0 ? std::min(config_.cpuBudget, config_.settledCpuBudget)
                                : config_.settledCpuBudget;
 }
@@ -489,7 +489,7 @@ bool DamonSource::backOff() {
   const uint64_t current = std::max(sampleUs_, floorUs_);
   if (current >= bound) return false;
   const uint64_t next = std::min(bound, current * 2);
-  if (settled_ && config_.settledCpuBudget > 0 && unsettledSampleUs_ == 0) {
+  if (settledBudgetApplies() && unsettledSampleUs_ == 0) {
     unsettledSampleUs_ = sampleUs_;  // what setSettled(false) writes back
     unsettledAggrUs_ = aggrUs_;
   }
@@ -778,7 +778,7 @@ std::string DamonSource::state() const {
   if (!tuningStopped_.empty()) out += " (" + tuningStopped_ + ")";
   if (niceSet_) out += " nice=" + std::to_string(*config_.kdamondNice);
   if (!niceProblem_.empty()) out += " (" + niceProblem_ + ")";
-  if (settled_ && config_.settledCpuBudget > 0) out += " settled";
+  if (settledBudgetApplies()) out += " settled";
   if (budget() <= 0 && floorUs_ == 0) return out;
   if (cpuRatio_ >= 0) {
     std::snprintf(buf, sizeof buf, " cpu=%.1f%% of %.1f%%", 100.0 * cpuRatio_, 100.0 * budget());

@@ -366,6 +366,8 @@ class DamonSource final : public HotnessSource {
   /// The CPU budget in effect (fraction of one core, 0 = none): cpuBudget, or while settled the
   /// lower of it and settledCpuBudget (see the file comment).
   double budget() const;
+  /// Settled, with a settled budget configured: budget() is the settled one.
+  bool settledBudgetApplies() const { return settled_ && config_.settledCpuBudget > 0; }
   /// One interval file under the context's monitoring_attrs, its new value and the value to
   /// put back if the commit fails.
   struct IntervalWrite {

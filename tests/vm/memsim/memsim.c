@@ -15,12 +15,12 @@
  * dilate=FILE,lat=NODE:NS,...,bw=NODE:MBPS,... (cost mode): time dilation. Once FILE holds a
  *      line (the guest writes it: rig_mem_dilate in guest-lib.sh), the line is D, TCG's slowdown
  *      of the guest's own instructions measured in this boot (a loop's time in the guest over its
- *      time natively on the host). From then on every miss to NODE, the CPU node's too, costs D * lat (the
- *      hardware's latency, HMAT), and a miss that continues an ascending stream of lines (the
- *      next line after an earlier miss of the same vCPU; 4 streams per vCPU, like a hardware
- *      prefetcher's) costs D * line / bw instead (the node's bandwidth): memory then costs the
- *      emulated CPU what it costs a real one, and a page copy is charged as a stream, not as a
- *      latency per line. Before FILE exists the charge= figures apply.
+ *      time natively on the host). From then on every miss to NODE, the CPU node's too, costs
+ *      D * lat (the hardware's latency, HMAT), and a miss that continues an ascending stream of
+ *      lines (the next line after an earlier miss of the same vCPU; 4 streams per vCPU, like a
+ *      hardware prefetcher's) costs D * line / bw instead (the node's bandwidth): memory then
+ *      costs the emulated CPU what it costs a real one, and a page copy is charged as a stream,
+ *      not as a latency per line. Before FILE exists the charge= figures apply.
  * sample=ON_MS:PERIOD_MS (count mode only): count during ON_MS of every PERIOD_MS instead of
  *      always. The per-access callback stays installed and returns at once outside the counting
  *      windows (one load of a flag the publisher thread flips), so the LLC model, the shared tag
