@@ -84,9 +84,13 @@ struct SamplingConfig {
   /// max_sample_interval: longest DAMON sample interval, ns (DamonConfig::maxSampleUs), 1 ms..10 s
   uint64_t maxSampleIntervalNs = 20'000'000;
   /// settled_cpu_budget_percent: the sampling's CPU budget, % of one CPU (0..100), once the
-  /// engine's plan has had nothing to move for Engine::kSettleTicks ticks; 0 = none
+  /// engine judges placement settled (settle_trickle_percent); 0 = none
   /// (DamonConfig::settledCpuBudget).
   double settledCpuBudgetPercent = 0.0;
+  /// settle_trickle_percent: the bytes the plans of the last Engine::kSettleTicks ticks moved
+  /// or would move, as a % of the workloads' hot bytes this tick (0..100), up to which placement
+  /// still counts as settled (Engine::tick, "Settling"); 0 = only plans that move nothing.
+  double settleTricklePercent = 2.0;
   bool operator==(const SamplingConfig&) const = default;
 };
 

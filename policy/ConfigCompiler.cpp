@@ -618,6 +618,7 @@ void compileSampling(Compiler& c, Values& s, const std::string& path, const Comp
   out.kdamondNice = static_cast<int>(s["kdamond_nice"].i);
   out.maxSampleIntervalNs = s["max_sample_interval"].ns;
   out.settledCpuBudgetPercent = s["settled_cpu_budget_percent"].d;
+  out.settleTricklePercent = s["settle_trickle_percent"].d;
   if (s.count("trace")) {
     out.trace = s["trace"].s;
     if (std::filesystem::path(out.trace).is_relative())  // relative to the config file

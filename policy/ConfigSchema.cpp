@@ -112,13 +112,23 @@ std::vector<KeySpec> samplingKeys() {
        "of coarser, slower hotness. Read at start (each new kdamond)."},
       {"sampling", "settled_cpu_budget_percent", ValueType::Number, "0.0", 0, 100, "", false, false,
        "% of one CPU",
-       "CPU budget of each DAMON source once tierd has had nothing to move for 10 ticks in a row "
-       "(no move planned, samples seen, no process entering or leaving a scope): the lower of it "
+       "CPU budget of each DAMON source once placement has settled (10 ticks in a row that "
+       "planned no more than settle_trickle_percent, saw samples and no process entering or "
+       "leaving a scope): the lower of it "
        "and cpu_budget_percent applies, held as cpu_budget_percent is (the sampling interval "
-       "doubles per window up to max_sample_interval). At the first tick that plans a move, or "
+       "doubles per window up to max_sample_interval). When the plans move more, or "
        "when a process enters or leaves, the source writes back the intervals it had before and "
        "samples as before. 0: settling changes nothing. The perf sources keep "
        "cpu_budget_percent. Read at start (each new kdamond)."},
+      {"sampling", "settle_trickle_percent", ValueType::Number, "2.0", 0, 100, "", false, false,
+       "% of the hot bytes",
+       "How much the plans may still move while placement counts as settled: the bytes "
+       "planned over the last 10 ticks (promotions and demotions, executed or not), as a % of "
+       "the bytes the heat model ranks hot this tick over all workloads. Once the hot set is "
+       "placed, a sampler keeps finding a few MiB of its tail; without this a trickle of one "
+       "2 MiB region every few ticks keeps the sources from ever settling. A plan that moves "
+       "more (a shift of the hot set) unsettles them at once. 0: settled only after 10 ticks "
+       "that planned nothing. Read each tick."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

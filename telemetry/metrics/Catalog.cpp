@@ -197,6 +197,12 @@ std::vector<MetricDef> samplerMetrics() {
               "period, DAMON doubled its kdamond's sampling interval (kdamond CPU from "
               "/proc/PID/stat plus tierd's draining; at most max_sample_us and aggr_us / 5).",
               {source()}),
+      gauge(kPlacementSettled, "tierd_placement_settled", "boolean",
+            "1 while the engine judges placement settled (the plans of the last 10 ticks moved "
+            "at most sampling.settle_trickle_percent of the hot bytes, with samples seen and no "
+            "process entering or leaving a scope) and has told the sources so: DAMON sources "
+            "then sample within sampling.settled_cpu_budget_percent. 0 otherwise.",
+            {}),
   };
 }
 

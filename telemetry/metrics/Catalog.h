@@ -65,6 +65,7 @@ enum class MetricId : size_t {
   SamplerOpenPerfEvents,
   SamplerSourceRetries,
   SamplerBudgetBackoffs,
+  PlacementSettled,
   HotnessHotBytes,
   HotnessColdBytes,
   WorkloadMemoryBytes,
@@ -130,6 +131,7 @@ inline constexpr GaugeHandle kSamplerInterval{MetricId::SamplerInterval};
 inline constexpr GaugeHandle kSamplerOpenPerfEvents{MetricId::SamplerOpenPerfEvents};
 inline constexpr CounterHandle kSamplerSourceRetries{MetricId::SamplerSourceRetries};
 inline constexpr CounterHandle kSamplerBudgetBackoffs{MetricId::SamplerBudgetBackoffs};
+inline constexpr GaugeHandle kPlacementSettled{MetricId::PlacementSettled};
 inline constexpr GaugeHandle kHotnessHotBytes{MetricId::HotnessHotBytes};
 inline constexpr GaugeHandle kHotnessColdBytes{MetricId::HotnessColdBytes};
 inline constexpr GaugeHandle kWorkloadMemoryBytes{MetricId::WorkloadMemoryBytes};

@@ -196,6 +196,7 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
       sink_.set(kSamplerOpenPerfEvents, {label}, static_cast<double>(it->second));
   }
 
+  sink_.set(kPlacementSettled, {}, report.settled ? 1 : 0);
   for (const WorkloadReport& w : report.workloads) {
     sink_.set(kHotnessHotBytes, {w.name, "fast"}, static_cast<double>(w.hotFastBytes));
     sink_.set(kHotnessHotBytes, {w.name, "slow"}, static_cast<double>(w.hotSlowBytes));

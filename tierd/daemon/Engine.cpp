@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
@@ -761,7 +762,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   report.arbiter = decision.stats;
   report.plannedPromoteBytes = decision.stats.promoteBytes;
   report.plannedDemoteBytes = decision.stats.demoteBytes;
-  settle(decision.plan.moves.empty(), report);
+  settle(decision.stats.promoteBytes + decision.stats.demoteBytes, report);
 
   // Execute, within scope only.
   std::vector<MoveRange> moves;
@@ -782,12 +783,20 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   return report;
 }
 
-void Engine::settle(bool planEmpty, TickReport& report) {
-  if (planEmpty && totals_.samples > 0 && report.scopeChanges.empty())
-    ++quietTicks_;
-  else
-    quietTicks_ = 0;
-  report.settled = quietTicks_ >= kSettleTicks;
+void Engine::settle(uint64_t plannedBytes, TickReport& report) {
+  if (totals_.samples == 0 || !report.scopeChanges.empty()) settleWindow_.clear();
+  settleWindow_.push_back(plannedBytes);
+  if (settleWindow_.size() > kSettleTicks) settleWindow_.pop_front();
+  uint64_t hot = 0;
+  for (const WorkloadReport& w : report.workloads)
+    hot += w.hotFastBytes + w.hotSlowBytes;
+  const uint64_t windowBytes =
+      std::accumulate(settleWindow_.begin(), settleWindow_.end(), uint64_t{0});
+  report.settleWindowBytes = windowBytes;
+  report.settled = totals_.samples > 0 && report.scopeChanges.empty() &&
+                   settleWindow_.size() == kSettleTicks &&
+                   static_cast<double>(windowBytes) <=
+                       config_->sampling.settleTricklePercent / 100.0 * static_cast<double>(hot);
   for (auto& [pid, proc] : procs_)
     if (proc.source) proc.source->setSettled(report.settled);
 }

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -184,9 +185,14 @@ struct TickReport {
   /// earlier tick instead of read (Engine::tick, "locate phase"); the rest were read in full.
   size_t locatesReused = 0;
   topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
-  /// The plan moved nothing for Engine::kSettleTicks ticks in a row, this one included (see
-  /// tick()): every source was told HotnessSource::setSettled(true) after planning.
+  /// Placement is settled (Engine::tick, "Settling"): the plans of the last
+  /// Engine::kSettleTicks ticks, this one included, moved at most
+  /// sampling.settle_trickle_percent of the hot bytes; every source was told
+  /// HotnessSource::setSettled(true) after planning.
   bool settled = false;
+  /// Bytes the plans of the ticks settling looks at (at most Engine::kSettleTicks, this one
+  /// included) moved or would move.
+  uint64_t settleWindowBytes = 0;
 };
 
 /// Cumulative counters since the engine started.
@@ -259,16 +265,20 @@ class Engine {
   /// inside an unchanged mapping and THPs split after a move (TickReport::thpSplitAfterMove) are
   /// seen at the next full read. TickReport::locatesReused counts the reuses.
   ///
-  /// Settling: a tick whose plan has no move, after samples were seen (EngineTotals::samples >
-  /// 0) and with no process entering or leaving a scope, counts as quiet; after kSettleTicks
-  /// quiet ticks in a row every source is told HotnessSource::setSettled(true) (it may then
-  /// sample within sampling.settled_cpu_budget_percent), and at the first tick that is not
-  /// quiet setSettled(false). Sources are told after planning, each tick.
+  /// Settling: placement is settled when each of the last kSettleTicks ticks came after
+  /// samples were seen (EngineTotals::samples > 0) with no process entering or leaving a scope,
+  /// and the bytes their plans moved or would move (promotions and demotions) sum to at most
+  /// sampling.settle_trickle_percent of this tick's hot bytes (WorkloadReport::hotFastBytes +
+  /// hotSlowBytes over all workloads; 0 %: only empty plans). A tick with a scope change or
+  /// before any sample starts the count again. While settled every source is told
+  /// HotnessSource::setSettled(true) (it may then sample within
+  /// sampling.settled_cpu_budget_percent), at the first tick that is not, setSettled(false).
+  /// Sources are told after planning, each tick.
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
-  /// Quiet ticks in a row (see tick()) after which the sources are settled: 10 (10 s at the
-  /// default 1 s interval), so one tick that planned nothing between two that did (a source's
-  /// aggregation missing a tick) does not settle them.
+  /// Ticks whose plans settling looks at (see tick()): 10 (10 s at the default 1 s interval),
+  /// so one tick that planned nothing between two that did (a source's aggregation missing a
+  /// tick) does not settle them.
   static constexpr uint64_t kSettleTicks = 10;
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
@@ -335,9 +345,10 @@ class Engine {
   /// Drains every source's samples of its own pid into the heat model, then decays it to
   /// `nowNs`; fills report.samples and report.sourceStates (regions and heat still zero).
   void drainSources(uint64_t nowNs, TickReport& report);
-  /// Counts this tick quiet or not (tick(), "Settling"; `planEmpty`: the arbiter planned no
-  /// move), sets report.settled and tells every source.
-  void settle(bool planEmpty, TickReport& report);
+  /// Adds this tick's plan (`plannedBytes`: the arbiter's promote + demote bytes) to the
+  /// settling window (tick(), "Settling"), sets report.settled and settleWindowBytes and tells
+  /// every source. Needs report.workloads and report.scopeChanges filled.
+  void settle(uint64_t plannedBytes, TickReport& report);
   /// The policy's view of this tick without its workloads: nodes of a tier with their free
   /// memory, SLIT distances, and each tracked process's home and allowed nodes (taskNodes).
   policy::TickContext snapshot(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
@@ -412,7 +423,9 @@ class Engine {
   /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
   std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;
-  uint64_t quietTicks_ = 0;  ///< quiet ticks in a row (see tick(), "Settling")
+  /// Planned bytes of the last ticks since the count last started, newest last, at most
+  /// kSettleTicks (see tick(), "Settling").
+  std::deque<uint64_t> settleWindow_;
 };
 
 }  // namespace tierd::daemon

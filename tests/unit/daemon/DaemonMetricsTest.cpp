@@ -293,6 +293,14 @@ TEST_CASE("sampler overhead counts the kdamonds tierd owns beside its own sampli
   src.stats.budgetBackoffs = 3;
   m.tick(r, {src}, 1.0, none);
   CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon"}) == 3);
+  // Settled placement (Engine::tick, "Settling") is a gauge, set every tick.
+  CHECK(s.value("tierd_placement_settled", {}) == 0);
+  r.settled = true;
+  m.tick(r, {src}, 1.0, none);
+  CHECK(s.value("tierd_placement_settled", {}) == 1);
+  r.settled = false;
+  m.tick(r, {src}, 1.0, none);
+  CHECK(s.value("tierd_placement_settled", {}) == 0);
   // Perf sources: their open events are a gauge.
   SourceSnapshot perf;
   perf.pid = 43;

@@ -260,6 +260,53 @@ TEST_CASE("sources settle after 10 ticks that planned nothing and unsettle at th
   CHECK_FALSE(*rig.sourceSettled.front());
 }
 
+TEST_CASE("settled sources stay settled through a trickle of moves and unsettle at a shift") {
+  Rig rig("[sampling]\nsettle_trickle_percent = 30\n");
+  uint64_t s = 1;
+  TickReport r = rig.tick(s);
+  while (!r.settled && s < 40)
+    r = rig.tick(++s);
+  REQUIRE(r.settled);
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+  CHECK(r.settleWindowBytes == 0);  // the hot set's promotion is out of the window
+  // A fifth region turns hot: 2 MiB planned, 20% of the 10 MiB hot: a trickle, still settled.
+  *rig.hotRegions = 5;
+  r = rig.tick(++s);
+  CHECK(r.plannedPromoteBytes == 2 * kMiB);
+  CHECK(r.settleWindowBytes == 2 * kMiB);
+  CHECK(r.settled);
+  CHECK(*rig.sourceSettled.front());
+  CHECK(rig.regionsOn(kPid, 0) == 5);
+  // The hot set grows to 12 regions: 14 MiB planned, the window's 16 MiB is 67% of the 24 MiB
+  // hot: the sources are unsettled by the tick that plans it.
+  *rig.hotRegions = 12;
+  r = rig.tick(++s);
+  CHECK(r.plannedPromoteBytes == 14 * kMiB);
+  CHECK(r.settleWindowBytes == 16 * kMiB);
+  CHECK_FALSE(r.settled);
+  CHECK_FALSE(*rig.sourceSettled.front());
+  // Once the shift's plan has left the window, they settle again.
+  for (uint64_t end = s + Engine::kSettleTicks; s < end;) {
+    r = rig.tick(++s);
+    CHECK(r.settled == (s == end));
+  }
+  CHECK(rig.regionsOn(kPid, 0) == 12);
+}
+
+TEST_CASE("with settle_trickle_percent 0 one planned region keeps the sources unsettled") {
+  Rig rig("[sampling]\nsettle_trickle_percent = 0\n");
+  uint64_t s = 1;
+  TickReport r = rig.tick(s);
+  while (!r.settled && s < 40)
+    r = rig.tick(++s);
+  REQUIRE(r.settled);
+  *rig.hotRegions = 5;
+  r = rig.tick(++s);
+  CHECK(r.plannedPromoteBytes == 2 * kMiB);
+  CHECK_FALSE(r.settled);
+  CHECK_FALSE(*rig.sourceSettled.front());
+}
+
 TEST_CASE("each sampled process's source state comes with its heat against its promotion cut") {
   Rig rig;
   TickReport first = rig.tick(1);

@@ -219,7 +219,7 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   const std::string text =
       "[sampling]\ndamon_max_processes = 3\ndamon_stat = \"disable\"\n"
       "damon_read = \"tracepoint\"\nkdamond_nice = 19\nmax_sample_interval = \"1s\"\n"
-      "settled_cpu_budget_percent = 2.5\n";
+      "settled_cpu_budget_percent = 2.5\nsettle_trickle_percent = 7.5\n";
   CompileOutcome a = compileConfigText(text, "/x/t.toml");
   REQUIRE_MESSAGE(a.ok(), errorLines(a));
   CHECK(a.config->sampling.damonMaxProcesses == 3);
@@ -227,6 +227,7 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   CHECK(a.config->sampling.kdamondNice == 19);
   CHECK(a.config->sampling.maxSampleIntervalNs == 1'000'000'000);
   CHECK(a.config->sampling.settledCpuBudgetPercent == doctest::Approx(2.5));
+  CHECK(a.config->sampling.settleTricklePercent == doctest::Approx(7.5));
   CompileOutcome b = compileConfigText(configToText(*a.config), "/x/t.toml");
   REQUIRE_MESSAGE(b.ok(), errorLines(b));
   CHECK(*b.config == *a.config);
@@ -245,6 +246,11 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   CHECK(over.errors[0].line == 3);
   CHECK(over.errors[0].keyPath == "sampling.settled_cpu_budget_percent");
   CHECK(compileConfigText("", "/x/t.toml").config->sampling.settledCpuBudgetPercent == 0.0);
+  CHECK(compileConfigText("", "/x/t.toml").config->sampling.settleTricklePercent == 2.0);
+  CompileOutcome negative =
+      compileConfigText("[sampling]\nsettle_trickle_percent = -1\n", "/x/t.toml");
+  REQUIRE(negative.errors.size() == 1);
+  CHECK(negative.errors[0].keyPath == "sampling.settle_trickle_percent");
 }
 
 TEST_CASE("a string with newlines prints as an escaped basic string and round-trips exactly") {
