@@ -793,7 +793,9 @@ void Engine::settle(uint64_t plannedBytes, TickReport& report) {
   const uint64_t windowBytes =
       std::accumulate(settleWindow_.begin(), settleWindow_.end(), uint64_t{0});
   report.settleWindowBytes = windowBytes;
-  report.settled = totals_.samples > 0 && report.scopeChanges.empty() &&
+  // No hot bytes: the sampler shows no contrast (too coarse to tell hot from cold, or nothing
+  // sampled lately), which is nothing to settle on.
+  report.settled = totals_.samples > 0 && report.scopeChanges.empty() && hot > 0 &&
                    settleWindow_.size() == kSettleTicks &&
                    static_cast<double>(windowBytes) <=
                        config_->sampling.settleTricklePercent / 100.0 * static_cast<double>(hot);

@@ -293,6 +293,26 @@ TEST_CASE("settled sources stay settled through a trickle of moves and unsettle 
   CHECK(rig.regionsOn(kPid, 0) == 12);
 }
 
+TEST_CASE("settled sources are unsettled when the heat model ranks nothing hot") {
+  // In the rig a settled kdamond sampling every 320 ms saw every region of gups accessed: no
+  // contrast, no hot bytes, no plan, so nothing would ever unsettle it.
+  Rig rig;
+  uint64_t s = 1;
+  TickReport r = rig.tick(s);
+  while (!r.settled && s < 40)
+    r = rig.tick(++s);
+  REQUIRE(r.settled);
+  *rig.hotRegions = 0;  // no samples from now on: the heat decays below the hot threshold
+  while (r.workloads[0].hotFastBytes + r.workloads[0].hotSlowBytes > 0 && s < 400) {
+    CHECK(r.settled);
+    r = rig.tick(++s);
+  }
+  REQUIRE(r.workloads[0].hotFastBytes + r.workloads[0].hotSlowBytes == 0);
+  CHECK(r.plannedPromoteBytes + r.plannedDemoteBytes == 0);
+  CHECK_FALSE(r.settled);
+  CHECK_FALSE(*rig.sourceSettled.front());
+}
+
 TEST_CASE("with settle_trickle_percent 0 one planned region keeps the sources unsettled") {
   Rig rig("[sampling]\nsettle_trickle_percent = 0\n");
   uint64_t s = 1;
