@@ -127,8 +127,9 @@ std::vector<KeySpec> samplingKeys() {
        "the bytes the heat model ranks hot this tick over all workloads. Once the hot set is "
        "placed, a sampler keeps finding a few MiB of its tail; without this a trickle of one "
        "2 MiB region every few ticks keeps the sources from ever settling. A plan that moves "
-       "more (a shift of the hot set) unsettles them at once. 0: settled only after 10 ticks "
-       "that planned nothing. Read each tick."},
+       "more (a shift of the hot set) unsettles them at once, and so does a tick whose heat "
+       "model ranks nothing hot (a sampler too coarse to tell hot from cold): the 10 ticks then "
+       "start again. 0: settled only after 10 ticks that planned nothing. Read each tick."},
       {"sampling", "trace", ValueType::Path, "", 0, 0, "", false, false, "",
        "Recorded trace file (relative to the config file's directory); required with source = "
        "\"replay\", not allowed otherwise. `tierd --check-config` reads it and rejects a missing, "

@@ -784,19 +784,22 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
 }
 
 void Engine::settle(uint64_t plannedBytes, TickReport& report) {
-  if (totals_.samples == 0 || !report.scopeChanges.empty()) settleWindow_.clear();
-  settleWindow_.push_back(plannedBytes);
-  if (settleWindow_.size() > kSettleTicks) settleWindow_.pop_front();
   uint64_t hot = 0;
   for (const WorkloadReport& w : report.workloads)
     hot += w.hotFastBytes + w.hotSlowBytes;
+  // No hot bytes: the sampler shows no contrast (a settled source sampling too coarsely to tell
+  // hot from cold, or nothing sampled lately): nothing to settle on, and the count starts again
+  // so the sources sample as before for kSettleTicks ticks first.
+  if (totals_.samples == 0 || !report.scopeChanges.empty() || hot == 0) {
+    settleWindow_.clear();  // this tick does not count either
+  } else {
+    settleWindow_.push_back(plannedBytes);
+    if (settleWindow_.size() > kSettleTicks) settleWindow_.pop_front();
+  }
   const uint64_t windowBytes =
       std::accumulate(settleWindow_.begin(), settleWindow_.end(), uint64_t{0});
   report.settleWindowBytes = windowBytes;
-  // No hot bytes: the sampler shows no contrast (too coarse to tell hot from cold, or nothing
-  // sampled lately), which is nothing to settle on.
-  report.settled = totals_.samples > 0 && report.scopeChanges.empty() && hot > 0 &&
-                   settleWindow_.size() == kSettleTicks &&
+  report.settled = settleWindow_.size() == kSettleTicks &&
                    static_cast<double>(windowBytes) <=
                        config_->sampling.settleTricklePercent / 100.0 * static_cast<double>(hot);
   for (auto& [pid, proc] : procs_)

@@ -269,10 +269,10 @@ class Engine {
   /// samples were seen (EngineTotals::samples > 0) with no process entering or leaving a scope,
   /// and the bytes their plans moved or would move (promotions and demotions) sum to at most
   /// sampling.settle_trickle_percent of this tick's hot bytes (WorkloadReport::hotFastBytes +
-  /// hotSlowBytes over all workloads; 0 %: only empty plans), and this tick has hot bytes (with
-  /// none, the sampler shows no contrast: a settled DAMON source sampling too coarsely to tell
-  /// hot from cold would otherwise stay settled). A tick with a scope change or before any
-  /// sample starts the count again. While settled every source is told
+  /// hotSlowBytes over all workloads; 0 %: only empty plans). A tick with a scope change,
+  /// before any sample, or with no hot bytes empties the window and is not counted (with none, the
+  /// sampler shows no contrast: a settled DAMON source sampling too coarsely to tell hot from cold
+  /// would otherwise stay settled). While settled every source is told
   /// HotnessSource::setSettled(true) (it may then sample within
   /// sampling.settled_cpu_budget_percent), at the first tick that is not, setSettled(false).
   /// Sources are told after planning, each tick.

@@ -311,6 +311,14 @@ TEST_CASE("settled sources are unsettled when the heat model ranks nothing hot")
   CHECK(r.plannedPromoteBytes + r.plannedDemoteBytes == 0);
   CHECK_FALSE(r.settled);
   CHECK_FALSE(*rig.sourceSettled.front());
+  // Contrast back (the hot set, already on the fast node): settled again only after a whole
+  // window of ticks that see it, so a source that lost contrast samples as before meanwhile.
+  *rig.hotRegions = 4;
+  for (uint64_t end = s + Engine::kSettleTicks; s < end;) {
+    r = rig.tick(++s);
+    CHECK(r.plannedPromoteBytes == 0);
+    CHECK(r.settled == (s == end));
+  }
 }
 
 TEST_CASE("with settle_trickle_percent 0 one planned region keeps the sources unsettled") {
