@@ -429,7 +429,10 @@ void DamonSource::enforceBudget(uint64_t untilNs, uint64_t ownCpuNs) {
         static_cast<double>(kdamondTicks) / hz * 1e9 + static_cast<double>(budgetOwnNs_ + ownCpuNs);
     cpuRatio_ = cpuNs / static_cast<double>(untilNs - budgetWindowStartNs_);
     overAtBound_ = false;
-    if (cpuRatio_ > budget())
+    contrastHeld_ = false;
+    if (cpuRatio_ > budget() && settledBackOffWouldBlur())
+      contrastHeld_ = true;
+    else if (cpuRatio_ > budget())
       overAtBound_ = !backOff() && budgetStopped_.empty();
     else if (cpuRatio_ < budget() / 4)
       relax();
@@ -471,6 +474,12 @@ void DamonSource::setSettled(bool settled) {
   if (kernelTuning_) aggrUs_ = aggr;
   floorUs_ = 0;
   overAtBound_ = false;
+}
+
+bool DamonSource::settledBackOffWouldBlur() const {
+  if (!settledBudgetApplies() || accessRatio_ < kSettledMaxAccessRatio) return false;
+  // Over the unsettled budget too: that one is a limit, not a saving, and is held as always.
+  return config_.cpuBudget <= 0 || cpuRatio_ <= config_.cpuBudget;
 }
 
 uint64_t DamonSource::baseFloorUs() const {
@@ -789,6 +798,9 @@ std::string DamonSource::state() const {
   if (overAtBound_)
     out += " (over the CPU budget at the longest sample interval, " +
            std::to_string(sampleBoundUs()) + " us)";
+  if (contrastHeld_)
+    out += " (settled back-off held: access at or above " +
+           std::to_string(std::lround(100 * kSettledMaxAccessRatio)) + "%)";
   if (!budgetProblem_.empty()) out += " (" + budgetProblem_ + ")";
   if (!budgetStopped_.empty()) out += " (" + budgetStopped_ + ")";
   return out;

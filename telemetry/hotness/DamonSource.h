@@ -58,7 +58,12 @@
 /// settledCpuBudget alone), so a source with nothing left to place samples less. Told false, it
 /// writes back the intervals in effect when the settled budget first raised the floor (where the
 /// kernel tunes, sample_us and aggr_us themselves: its tuner would take minutes to come down from
-/// a long interval) and drops the floor, sampling as before at once.
+/// a long interval) and drops the floor, sampling as before at once. The settled budget is a
+/// saving, not a limit: it raises no floor once the last access ratio is at or above
+/// kSettledMaxAccessRatio (50%), since beyond it the cold regions are seen accessed nearly as
+/// often as the hot ones and DAMON merges them (in the rig, gups at 20 ms: 76-84% of checks saw
+/// an access, 137-349 regions left of ~490, and the heat model ranked nothing hot); the state
+/// then says "settled back-off held". Over cpuBudget too, the floor rises as always.
 /// Read path (DamonConfig::read): by default the region counts come from the stat scheme's tried
 /// regions, for which the kernel builds a sysfs directory per region on every request
 /// (~500 of them, three files read each, per second). With DamonReadPath::Tracepoint the source
@@ -96,6 +101,12 @@ inline constexpr int kTriedRegionsAttempts = 3;
 /// intervals_goal/aggrs tierd writes: the kernel retunes the intervals every this many aggregation
 /// intervals (the value the kernel's usage.rst recommends).
 inline constexpr uint64_t kIntervalsGoalAggrs = 3;
+
+/// Access ratio (share of a snapshot's checks that saw an access, DamonSource::accessRatio) at
+/// or above which the settled budget lengthens the sample interval no further: half. Beyond it
+/// the cold regions look accessed nearly as often as the hot ones (measured in the rig: gups
+/// lost its hot set to DAMON's merging at 76-84%; 35-55% kept it).
+inline constexpr double kSettledMaxAccessRatio = 0.5;
 
 /// Unit of DAMON sample weights: nr_accesses is multiplied by the number of these (4 KiB pages,
 /// rounded up) the region covers within the sample's 2 MiB chunk.
@@ -368,6 +379,10 @@ class DamonSource final : public HotnessSource {
   double budget() const;
   /// Settled, with a settled budget configured: budget() is the settled one.
   bool settledBudgetApplies() const { return settled_ && config_.settledCpuBudget > 0; }
+  /// Over budget while settled, but only over the settled one, with the last access ratio at or
+  /// above kSettledMaxAccessRatio: a longer interval would save CPU at the cost of the contrast
+  /// the settled state relies on, so the floor stays (see the file comment).
+  bool settledBackOffWouldBlur() const;
   /// One interval file under the context's monitoring_attrs, its new value and the value to
   /// put back if the commit fails.
   struct IntervalWrite {
@@ -400,8 +415,10 @@ class DamonSource final : public HotnessSource {
   uint64_t budgetTicksAtStart_ = 0;   ///< kdamond utime + stime then, clock ticks
   uint64_t budgetOwnNs_ = 0;          ///< drain()'s own CPU since, ns
   double cpuRatio_ = -1;
-  uint64_t floorUs_ = 0;       ///< the budget's floor on sample_us, 0 = none
-  bool overAtBound_ = false;   ///< the last window was over budget at sampleBoundUs()
+  uint64_t floorUs_ = 0;      ///< the budget's floor on sample_us, 0 = none
+  bool overAtBound_ = false;  ///< the last window was over budget at sampleBoundUs()
+  /// The last window was over the settled budget and settledBackOffWouldBlur() held the floor.
+  bool contrastHeld_ = false;
   std::string budgetProblem_;  ///< why the last window could not be measured, "" if it was
   std::string budgetStopped_;  ///< why the budget is no longer enforced (a failed commit)
   bool settled_ = false;       ///< setSettled()'s last value

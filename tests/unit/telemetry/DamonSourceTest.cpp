@@ -695,6 +695,61 @@ TEST_CASE("a settled kdamond is held to the settled budget and samples as before
   src.stop();
 }
 
+TEST_CASE("the settled budget lengthens no interval once half the checks see an access") {
+  // In the rig a settled kdamond at 20 ms saw 76-84% of gups's checks accessed, DAMON merged its
+  // regions and the heat model ranked nothing hot: the saving is not worth the contrast.
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  DamonConfig c = budgeted(adaptive());
+  c.cpuBudget = 1.0;
+  c.settledCpuBudget = 0.01;
+  c.maxSampleUs = 80000;
+  DamonSource src(c, fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 30, 1}};  // 30 of 50 checks: 60%
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  src.setSettled(true);
+  for (uint64_t second = 2; second <= 6; ++second) {
+    kdamondTicks(fs, 50 * (second - 1));  // 50% of a core: over 1%, under 100%
+    REQUIRE(src.drain(second * kSec).ok());
+  }
+  CHECK(fs.commits == 0);
+  CHECK(src.sampleUs() == 2000);
+  CHECK(src.budgetFloorUs() == 0);
+  CHECK(src.state().find(" settled cpu=50.0% of 1.0% (settled back-off held: access at or "
+                         "above 50%)") != std::string::npos);
+  // Contrast back (10 of 50 checks): the settled budget backs off again.
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
+  kdamondTicks(fs, 50 * 6);
+  REQUIRE(src.drain(7 * kSec).ok());
+  CHECK(src.sampleUs() == 4000);
+  CHECK(src.state().find("held") == std::string::npos);
+  src.stop();
+}
+
+TEST_CASE("over the unsettled budget a settled kdamond backs off whatever its access ratio") {
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  DamonConfig c = budgeted(adaptive());
+  c.cpuBudget = 0.3;
+  c.settledCpuBudget = 0.01;
+  c.maxSampleUs = 80000;
+  DamonSource src(c, fs);
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 30, 1}};  // 60%
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+  src.setSettled(true);
+  kdamondTicks(fs, 50);
+  REQUIRE(src.drain(2 * kSec).ok());  // opens the settled window
+  kdamondTicks(fs, 100);
+  REQUIRE(src.drain(3 * kSec).ok());  // 50% of a core: over 30% too
+  CHECK(src.sampleUs() == 4000);
+  CHECK(src.budgetFloorUs() == 4000);
+  src.stop();
+}
+
 TEST_CASE("without a settled budget, settling changes nothing") {
   FakeDamonFs fs;
   DamonSource src(config(), fs);  // no budget at all
