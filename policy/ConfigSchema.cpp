@@ -118,8 +118,10 @@ std::vector<KeySpec> samplingKeys() {
        "and cpu_budget_percent applies, held as cpu_budget_percent is (the sampling interval "
        "doubles per window up to max_sample_interval). When the plans move more, or "
        "when a process enters or leaves, the source writes back the intervals it had before and "
-       "samples as before. 0: settling changes nothing. The perf sources keep "
-       "cpu_budget_percent. Read at start (each new kdamond)."},
+       "samples as before. The settled budget is a saving, not a limit: it lengthens the "
+       "interval no further once half of DAMON's checks see an access (beyond that, cold "
+       "regions look hot and DAMON merges them). 0: settling changes nothing. The perf sources "
+       "keep cpu_budget_percent. Read at start (each new kdamond)."},
       {"sampling", "settle_trickle_percent", ValueType::Number, "2.0", 0, 100, "", false, false,
        "% of the hot bytes",
        "How much the plans may still move while placement counts as settled: the bytes "
