@@ -191,6 +191,15 @@ cooldown = "5s"
     REQUIRE_MESSAGE(r.ok(), r.error().describe());
     return r.value();
   }
+  // Ticks at seconds `second` + 1, + 2, ... (at most 40 ticks) until placement is settled;
+  // `second` is left at the tick that settled it.
+  TickReport tickUntilSettled(uint64_t& second) {
+    TickReport r = tick(++second);
+    for (int i = 1; i < 40 && !r.settled; ++i)
+      r = tick(++second);
+    REQUIRE(r.settled);
+    return r;
+  }
   int regionsOn(pid_t pid, NodeId node) const {
     int n = 0;
     for (uint64_t a = kBase; a < kBase + kTable; a += 2 * kMiB)
@@ -262,11 +271,8 @@ TEST_CASE("sources settle after 10 ticks that planned nothing and unsettle at th
 
 TEST_CASE("settled sources stay settled through a trickle of moves and unsettle at a shift") {
   Rig rig("[sampling]\nsettle_trickle_percent = 30\n");
-  uint64_t s = 1;
-  TickReport r = rig.tick(s);
-  while (!r.settled && s < 40)
-    r = rig.tick(++s);
-  REQUIRE(r.settled);
+  uint64_t s = 0;
+  TickReport r = rig.tickUntilSettled(s);
   CHECK(rig.regionsOn(kPid, 0) == 4);
   CHECK(r.settleWindowBytes == 0);  // the hot set's promotion is out of the window
   // A fifth region turns hot: 2 MiB planned, 20% of the 10 MiB hot: a trickle, still settled.
@@ -297,11 +303,8 @@ TEST_CASE("settled sources are unsettled when the heat model ranks nothing hot")
   // In the rig a settled kdamond sampling every 320 ms saw every region of gups accessed: no
   // contrast, no hot bytes, no plan, so nothing would ever unsettle it.
   Rig rig;
-  uint64_t s = 1;
-  TickReport r = rig.tick(s);
-  while (!r.settled && s < 40)
-    r = rig.tick(++s);
-  REQUIRE(r.settled);
+  uint64_t s = 0;
+  TickReport r = rig.tickUntilSettled(s);
   *rig.hotRegions = 0;  // no samples from now on: the heat decays below the hot threshold
   while (r.workloads[0].hotFastBytes + r.workloads[0].hotSlowBytes > 0 && s < 400) {
     CHECK(r.settled);
@@ -323,11 +326,8 @@ TEST_CASE("settled sources are unsettled when the heat model ranks nothing hot")
 
 TEST_CASE("with settle_trickle_percent 0 one planned region keeps the sources unsettled") {
   Rig rig("[sampling]\nsettle_trickle_percent = 0\n");
-  uint64_t s = 1;
-  TickReport r = rig.tick(s);
-  while (!r.settled && s < 40)
-    r = rig.tick(++s);
-  REQUIRE(r.settled);
+  uint64_t s = 0;
+  TickReport r = rig.tickUntilSettled(s);
   *rig.hotRegions = 5;
   r = rig.tick(++s);
   CHECK(r.plannedPromoteBytes == 2 * kMiB);

@@ -499,6 +499,25 @@ void kdamondTicks(FakeDamonFs& fs, uint64_t ticks) {
                                         std::to_string(ticks) + " 0 0 0 20 0 1 0 100 0 0\n");
 }
 
+// The production path on 7.3 with settling: the kernel tunes the intervals (set
+// fs.intervalsGoal), the budget is `cpuBudget`, the settled one 1%, the bound 80 ms.
+DamonConfig settledConfig(double cpuBudget) {
+  DamonConfig c = budgeted(adaptive());
+  c.cpuBudget = cpuBudget;
+  c.settledCpuBudget = 0.01;
+  c.maxSampleUs = 80000;
+  return c;
+}
+
+// Starts `src` over one 4 MiB region seen accessed `accesses` times (of 50 checks at 2 ms /
+// 100 ms) and drains it once at 1 s with the kdamond's CPU at 0.
+void startOneRegion(DamonSource& src, FakeDamonFs& fs, uint64_t accesses) {
+  REQUIRE(src.start().ok());
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, accesses, 1}};
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());
+}
+
 const std::string kAggrUs =
     std::string(FakeDamonFs::kRoot) + "/0/contexts/0/monitoring_attrs/intervals/aggr_us";
 const std::string kGoalMin =
@@ -646,15 +665,8 @@ TEST_CASE("a settled kdamond is held to the settled budget and samples as before
   // of 100% is never over, the settled budget of 1% is.
   FakeDamonFs fs;
   fs.intervalsGoal = true;
-  DamonConfig c = budgeted(adaptive());
-  c.cpuBudget = 1.0;
-  c.settledCpuBudget = 0.01;
-  c.maxSampleUs = 80000;
-  DamonSource src(c, fs);
-  REQUIRE(src.start().ok());
-  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
-  kdamondTicks(fs, 0);
-  REQUIRE(src.drain(1 * kSec).ok());
+  DamonSource src(settledConfig(1.0), fs);
+  startOneRegion(src, fs, 10);
   kdamondTicks(fs, 50);  // 50% of a core: under 100%
   REQUIRE(src.drain(2 * kSec).ok());
   CHECK(fs.commits == 0);
@@ -700,15 +712,8 @@ TEST_CASE("the settled budget lengthens no interval once half the checks see an 
   // regions and the heat model ranked nothing hot: the saving is not worth the contrast.
   FakeDamonFs fs;
   fs.intervalsGoal = true;
-  DamonConfig c = budgeted(adaptive());
-  c.cpuBudget = 1.0;
-  c.settledCpuBudget = 0.01;
-  c.maxSampleUs = 80000;
-  DamonSource src(c, fs);
-  REQUIRE(src.start().ok());
-  fs.regions = {{0x7f0000000000, 0x7f0000400000, 30, 1}};  // 30 of 50 checks: 60%
-  kdamondTicks(fs, 0);
-  REQUIRE(src.drain(1 * kSec).ok());
+  DamonSource src(settledConfig(1.0), fs);
+  startOneRegion(src, fs, 30);  // 30 of 50 checks: 60%
   src.setSettled(true);
   for (uint64_t second = 2; second <= 6; ++second) {
     kdamondTicks(fs, 50 * (second - 1));  // 50% of a core: over 1%, under 100%
@@ -731,15 +736,8 @@ TEST_CASE("the settled budget lengthens no interval once half the checks see an 
 TEST_CASE("over the unsettled budget a settled kdamond backs off whatever its access ratio") {
   FakeDamonFs fs;
   fs.intervalsGoal = true;
-  DamonConfig c = budgeted(adaptive());
-  c.cpuBudget = 0.3;
-  c.settledCpuBudget = 0.01;
-  c.maxSampleUs = 80000;
-  DamonSource src(c, fs);
-  REQUIRE(src.start().ok());
-  fs.regions = {{0x7f0000000000, 0x7f0000400000, 30, 1}};  // 60%
-  kdamondTicks(fs, 0);
-  REQUIRE(src.drain(1 * kSec).ok());
+  DamonSource src(settledConfig(0.3), fs);
+  startOneRegion(src, fs, 30);  // 60%
   src.setSettled(true);
   kdamondTicks(fs, 50);
   REQUIRE(src.drain(2 * kSec).ok());  // opens the settled window
