@@ -245,21 +245,18 @@ rig_access_share() {
 }
 
 # rig_share_series PID NAME PERIOD [T0]: until PID exits or the caller kills it (run it in the
-# background: `rig_share_series ... & pid=$!`, then kill and wait), every PERIOD seconds node 0's
-# share of PID's LLC-model misses over those PERIOD seconds (rig_heat_share's MISS_PCT, the
-# tables' fast_access_share measure), as lines "SECONDS MISS_PCT" in $RIG_OUT/share-NAME.tsv
-# (SECONDS since T0, epoch seconds, default the call, at the period's end; a period without
-# misses is left out). Each sample is one pagemap walk of PID by tierd-memsim heat, the same in
-# every arm.
+# background: `rig_share_series ... & pid=$!`, then kill and wait), node 0's share of PID's
+# LLC-model misses over each next PERIOD seconds (rig_access_share's MISS_PCT, the tables'
+# fast_access_share measure; its last sample's heat in $RIG_OUT/heat-NAME-series.txt), as lines
+# "SECONDS MISS_PCT" in $RIG_OUT/share-NAME.tsv (SECONDS since T0, epoch seconds, default the
+# call, at the period's end; a period without misses is left out). Each sample is one pagemap
+# walk of PID by tierd-memsim heat, the same in every arm.
 rig_share_series() {
   # (globals, not local: POSIX sh; the function runs in a background subshell)
   rig_ss_t0="${4:-$(date +%s)}"
   : >"$RIG_OUT/share-$2.tsv"
   while kill -0 "$1" 2>/dev/null; do
-    rig_mem_mark "$2-series" || return 0
-    sleep "$3"
-    rig_frame_heat "$1" "$2-series" >"/tmp/heat-series-$2.txt" 2>/dev/null || return 0
-    rig_ss="$(rig_heat_share "/tmp/heat-series-$2.txt")"
+    rig_ss="$(rig_access_share "$1" "$2-series" "$3" 2>/dev/null)"
     rig_ss="${rig_ss##* }"
     [ "$rig_ss" = - ] || echo "$(($(date +%s) - rig_ss_t0)) $rig_ss" >>"$RIG_OUT/share-$2.tsv"
   done
