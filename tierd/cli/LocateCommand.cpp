@@ -96,6 +96,7 @@ int locateCommand(const std::vector<std::string>& args, size_t begin) {
     j["queried_pages"] = loc->queriedPages;
     j["skipped_bytes"] = loc->skippedBytes;
     j["pagemap_pages"] = loc->pagemapPages;
+    j["pfn_pages"] = loc->pfnPages;
     uint64_t unscanned = 0;
     for (const auto& u : loc->unscanned)
       unscanned += u.length;

@@ -187,6 +187,9 @@ struct LocateResult {
   uint64_t queriedPages = 0;  ///< addresses passed to those calls
   uint64_t skippedBytes = 0;  ///< bytes answered from numa_maps without a query
   uint64_t pagemapPages = 0;  ///< base pages checked in /proc/PID/pagemap instead of queried
+  /// Of those, pages whose node came from their pagemap page frame number and the memory block
+  /// map (PageSystem::memoryBlockNodes) instead of a query.
+  uint64_t pfnPages = 0;
   /// Sparse ranges larger than MigratorConfig::locateMaxScanBytes (e.g. an ASan shadow
   /// reservation of terabytes) that were not scanned: they are NOT covered by `runs`.
   std::vector<AddressRange> unscanned;

@@ -36,28 +36,21 @@ class LinuxPageSystem final : public PageSystem {
   Result<std::set<NodeId>> memsAllowed(pid_t pid) override {
     return sys::readMemsAllowed(root_, pid);
   }
+  // Only when this process is shown page frames: pagemap hides them from a reader without
+  // CAP_SYS_ADMIN (which the daemon drops at start, sys::daemonCapabilities), and then a block
+  // map would only add a pagemap read to every query.
+  Result<sys::MemoryBlockNodes> memoryBlockNodes() override {
+    volatile uint64_t probe = 1;  // on this thread's stack: a present, written page
+    const uint64_t addr = reinterpret_cast<uint64_t>(&probe);
+    auto pm = pagemapOf("/proc/self/pagemap", addr / basePageSize() * basePageSize(), 1);
+    if (!pm) return pm.error();
+    if (!(pm.value()[0] & kPagemapPresent) || (pm.value()[0] & kPagemapPfnMask) == 0)
+      return Error::env("pagemap shows no page frames to this process (no CAP_SYS_ADMIN)",
+                        "/proc/self/pagemap");
+    return sys::readMemoryBlockNodes(root_);
+  }
   Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) override {
-    const std::string path = root_.path("/proc/" + std::to_string(pid) + "/pagemap");
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error::fromErrno("cannot open", path);
-    std::vector<uint64_t> out(pages);
-    const size_t want = pages * sizeof(uint64_t);
-    size_t got = 0;
-    const off_t off = static_cast<off_t>(start / basePageSize() * sizeof(uint64_t));
-    while (got < want) {
-      ssize_t n = ::pread(fd, reinterpret_cast<char*>(out.data()) + got, want - got,
-                          off + static_cast<off_t>(got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        Error e =
-            n < 0 ? Error::fromErrno("cannot read", path) : Error::sys(EIO, "short read", path);
-        ::close(fd);
-        return e;
-      }
-      got += static_cast<size_t>(n);
-    }
-    ::close(fd);
-    return out;
+    return pagemapOf(root_.path("/proc/" + std::to_string(pid) + "/pagemap"), start, pages);
   }
   uint64_t basePageSize() override { return static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)); }
   uint64_t thpSize() override {
@@ -93,6 +86,29 @@ class LinuxPageSystem final : public PageSystem {
   }
 
  private:
+  // pread of `pages` entries of the pagemap file `path` from address `start`.
+  Result<std::vector<uint64_t>> pagemapOf(const std::string& path, uint64_t start, uint64_t pages) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::fromErrno("cannot open", path);
+    std::vector<uint64_t> out(pages);
+    const size_t want = pages * sizeof(uint64_t);
+    size_t got = 0;
+    const off_t off = static_cast<off_t>(start / basePageSize() * sizeof(uint64_t));
+    while (got < want) {
+      ssize_t n = ::pread(fd, reinterpret_cast<char*>(out.data()) + got, want - got,
+                          off + static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        Error e =
+            n < 0 ? Error::fromErrno("cannot read", path) : Error::sys(EIO, "short read", path);
+        ::close(fd);
+        return e;
+      }
+      got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return out;
+  }
   sys::SysRoot root_;
   uint64_t thpSize_ = 0;
 };

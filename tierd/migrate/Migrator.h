@@ -22,6 +22,7 @@
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
 #include "tierd/core/Types.h"
+#include "tierd/sys/MemoryBlocks.h"
 #include "tierd/sys/ProcMaps.h"
 #include "tierd/sys/SysRoot.h"
 
@@ -116,6 +117,13 @@ class PageSystem {
   /// /proc/PID/pagemap entries of `pages` base pages from `start` (Documentation/admin-guide/mm/
   /// pagemap.rst: bit 63 present, bit 62 swapped). Errors: Environment with errno and path.
   virtual Result<std::vector<uint64_t>> pagemap(pid_t pid, uint64_t start, uint64_t pages) = 0;
+  /// The node of each memory block (sys::readMemoryBlockNodes: sysfs), so that the page frame
+  /// number of a pagemap entry (bits 0-54, shown only to a reader with CAP_SYS_ADMIN) tells the
+  /// page's node. The default implementation answers Environment ("not available"): locate()
+  /// then asks move_pages for every page, as without the map.
+  virtual Result<sys::MemoryBlockNodes> memoryBlockNodes() {
+    return Error::env("no memory block map", "PageSystem");
+  }
   /// The nodes `pid` may allocate on: its cpuset.mems_allowed, from /proc/PID/status
   /// Mems_allowed_list (sys::readMemsAllowed). move_pages to a node outside it fails the call
   /// with -EACCES. Errors: Environment (ENOENT/ESRCH: the process is gone) or Input.
@@ -134,6 +142,12 @@ class PageSystem {
   /// CPU time the calling thread has spent in the kernel, nanoseconds (RUSAGE_THREAD ru_stime).
   virtual int64_t threadKernelCpuNs() = 0;
 };
+
+/// Bits of a /proc/PID/pagemap entry (Documentation/admin-guide/mm/pagemap.rst).
+inline constexpr uint64_t kPagemapPresent = 1ull << 63;    ///< page present in RAM
+inline constexpr uint64_t kPagemapFile = 1ull << 61;       ///< file page or shared anon (not anon)
+inline constexpr uint64_t kPagemapExclusive = 1ull << 56;  ///< page mapped exactly once
+inline constexpr uint64_t kPagemapPfnMask = (1ull << 55) - 1;  ///< PFN when present (else 0)
 
 /// Longest a PageSystem::sleepUntilNs with a stop flag sleeps without looking at the flag: a
 /// SIGTERM during a rate-budget wait is acted on within this time (10 ms).

@@ -753,6 +753,7 @@ struct MovePagesMigrator::LocateState {
   std::map<uint64_t, const sys::NumaMapsVma*> numaByStart;
   SmapsSnapshot smaps;                                    // read (or shared) on first need
   std::map<uint64_t, const sys::SmapsVma*> smapsByStart;  // into `smaps`
+  const sys::MemoryBlockNodes* blocks = nullptr;          // PFN -> node; null: query instead
   LocateResult out;
 
   // Appends a run, merged into the last one when it continues it with the same status and page
@@ -789,6 +790,7 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
   if (!numa) return numa.error();
   for (const auto& n : numa.value())
     st.numaByStart[n.start] = &n;
+  st.blocks = blockMap();
 
   const auto& vmas = maps.value();
   for (const auto& r : ranges) {
@@ -844,11 +846,27 @@ Status MovePagesMigrator::locateInVma(LocateState& st, const sys::SmapsVma& v, u
       sv->anonHugePages == sv->rss && st.thp > base)
     return locateThpChunks(st, v, a, b);
   const bool isSparse = n && !n->huge && n->presentPages() * base * 2 < v.size();
-  return isSparse ? locateSparse(st, a, b) : locatePerBasePage(st, a, b);
+  return isSparse ? locateSparse(st, v, a, b) : locatePerBasePage(st, v, a, b);
 }
 
-// Per-base-page queries over [a, b), in batches.
-Status MovePagesMigrator::locatePerBasePage(LocateState& st, uint64_t a, uint64_t b) {
+const sys::MemoryBlockNodes* MovePagesMigrator::blockMap() {
+  const int64_t now = sys_->nowNs();
+  if (!blocksReadAtNs_ || now - *blocksReadAtNs_ >= kBlockMapMaxAgeNs || now < *blocksReadAtNs_) {
+    blocksReadAtNs_ = now;
+    auto read = sys_->memoryBlockNodes();
+    if (read && !read->nodeOfBlock.empty())
+      blocks_ = std::move(read.value());
+    else
+      blocks_.reset();
+  }
+  return blocks_ ? &*blocks_ : nullptr;
+}
+
+// Per-base-page answers over [a, b): from pagemap and the memory block map when there is one,
+// else queries in batches.
+Status MovePagesMigrator::locatePerBasePage(LocateState& st, const sys::SmapsVma& v, uint64_t a,
+                                            uint64_t b) {
+  if (st.blocks) return locateByPagemap(st, v, a, b);
   const uint64_t base = st.base;
   std::vector<uint64_t> addrs;
   for (uint64_t x = a; x < b;) {
@@ -885,12 +903,14 @@ Status MovePagesMigrator::locatePerHugePage(LocateState& st, uint64_t a, uint64_
 
 // Sparse memory: pagemap says which base pages are mapped at all (~5 ns per entry, against
 // ~30 ns per move_pages address); only those are queried, the rest is -ENOENT.
-Status MovePagesMigrator::locateSparse(LocateState& st, uint64_t a, uint64_t b) {
+Status MovePagesMigrator::locateSparse(LocateState& st, const sys::SmapsVma& v, uint64_t a,
+                                       uint64_t b) {
   const uint64_t base = st.base;
   if (b - a > config_.locateMaxScanBytes) {
     st.out.unscanned.push_back({a, b - a});
     return Ok{};
   }
+  if (st.blocks) return locateByPagemap(st, v, a, b);
   std::vector<uint64_t> addrs;
   for (uint64_t x = a; x < b;) {
     const uint64_t n = std::min<uint64_t>(kQueryBatch, (b - x) / base);
@@ -916,6 +936,55 @@ Status MovePagesMigrator::locateSparse(LocateState& st, uint64_t a, uint64_t b) 
   return Ok{};
 }
 
+// [a, b) of VMA `v` from /proc/PID/pagemap: not present is -ENOENT; a present page mapped once
+// (PM_MMAP_EXCLUSIVE: never the zero pages, whose page the kernel does not count as mapped, nor a
+// special mapping), with its page frame in a block of one node, is on that node, unless it is a
+// file page in a VMA without a file (a huge zero page on kernels that mark it so); the rest is
+// queried, so the answers are the naive query's.
+Status MovePagesMigrator::locateByPagemap(LocateState& st, const sys::SmapsVma& v, uint64_t a,
+                                          uint64_t b) {
+  const uint64_t base = st.base;
+  const bool fileVma = !v.path.empty() && v.path[0] == '/';
+  std::vector<int> status;
+  std::vector<uint64_t> addrs;  // present pages the pagemap entry does not settle
+  std::vector<size_t> where;    // their index in `status`
+  for (uint64_t x = a; x < b;) {
+    const uint64_t n = std::min<uint64_t>(kQueryBatch, (b - x) / base);
+    auto pm = sys_->pagemap(st.pid, x, n);
+    if (!pm) return pm.error();
+    st.out.pagemapPages += n;
+    status.assign(n, -ENOENT);
+    addrs.clear();
+    where.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t e = pm.value()[i];
+      if (!(e & kPagemapPresent)) continue;
+      const uint64_t pfn = e & kPagemapPfnMask;
+      std::optional<NodeId> node;
+      if (pfn != 0 && (e & kPagemapExclusive) && (fileVma || !(e & kPagemapFile)))
+        node = st.blocks->nodeOfPfn(pfn, base);
+      if (node) {
+        status[i] = *node;
+        ++st.out.pfnPages;
+      } else {
+        addrs.push_back(x + i * base);
+        where.push_back(i);
+      }
+    }
+    if (!addrs.empty()) {
+      auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
+      if (!q) return q.error();
+      st.out.queriedPages += addrs.size();
+      for (size_t k = 0; k < addrs.size(); ++k)
+        status[where[k]] = q.value()[k];
+    }
+    for (uint64_t i = 0; i < n; ++i)
+      st.emit(x + i * base, base, base, status[i]);
+    x += n * base;
+  }
+  return Ok{};
+}
+
 // All resident pages of `v` are PMD-mapped THPs: if the first address of an aligned chunk is
 // present, a THP covers the whole chunk; if it is not, pagemap tells whether anything (a zero
 // page) is mapped in the chunk. Chunks cut by the VMA's ends are queried per base page.
@@ -927,7 +996,7 @@ Status MovePagesMigrator::locateThpChunks(LocateState& st, const sys::SmapsVma& 
     const uint64_t ca = std::max(a, c);
     const uint64_t cb = std::min(b, c + thp);
     if (c < v.start || c + thp > v.end) {
-      if (Status s = locatePerBasePage(st, ca, cb); !s) return s;
+      if (Status s = locatePerBasePage(st, v, ca, cb); !s) return s;
       continue;
     }
     auto q = queryPages(*sys_, st.pid, {ca}, st.out.queryCalls);
@@ -951,7 +1020,7 @@ Status MovePagesMigrator::locateThpChunks(LocateState& st, const sys::SmapsVma& 
         continue;
       }
     }
-    if (Status s = locatePerBasePage(st, ca, cb); !s) return s;
+    if (Status s = locatePerBasePage(st, v, ca, cb); !s) return s;
   }
   return Ok{};
 }

@@ -339,9 +339,31 @@ Result<std::vector<uint64_t>> FakePageSystem::pagemap(pid_t pid, uint64_t start,
   std::vector<uint64_t> out(pages, 0);
   for (uint64_t i = 0; i < pages; ++i) {
     const uint64_t a = start + i * base_;
-    if (nodeOf(pid, a) || pit->second.zeroPages.count(a)) out[i] = 1ull << 63;
+    const auto node = nodeOf(pid, a);
+    if (!node && !pit->second.zeroPages.count(a)) continue;
+    out[i] = migrate::kPagemapPresent;
+    if (pfns_ == Pfns::None) continue;
+    if (node && !pit->second.sharedPages.count(a)) out[i] |= migrate::kPagemapExclusive;
+    if (pfns_ == Pfns::Hidden) continue;
+    // The zero page's frame is 1 (block 0); a page's frame is in its node's block.
+    out[i] |=
+        node ? static_cast<uint64_t>(*node + 1) * kPfnsPerBlock + (a / base_) % kPfnsPerBlock : 1;
   }
   return out;
+}
+
+Result<sys::MemoryBlockNodes> FakePageSystem::memoryBlockNodes() {
+  ++blockMapReads_;
+  if (pfns_ == Pfns::None) return Error::env("no memory block map", "FakePageSystem");
+  sys::MemoryBlockNodes m;
+  m.blockBytes = kPfnsPerBlock * base_;
+  for (NodeId n : nodes_ ? *nodes_ : std::set<NodeId>{0, 1}) {
+    if (ambiguousBlock_ == n)
+      ++m.ambiguousBlocks;
+    else
+      m.nodeOfBlock[static_cast<uint64_t>(n) + 1] = n;
+  }
+  return m;
 }
 
 Result<std::vector<sys::SmapsVma>> FakePageSystem::render(pid_t pid, bool counters) {

@@ -122,6 +122,25 @@ class FakePageSystem final : public PageSystem {
   /// Makes the page at `addr` read as the zero page: present in pagemap, -EFAULT to move_pages,
   /// not counted in smaps Rss or numa_maps (like the kernel's shared zero page).
   void mapZeroPage(pid_t pid, uint64_t addr);
+  /// What pagemap entries and memoryBlockNodes() show of page frames. None (the default): no
+  /// block map (memoryBlockNodes() answers Environment) and entries with the present bit only.
+  /// Hidden: a block map, but entries without PFN (a reader without CAP_SYS_ADMIN). Shown: a
+  /// present page on node N has PFN (N + 1) x kPfnsPerBlock + (its base page number mod
+  /// kPfnsPerBlock) and PM_MMAP_EXCLUSIVE unless sharePage() was called for it; the zero page
+  /// has PFN 1 (block 0, which no node lists) and is never exclusive. The block map lists block
+  /// N + 1 under node N for every node of setNodes() (default: 0 and 1), and under two nodes the
+  /// block of setAmbiguousBlock()'s node (left out as ambiguous).
+  enum class Pfns { None, Hidden, Shown };
+  void setPfns(Pfns mode) { pfns_ = mode; }
+  static constexpr uint64_t kPfnsPerBlock = 1ull << 20;
+  /// The page at `addr` is mapped by another process too (a forked child's copy-on-write page):
+  /// its pagemap entry is not PM_MMAP_EXCLUSIVE.
+  void sharePage(pid_t pid, uint64_t addr) { procs_[pid].sharedPages.insert(addr / base_ * base_); }
+  /// memoryBlockNodes() lists `node`'s block under two nodes (a block that spans a boundary).
+  void setAmbiguousBlock(NodeId node) { ambiguousBlock_ = node; }
+  /// Calls of memoryBlockNodes() so far.
+  uint64_t blockMapReads() const { return blockMapReads_; }
+  Result<sys::MemoryBlockNodes> memoryBlockNodes() override;
   uint64_t basePageSize() override { return base_; }
   uint64_t thpSize() override { return thp_; }
   int64_t nowNs() override { return now_; }
@@ -147,6 +166,7 @@ class FakePageSystem final : public PageSystem {
     std::map<uint64_t, Vma> vmas;                 // by start
     std::map<uint64_t, NodeId> pages;             // page start -> node
     std::set<uint64_t> zeroPages;                 // base page addresses mapping the zero page
+    std::set<uint64_t> sharedPages;               // base pages not PM_MMAP_EXCLUSIVE
     std::optional<std::set<NodeId>> memsAllowed;  // cpuset.mems of the task; nullopt = all
     std::set<uint64_t> split;                     // chunks of Thp VMAs now in base pages
   };
@@ -197,6 +217,9 @@ class FakePageSystem final : public PageSystem {
   std::map<pid_t, Proc> procs_;
   std::map<std::pair<NodeId, uint64_t>, uint64_t> capacity_;
   std::optional<std::set<NodeId>> nodes_;
+  Pfns pfns_ = Pfns::None;
+  std::optional<NodeId> ambiguousBlock_;
+  uint64_t blockMapReads_ = 0;
   std::map<std::pair<pid_t, uint64_t>, ScriptedError> errors_;
   std::map<uint64_t, uint64_t> partial_;
   std::map<uint64_t, std::vector<std::function<void()>>> before_;

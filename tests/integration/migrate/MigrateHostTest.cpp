@@ -110,6 +110,22 @@ TEST_CASE("host: locate equals the naive query on base pages, with not-present a
   CHECK(countStatus(naive.value(), 0) == 4 * kMiB / base + (zeroPage ? 0 : 1));
   CHECK(countStatus(naive.value(), -EFAULT) == (zeroPage ? 1u : 0u));
   CHECK(countStatus(naive.value(), -ENOENT) == 4 * kMiB / base - 1);
+  // Where this process sees page frames (CAP_SYS_ADMIN) and sysfs has the memory block map, the
+  // written pages' nodes come from pagemap, not from queries.
+  auto pm = mig.system().pagemap(getpid(), reinterpret_cast<uint64_t>(m.p), 1);
+  REQUIRE(pm.ok());
+  const bool framesShown = (pm.value()[0] & kPagemapPfnMask) != 0;
+  const bool blockMap = mig.system().memoryBlockNodes().ok();
+  INFO("page frames shown: " << framesShown << ", memory block map: " << blockMap);
+  auto partial = mig.locate(getpid(), {{reinterpret_cast<uint64_t>(m.p), m.len}});
+  REQUIRE(partial.ok());
+  if (framesShown && blockMap) {
+    // The read page: the zero page (never PM_MMAP_EXCLUSIVE) is queried, a real page is not.
+    CHECK(partial->pfnPages == 4 * kMiB / base + (zeroPage ? 0u : 1u));
+    CHECK(partial->queriedPages == (zeroPage ? 1u : 0u));
+  } else {
+    CHECK(partial->pfnPages == 0);
+  }
 
   // Fully touched: answered from numa_maps without any query.
   for (size_t off = 0; off < m.len; off += base)

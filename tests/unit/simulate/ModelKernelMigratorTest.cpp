@@ -597,6 +597,61 @@ TEST_CASE("locate on sparse memory reads pagemap and queries only mapped pages")
   CHECK(c->perBasePage(4 * kKiB) == std::vector<int>{-EFAULT, -EFAULT});  // the hole before it
 }
 
+TEST_CASE("locate reads base pages' nodes from their pagemap frames and queries the rest") {
+  // The layout of "locate on the model equals the naive per-base-page query", with page frames
+  // shown and a memory block map: exclusive pages of one node's block are answered from
+  // pagemap; the zero page, a shared page and a page of an ambiguous block are queried.
+  auto build = [](ModelKernelMigrator& m) {
+    auto& k = m.kernel();
+    k.map(kPid, kBase, 64 * kKiB, FakeBacking::Base);
+    k.populate(kPid, kBase, 16 * kKiB, 0);
+    k.populate(kPid, kBase + 32 * kKiB, 16 * kKiB, 1);
+    k.map(kPid, kBase + 4 * kMiB, 8 * kMiB, FakeBacking::Thp);
+    k.populate(kPid, kBase + 4 * kMiB, 2 * kMiB, 0);
+    k.map(kPid, kBase + 16 * kMiB, 8 * kMiB, FakeBacking::Base);  // sparse
+    k.populate(kPid, kBase + 16 * kMiB, 8 * kKiB, 1);
+    k.mapZeroPage(kPid, kBase + 20 * kMiB);
+  };
+  const std::vector<AddressRange> ranges = {{kBase, 24 * kMiB},
+                                            {kBase + 4 * kMiB + 8 * kKiB, 12 * kKiB}};
+  ModelKernelMigrator m;
+  build(m);
+  auto& k = m.kernel();
+  k.setPfns(FakePageSystem::Pfns::Shown);
+  auto naive = naiveLocate(k, kPid, ranges);
+  REQUIRE(naive.ok());
+  auto loc = m.locate(kPid, ranges);
+  REQUIRE(loc.ok());
+  CHECK(loc->perBasePage(4 * kKiB) == naive.value());
+  // The base VMA (16 pages, 8 present: half, so not sparse) and the sparse one (2 pages and the
+  // zero page) go through pagemap; the THP VMA is queried one head per chunk (4), the chunks whose
+  // head is not present settled by pagemap (3 x 512), and the second range by its chunk's head.
+  CHECK(loc->pagemapPages == 16 + 3 * 512 + 8 * kMiB / (4 * kKiB));
+  CHECK(loc->pfnPages == 8 + 2);
+  CHECK(loc->queriedPages == 4 + 1 + 1);  // THP heads, the zero page, the second range
+  CHECK(k.blockMapReads() == 1);
+
+  // A page another process maps too, and node 1's block listed under two nodes: queried.
+  k.sharePage(kPid, kBase);
+  k.setAmbiguousBlock(1);
+  k.sleepUntilNs(k.nowNs() + 2'000'000'000, nullptr);  // past the block map's 1 s age
+  auto loc2 = m.locate(kPid, ranges);
+  REQUIRE(loc2.ok());
+  CHECK(loc2->perBasePage(4 * kKiB) == naive.value());
+  CHECK(k.blockMapReads() == 2);
+  CHECK(loc2->pfnPages == 3);  // node 0's exclusive base pages
+  CHECK(loc2->queriedPages == 1 + 4 + 2 + 1 + 4 + 1);
+
+  // Frames hidden (no CAP_SYS_ADMIN): every present page is queried, the answers the same.
+  k.setPfns(FakePageSystem::Pfns::Hidden);
+  k.sleepUntilNs(k.nowNs() + 2'000'000'000, nullptr);
+  auto hidden = m.locate(kPid, ranges);
+  REQUIRE(hidden.ok());
+  CHECK(hidden->perBasePage(4 * kKiB) == naive.value());
+  CHECK(hidden->pfnPages == 0);
+  CHECK(hidden->queriedPages == 8 + 3 + 4 + 1);
+}
+
 TEST_CASE("execute on sparse memory sends only mapped pages; an empty VMA costs no call") {
   ModelKernelMigrator m;
   auto& k = m.kernel();
