@@ -64,7 +64,7 @@ TEST_CASE("MigrationMeter reports each call and the per-tick gauges") {
   CHECK(s.rejectedUpdates() == 0);
 }
 
-TEST_CASE("recordBatch: exact page counts by result; latency, throughput and CPU per move call") {
+TEST_CASE("recordBatch: exact page counts by result, latency, throughput and CPU per move call") {
   RecordingSink s;
   s.setWorkloads({"redis"});
   MigrationMeter m;

@@ -191,7 +191,7 @@ long moveDirect(FakePageSystem& k, const std::vector<uint64_t>& addrs,
 
 }  // namespace
 
-TEST_CASE("model kernel: -ENOMEM fails the call at its node group; later groups not attempted") {
+TEST_CASE("model kernel: -ENOMEM fails the call at its node group, later groups not attempted") {
   FakePageSystem k;
   k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
   k.populate(kPid, kBase, 16 * kKiB, 1);

@@ -651,7 +651,7 @@ TEST_CASE("a demotion goes to the CXL node nearest the task's CPUs, then the roo
   CHECK(both.plan.moves[0].target == 3);
 }
 
-TEST_CASE("no target outside the task's Mems_allowed is planned; a DRAM-only cpuset is counted") {
+TEST_CASE("no target outside the task's Mems_allowed is planned, a DRAM-only cpuset is counted") {
   // Under pressure: pid 7's cpuset.mems = 0-1, so its cold regions have nowhere to go.
   TickContext ctx = twoSocket(
       "[migration]\nfast_headroom = \"50%\"\nmax_demote_mib_per_s = 4096\n"

@@ -156,7 +156,7 @@ TEST_CASE("decay forgets cold unlocated regions, keeps located ones") {
   CHECK(m.regions(0, 8 * kSec)[0].node == 0);
 }
 
-TEST_CASE("recorded moves set the node and history; ping-pong is held and counted") {
+TEST_CASE("recorded moves set the node and history, ping-pong is held and counted") {
   const uint64_t cooldown = 1 * kSec;
   HeatModel m = oneWorkload(10 * kSec, cooldown);
   m.setLocations(100, {{kBase, 1}, {kBase + 2 * kMiB, 1}});

@@ -92,7 +92,7 @@ TEST_CASE("parseNumaStatAnon reads v2 bytes and v1 pages") {
   CHECK_FALSE(parseNumaStatAnon("file N0=1\n", 2, 4096, "f").ok());
 }
 
-TEST_CASE("parseNumaStatLine reads anon and file; v1 prefers the hierarchical line") {
+TEST_CASE("parseNumaStatLine reads anon and file, v1 prefers the hierarchical line") {
   auto v2 = parseNumaStatLine("anon N0=8192 N1=4096\nfile N0=12288 N1=0\n", "file", 2, 4096, "f");
   REQUIRE(v2.ok());
   CHECK(v2->at(0) == 12288);

@@ -78,7 +78,7 @@ TEST_CASE("one address per page: base pages, THP per 2 MiB, hugetlb per huge pag
   CHECK(res.stats.cpuSecondsPerGib() > 0);
 }
 
-TEST_CASE("already there pages are not sent; not present pages are skipped, not failures") {
+TEST_CASE("already there pages are not sent, not present pages are skipped, not failures") {
   ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 8 * kKiB * 4, FakeBacking::Base);
@@ -652,7 +652,7 @@ TEST_CASE("locate reads base pages' nodes from their pagemap frames and queries 
   CHECK(hidden->queriedPages == 8 + 3 + 4 + 1);
 }
 
-TEST_CASE("execute on sparse memory sends only mapped pages; an empty VMA costs no call") {
+TEST_CASE("execute on sparse memory sends only mapped pages, an empty VMA costs no call") {
   ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 64 * kMiB, FakeBacking::Base);

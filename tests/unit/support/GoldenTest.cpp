@@ -7,7 +7,7 @@
 
 using tierd::testing::goldenUpdateRequested;
 
-TEST_CASE("only TIERD_UPDATE_GOLDEN=1 rewrites golden files; any other value compares") {
+TEST_CASE("only TIERD_UPDATE_GOLDEN=1 rewrites golden files, any other value compares") {
   CHECK(goldenUpdateRequested("1"));
   CHECK_FALSE(goldenUpdateRequested(nullptr));  // unset
   for (const char* v : {"0", "", "yes", "true", "TRUE", "2", "01", " 1", "1 ", "1\n", "on"})

@@ -33,7 +33,7 @@ struct BlockTree {
 };
 }  // namespace
 
-TEST_CASE("readMemoryBlockNodes: each block's node; a block under two nodes is ambiguous") {
+TEST_CASE("readMemoryBlockNodes: each block's node, a block under two nodes is ambiguous") {
   BlockTree t;
   t.blockSize("8000000\n");  // 128 MiB, as x86-64 shows it
   t.block(0, 0);

@@ -189,7 +189,7 @@ TEST_CASE("ownership records are parsed strictly") {
   CHECK_FALSE(parseDamonOwnerRecord("tierd_pid=x tierd_start=2 boot_id=x nr_kdamonds=3", "f").ok());
 }
 
-TEST_CASE("a zombie's record is an orphan's; a record without kdamonds is just removed") {
+TEST_CASE("a zombie's record is an orphan's, a record without kdamonds is just removed") {
   PoolRig r;
   REQUIRE(r.fs.write(std::string(FakeDamonFs::kRoot) + "/nr_kdamonds", "2").ok());
   r.fs.tree().file("/proc/4000/stat",

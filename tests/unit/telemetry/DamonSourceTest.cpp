@@ -766,7 +766,7 @@ TEST_CASE("without a settled budget, settling changes nothing") {
   src.stop();
 }
 
-TEST_CASE("the CPU budget: unmeasurable is said; without a budget nothing is read") {
+TEST_CASE("the CPU budget: unmeasurable is said, without a budget nothing is read") {
   FakeDamonFs fs;
   DamonSource src(budgeted(), fs);
   REQUIRE(src.start().ok());

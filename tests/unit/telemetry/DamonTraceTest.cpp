@@ -136,7 +136,7 @@ TEST_CASE("the rig's captures: every complete aggregation, the partial one after
   }
 }
 
-TEST_CASE("every complete aggregation is returned, oldest first; a partial one is kept as tail") {
+TEST_CASE("every complete aggregation is returned, oldest first, a partial one is kept as tail") {
   std::string text = aggregation(4242, {{0, 4096, 1, 0}, {4096, 8192, 2, 0}}) +
                      // another kdamond's events interleaved: filtered by pid
                      line(99, 2, 0, 4096, 9) +

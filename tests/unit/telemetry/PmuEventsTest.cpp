@@ -109,7 +109,7 @@ TEST_CASE("no cpu PMU: the reason says so") {
   CHECK(unknown.error().message.find("model 1") != std::string::npos);
 }
 
-TEST_CASE("Zen 4: libpfm4 knows the core PMU; IBS op comes from ibs_op sysfs") {
+TEST_CASE("Zen 4: libpfm4 knows the core PMU, IBS op comes from ibs_op sysfs") {
   auto ld = encodePfmEvent("amd64_fam19h_zen4::LS_DISPATCH:LD_DISPATCH");
   REQUIRE(ld.ok());
   CHECK(ld->type == PERF_TYPE_RAW);

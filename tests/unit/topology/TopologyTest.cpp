@@ -273,7 +273,7 @@ TEST_CASE("JSON form is stable: schema, tiers and per-node fields") {
   CHECK(contains(text, "250ns,10240MB/s"));
 }
 
-TEST_CASE("free PMD-order blocks per node come from /proc/buddyinfo; absent or broken = unknown") {
+TEST_CASE("free PMD-order blocks per node come from /proc/buddyinfo, absent or broken = unknown") {
   FixtureCopy f("2socket-cxl");
   auto none = f.read();
   REQUIRE(none.ok());
