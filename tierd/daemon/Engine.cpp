@@ -661,16 +661,19 @@ void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& repo
 
 void Engine::keepLocations(const RangeResult& r, Proc& proc) {
   // Every page of the range answered by the kernel as now on the target (moved, or found there
-  // by the status query): the heat model takes the target from the outcome (recordResults), so
-  // the full read's locations stay true; the resident bytes per node follow the moved bytes.
-  // A range not reached at all (the deadline or the rate budget came first) changed nothing.
-  // Anything else (a page busy, gone, refused, not present, or a range reached in part) is read
-  // in full next tick.
+  // by the status query) or as not present (-ENOENT, or -EFAULT for a zero page inside the
+  // mapping: the holes an allocator leaves in its heap, mostly there at the full read already):
+  // the heat model takes the target from the outcome (recordResults), so the full read's
+  // locations stay true; the resident bytes per node follow the moved bytes. A range not reached
+  // at all (the deadline or the rate budget came first) changed nothing. Anything else (a page
+  // busy, gone or refused, a range reached in part, or one with no page present) is read in
+  // full next tick.
   const OutcomeCounts& o = r.outcomes;
   if (!r.dropped && o.total() > 0 && o[MoveOutcome::NotAttempted] == o.total()) return;
   const uint64_t placed = o[MoveOutcome::Moved] + o[MoveOutcome::AlreadyThere];
   const std::optional<NodeId> from = heat_.nodeOf(r.range.pid, r.range.start);
-  if (r.dropped || !r.busy.empty() || placed == 0 || placed != o.total() || !from) {
+  if (r.dropped || !r.busy.empty() || placed == 0 ||
+      placed + o[MoveOutcome::NotPresent] != o.total() || !from) {
     proc.fullReadAtNs.reset();
     return;
   }

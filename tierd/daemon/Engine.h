@@ -257,8 +257,11 @@ class Engine {
   /// while all of these hold: its /proc/PID/maps (`layout`, no page-table walk) shows the same
   /// VMAs (start, end, perms, offset, inode, path), every move of its pages executed since left
   /// each page of its range on the target by the kernel's own answer (move_pages status: Moved
-  /// or AlreadyThere) or reached none of them (NotAttempted); any other outcome (a busy page, a
-  /// page not present, a range reached in part) forces a full read; and the full read is younger
+  /// or AlreadyThere) or not present (NotPresent: -ENOENT, or -EFAULT for a zero page inside
+  /// the mapping; an allocator's holes, which the full read saw too, need no re-read), with at
+  /// least one page placed, or reached none of them (NotAttempted); any other outcome (a busy
+  /// page, a refused or gone one, a range reached in part, a range whose every page is gone)
+  /// forces a full read; and the full read is younger
   /// than daemon.full_locate_interval. Between full reads the heat model keeps the locations,
   /// updated by the outcomes of tierd's own moves, and the resident memory per node is shifted by
   /// the bytes moved; what the kernel moves by itself (reclaim, NUMA balancing), pages faulted in

@@ -67,6 +67,12 @@ void FakePageSystem::splitThp(pid_t pid, uint64_t addr) {
   log_.push_back("split pid=" + std::to_string(pid) + " " + hex(chunk));
 }
 
+void FakePageSystem::dropPage(pid_t pid, uint64_t addr) {
+  splitThp(pid, addr);
+  procs_[pid].pages.erase(addr / base_ * base_);
+  log_.push_back("drop pid=" + std::to_string(pid) + " " + hex(addr / base_ * base_));
+}
+
 void FakePageSystem::populate(pid_t pid, uint64_t start, uint64_t length, NodeId node) {
   Proc& p = procs_[pid];
   for (uint64_t a = start; a < start + length;) {

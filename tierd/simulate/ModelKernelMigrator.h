@@ -89,6 +89,10 @@ class FakePageSystem final : public PageSystem {
   /// 2 MiB chunk becomes base pages on the same node, moved one address at a time from then on.
   /// smaps AnonHugePages drops by one THP, Rss stays. No-op without a THP there.
   void splitThp(pid_t pid, uint64_t addr);
+  /// The page containing `addr` is freed inside its mapping (madvise MADV_DONTNEED of one base
+  /// page, as an allocator returns memory): not present from then on, the VMA unchanged. A THP
+  /// there is split first (the kernel splits a PMD mapping that loses part of it).
+  void dropPage(pid_t pid, uint64_t addr);
   /// Unmaps [start, start+length) of `pid` (splits VMAs; drops their pages).
   void unmap(pid_t pid, uint64_t start, uint64_t length);
 
