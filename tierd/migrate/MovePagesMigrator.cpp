@@ -905,42 +905,19 @@ Status MovePagesMigrator::locatePerHugePage(LocateState& st, uint64_t a, uint64_
 // ~30 ns per move_pages address); only those are queried, the rest is -ENOENT.
 Status MovePagesMigrator::locateSparse(LocateState& st, const sys::SmapsVma& v, uint64_t a,
                                        uint64_t b) {
-  const uint64_t base = st.base;
   if (b - a > config_.locateMaxScanBytes) {
     st.out.unscanned.push_back({a, b - a});
     return Ok{};
   }
-  if (st.blocks) return locateByPagemap(st, v, a, b);
-  std::vector<uint64_t> addrs;
-  for (uint64_t x = a; x < b;) {
-    const uint64_t n = std::min<uint64_t>(kQueryBatch, (b - x) / base);
-    auto pm = sys_->pagemap(st.pid, x, n);
-    if (!pm) return pm.error();
-    st.out.pagemapPages += n;
-    addrs.clear();
-    for (uint64_t i = 0; i < n; ++i)
-      if (pm.value()[i] >> 63) addrs.push_back(x + i * base);
-    auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
-    if (!q) return q.error();
-    st.out.queriedPages += addrs.size();
-    // Runs of unmapped pages between the queried ones are -ENOENT.
-    uint64_t next = x;
-    for (size_t k = 0; k < addrs.size(); ++k) {
-      st.emit(next, addrs[k] - next, base, -ENOENT);
-      st.emit(addrs[k], base, base, q.value()[k]);
-      next = addrs[k] + base;
-    }
-    x += n * base;
-    st.emit(next, x - next, base, -ENOENT);
-  }
-  return Ok{};
+  return locateByPagemap(st, v, a, b);
 }
 
 // [a, b) of VMA `v` from /proc/PID/pagemap: not present is -ENOENT; a present page mapped once
 // (PM_MMAP_EXCLUSIVE: never the zero pages, whose page the kernel does not count as mapped, nor a
 // special mapping), with its page frame in a block of one node, is on that node, unless it is a
 // file page in a VMA without a file (a huge zero page on kernels that mark it so); the rest is
-// queried, so the answers are the naive query's.
+// queried, so the answers are the naive query's. Without a block map every present page is
+// queried (sparse memory: only the mapped pages cost a query).
 Status MovePagesMigrator::locateByPagemap(LocateState& st, const sys::SmapsVma& v, uint64_t a,
                                           uint64_t b) {
   const uint64_t base = st.base;
@@ -961,7 +938,7 @@ Status MovePagesMigrator::locateByPagemap(LocateState& st, const sys::SmapsVma& 
       if (!(e & kPagemapPresent)) continue;
       const uint64_t pfn = e & kPagemapPfnMask;
       std::optional<NodeId> node;
-      if (pfn != 0 && (e & kPagemapExclusive) && (fileVma || !(e & kPagemapFile)))
+      if (st.blocks && pfn != 0 && (e & kPagemapExclusive) && (fileVma || !(e & kPagemapFile)))
         node = st.blocks->nodeOfPfn(pfn, base);
       if (node) {
         status[i] = *node;
