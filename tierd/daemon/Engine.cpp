@@ -364,6 +364,7 @@ bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
 void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
                                          uint64_t nowNs, TickReport& report) {
   proc.readThisTick = false;
+  proc.memoryReadThisTick = false;
   if (reuseLocations(pid, proc, nowNs)) {
     ++report.locatesReused;
     return;
@@ -402,6 +403,14 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   for (const policy::Mapping& m : proc.mappings)
     ranges.push_back({m.start, m.end - m.start});
   if (ranges.empty()) return true;
+  // The one numa_maps read of this full read: the resident memory per node (numaMapsMemory)
+  // and locate()'s whole-VMA answers (Migrator::shareNumaMaps). Unreadable: locate() says why.
+  if (auto numa = numaMaps_(pid)) {
+    auto shared = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(numa.value()));
+    proc.memory = residentMemory(*shared, base);
+    proc.memoryReadThisTick = true;
+    migrator_->shareNumaMaps(pid, std::move(shared));
+  }
   auto located = migrator_->locate(pid, ranges);
   if (!located) {
     ++totals_.locateErrors;
@@ -414,21 +423,28 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   return true;
 }
 
+std::map<NodeId, NodeMemory> Engine::residentMemory(const std::vector<sys::NumaMapsVma>& vmas,
+                                                    uint64_t basePage) {
+  std::map<NodeId, NodeMemory> out;
+  for (const sys::NumaMapsVma& v : vmas) {
+    const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
+    const bool file = !v.file.empty() && !v.huge;
+    for (const auto& [node, pages] : v.pagesPerNode)
+      (file ? out[node].file : out[node].anon) += pages * psz;
+  }
+  return out;
+}
+
 std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t basePage) {
   std::map<NodeId, NodeMemory> out;
   for (auto& [pid, proc] : procs_) {
     if (proc.workload != workload) continue;
-    if (proc.readThisTick || !proc.memory) {  // read with the locations, else reused with them
+    // Read with the locations (by readMappingsAndLocations, else here), else reused with them.
+    if ((proc.readThisTick && !proc.memoryReadThisTick) || !proc.memory) {
       proc.memory.reset();
       auto vmas = numaMaps_(pid);
       if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
-      auto& mine = proc.memory.emplace();
-      for (const sys::NumaMapsVma& v : vmas.value()) {
-        const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
-        const bool file = !v.file.empty() && !v.huge;
-        for (const auto& [node, pages] : v.pagesPerNode)
-          (file ? mine[node].file : mine[node].anon) += pages * psz;
-      }
+      proc.memory = residentMemory(vmas.value(), basePage);
     }
     for (const auto& [node, m] : *proc.memory) {
       out[node].anon += m.anon;
@@ -743,7 +759,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   admitProcs(scoped, nowNs, report);
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
-  migrator_->clearSharedSmaps();
+  migrator_->clearShared();
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), nowNs, report);
   totals_.locatesReused += report.locatesReused;
@@ -778,7 +794,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   checkKernelTiering(topo.value(), report);
   if (!decision.dryRun && !ctx.dryRun && !report.kernelTieringHeld && !moves.empty())
     execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
-  migrator_->clearSharedSmaps();  // no smaps read outlives its tick
+  migrator_->clearShared();  // no smaps or numa_maps read outlives its tick
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;

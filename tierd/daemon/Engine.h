@@ -329,6 +329,7 @@ class Engine {
     std::vector<VmaKey> layout;
     std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
     bool readThisTick = false;             ///< a full read happened in this tick
+    bool memoryReadThisTick = false;       ///< ... and `memory` was read with its locations
     /// Resident memory per node from this process's numa_maps at its last full read.
     std::optional<std::map<NodeId, NodeMemory>> memory;
   };
@@ -393,7 +394,14 @@ class Engine {
   void rememberMovedThp(const MoveRange& m, const topology::Topology& topo);
   /// Resident memory per node of workload `workload` from /proc/PID/numa_maps of its tracked
   /// processes (unreadable ones are skipped); `basePage` for VMAs without kernelpagesize_kB.
+  /// A process's file is read once per full read: by readMappingsAndLocations when it located
+  /// pages, else here; between full reads its last read is kept (shifted by tierd's moves).
   std::map<NodeId, NodeMemory> numaMapsMemory(size_t workload, uint64_t basePage);
+  /// Resident bytes per node of one /proc/PID/numa_maps (pages present per node times
+  /// kernelpagesize_kB, `basePage` without it): file-backed VMAs as file, the rest (hugetlb
+  /// included) as anon.
+  static std::map<NodeId, NodeMemory> residentMemory(const std::vector<sys::NumaMapsVma>& vmas,
+                                                     uint64_t basePage);
   /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
   void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
                       TickReport& report);

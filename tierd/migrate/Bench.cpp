@@ -288,7 +288,7 @@ Status timeTierd(MovePagesMigrator& tierd, const sys::SysRoot& root, const MoveR
   BatchResult res = tierd.execute({r}, tierd.nowNs() + 3'600'000'000'000LL);
   const double sec = nowSeconds() - t0;
   const double c1 = threadKernelSeconds();
-  tierd.clearSharedSmaps();
+  tierd.clearShared();
   recordRun(m, r.length, sec, c1 - c0);
   m.statuses.clear();
   const RangeResult& rr = res.ranges.at(0);

@@ -786,9 +786,15 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
                           "locate pid " + std::to_string(pid));
   auto maps = sys_->maps(pid);
   if (!maps) return maps.error();
-  auto numa = sys_->numaMaps(pid);
-  if (!numa) return numa.error();
-  for (const auto& n : numa.value())
+  NumaMapsSnapshot numa;  // the caller's read of this tick (shareNumaMaps), else our own
+  if (auto it = sharedNumaMaps_.find(pid); it != sharedNumaMaps_.end()) {
+    numa = it->second;
+  } else {
+    auto read = sys_->numaMaps(pid);
+    if (!read) return read.error();
+    numa = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(read.value()));
+  }
+  for (const auto& n : *numa)
     st.numaByStart[n.start] = &n;
   st.blocks = blockMap();
 

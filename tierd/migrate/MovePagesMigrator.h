@@ -85,7 +85,15 @@ class MovePagesMigrator final : public Migrator {
   /// Kept for locate() and execute() (see Migrator::shareSmaps): a pid with a shared smaps is
   /// planned and located without reading /proc/PID/smaps.
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override { sharedSmaps_[pid] = std::move(smaps); }
-  void clearSharedSmaps() override { sharedSmaps_.clear(); }
+  /// Kept for locate() (see Migrator::shareNumaMaps): a pid with a shared numa_maps is located
+  /// without reading /proc/PID/numa_maps.
+  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
+    sharedNumaMaps_[pid] = std::move(numaMaps);
+  }
+  void clearShared() override {
+    sharedSmaps_.clear();
+    sharedNumaMaps_.clear();
+  }
 
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }
@@ -149,7 +157,8 @@ class MovePagesMigrator final : public Migrator {
 
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
-  std::map<pid_t, SmapsSnapshot> sharedSmaps_;  ///< from shareSmaps(), until clearSharedSmaps()
+  std::map<pid_t, SmapsSnapshot> sharedSmaps_;        ///< from shareSmaps(), until clearShared()
+  std::map<pid_t, NumaMapsSnapshot> sharedNumaMaps_;  ///< from shareNumaMaps(), until clearShared()
   ProcessCheck processCheck_;
   double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet
   double tokens_[2] = {0, 0};  ///< budget bytes per Direction (may go negative: debt)

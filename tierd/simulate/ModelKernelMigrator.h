@@ -262,7 +262,10 @@ class ModelKernelMigrator final : public Migrator {
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     engine_.shareSmaps(pid, std::move(smaps));
   }
-  void clearSharedSmaps() override { engine_.clearSharedSmaps(); }
+  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
+    engine_.shareNumaMaps(pid, std::move(numaMaps));
+  }
+  void clearShared() override { engine_.clearShared(); }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 

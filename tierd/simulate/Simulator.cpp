@@ -97,7 +97,10 @@ class HookedMigrator final : public migrate::Migrator {
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     m_->shareSmaps(pid, std::move(smaps));
   }
-  void clearSharedSmaps() override { m_->clearSharedSmaps(); }
+  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
+    m_->shareNumaMaps(pid, std::move(numaMaps));
+  }
+  void clearShared() override { m_->clearShared(); }
   /// Runs the pending hook now, if any (a tick that made no move call).
   void runHook() {
     if (!hook) return;

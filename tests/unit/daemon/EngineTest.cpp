@@ -87,7 +87,10 @@ class HookedMigrator final : public migrate::Migrator {
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     fake.shareSmaps(pid, std::move(smaps));
   }
-  void clearSharedSmaps() override { fake.clearSharedSmaps(); }
+  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
+    fake.shareNumaMaps(pid, std::move(numaMaps));
+  }
+  void clearShared() override { fake.clearShared(); }
 };
 
 struct Rig {
@@ -886,14 +889,20 @@ TEST_CASE("regionNodes looks up each run's mapping by bisection, not by scanning
   CHECK(probes <= 13 * kMappings);
 }
 
-TEST_CASE("a tick reads each scoped process's smaps once: locate and the moves use that read") {
+TEST_CASE(
+    "a tick reads each scoped process's smaps and numa_maps once: locate, the resident memory "
+    "and the moves use that read") {
   Rig rig;
   readEveryTick(rig);
   const migrate::FakePageSystem& k = rig.fake->kernel();
   for (uint64_t s = 1; s <= 2; ++s) {  // full_locate_interval "0s": a full read every tick
     const uint64_t before = k.smapsReads();
+    const uint64_t numaBefore = k.numaMapsReads();
     TickReport r = rig.tick(s);
     CHECK(k.smapsReads() - before == 1);
+    CHECK(k.numaMapsReads() - numaBefore == 1);
+    REQUIRE(r.workloads.size() == 1);
+    CHECK(r.workloads[0].memory.at(s == 1 ? 1 : 0).anon > 0);  // read from it
     if (s == 1) CHECK(r.promotedBytes == 4 * 2 * kMiB);  // moved, planned on the engine's read
   }
   // The hot regions are split from the cold ones across two nodes now: locate needed smaps.

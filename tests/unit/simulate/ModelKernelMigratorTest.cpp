@@ -774,7 +774,7 @@ TEST_CASE("execute reads each pid's smaps once per call, and not at all when it 
   res = m.execute({range(kBase + 24 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Gone) == 1);
   CHECK(res.ranges[0].dropped);
-  m.clearSharedSmaps();
+  m.clearShared();
   res = m.execute({range(kBase + 28 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 1);
   CHECK(k.smapsReads() - before == 2);
