@@ -31,10 +31,11 @@ std::vector<KeySpec> daemonKeys() {
        "Longest time a process's mappings and page locations (smaps, numa_maps, location "
        "queries: the locate phase) are reused instead of read again. They are read at once "
        "when its /proc/PID/maps (no page-table walk) shows another layout, and on the tick after "
-       "a move of its pages that did not leave every present page of the range on the target "
-       "(busy, gone, refused, not reached, or no page present); a move that did updates them "
-       "from move_pages' answer. The kernel's own moves (reclaim, NUMA balancing, new pages "
-       "faulted "
+       "a move that found a page gone with its VMA; a move that left every present page of its "
+       "range on the target updates them from move_pages' answer, and a range a move left in "
+       "part elsewhere (busy, refused, reached in part, or no page present) is queried again "
+       "alone on the next tick (up to 64 MiB a process a tick, else a full read; hugetlb ranges "
+       "always read in full). The kernel's own moves (reclaim, NUMA balancing, new pages faulted "
        "in inside a mapping) and THPs split after a move are seen within this time. \"0s\": "
        "every tick."},
   };

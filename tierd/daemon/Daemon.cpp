@@ -108,6 +108,8 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   line += tail;
   // Processes whose locations were reused, not read (Engine::tick, daemon.full_locate_interval).
   if (r.locatesReused) line += " locate-reused=" + std::to_string(r.locatesReused);
+  // Ranges a move left uncertain, queried alone (Engine::tick, "locate phase").
+  if (r.rangesRelocated) line += " relocated=" + std::to_string(r.rangesRelocated);
   // Placement settled (Engine::tick, "Settling"): the bytes the last ticks' plans moved.
   if (r.settled) line += " settled (window " + formatBytes(r.settleWindowBytes) + ")";
   // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.

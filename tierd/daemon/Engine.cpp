@@ -95,6 +95,16 @@ std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& v
   return out;
 }
 
+namespace {
+// The mapping of `mappings` (any order) that holds `addr`, or nullptr.
+const policy::Mapping* mappingHolding(const std::vector<policy::Mapping>& mappings, uint64_t addr) {
+  auto it = std::find_if(mappings.begin(), mappings.end(), [addr](const policy::Mapping& m) {
+    return m.start <= addr && addr < m.end;
+  });
+  return it == mappings.end() ? nullptr : &*it;
+}
+}  // namespace
+
 std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
                                                      const std::vector<LocatedRun>& runs,
                                                      uint64_t* probes) {
@@ -365,13 +375,24 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
                                          uint64_t nowNs, TickReport& report) {
   proc.readThisTick = false;
   proc.memoryReadThisTick = false;
-  if (reuseLocations(pid, proc, nowNs)) {
+  if (reuseLocations(pid, proc, nowNs) && relocate(pid, proc, report)) {
     ++report.locatesReused;
     return;
   }
+  proc.relocate.clear();      // the full read answers them
   proc.fullReadAtNs.reset();  // until a full read succeeds
   proc.readThisTick = true;
   if (readMappingsAndLocations(pid, proc, topo, report)) proc.fullReadAtNs = nowNs;
+}
+
+bool Engine::relocate(pid_t pid, Proc& proc, TickReport& report) {
+  if (proc.relocate.empty()) return true;
+  auto located = migrator_->locatePages(pid, proc.relocate);
+  if (!located) return false;  // the full read that follows says why
+  heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
+  report.rangesRelocated += proc.relocate.size();
+  proc.relocate.clear();
+  return true;
 }
 
 bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
@@ -682,16 +703,27 @@ void Engine::keepLocations(const RangeResult& r, Proc& proc) {
   // the heat model takes the target from the outcome (recordResults), so the full read's
   // locations stay true; the resident bytes per node follow the moved bytes. A range not reached
   // at all (the deadline or the rate budget came first) changed nothing. Anything else (a page
-  // busy, gone or refused, a range reached in part, or one with no page present) is read in
-  // full next tick.
+  // busy or refused, a range reached in part, or one with no page present) leaves the range's
+  // pages where only the kernel knows: queried again alone next tick (refreshMappingsAndLocations),
+  // or read in full with the rest where that query would not do (see tick(), "locate phase").
   const OutcomeCounts& o = r.outcomes;
   if (!r.dropped && o.total() > 0 && o[MoveOutcome::NotAttempted] == o.total()) return;
   const uint64_t placed = o[MoveOutcome::Moved] + o[MoveOutcome::AlreadyThere];
   const std::optional<NodeId> from = heat_.nodeOf(r.range.pid, r.range.start);
-  if (r.dropped || !r.busy.empty() || placed == 0 ||
-      placed + o[MoveOutcome::NotPresent] != o.total() || !from) {
+  if (r.dropped || !from || o[MoveOutcome::Gone] > 0) {
     proc.fullReadAtNs.reset();
     return;
+  }
+  if (!r.busy.empty() || placed == 0 || placed + o[MoveOutcome::NotPresent] != o.total()) {
+    const policy::Mapping* m = mappingHolding(proc.mappings, r.range.start);
+    uint64_t queued = r.range.length;
+    for (const AddressRange& q : proc.relocate)
+      queued += q.length;
+    if (!m || m->hugetlb || queued > kRelocateMaxBytes) {
+      proc.fullReadAtNs.reset();
+      return;
+    }
+    proc.relocate.push_back({r.range.start, r.range.length});
   }
   if (!proc.memory || r.bytesMoved == 0 || *from == r.range.target) return;
   NodeMemory& source = (*proc.memory)[*from];
@@ -763,6 +795,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   for (auto& [pid, proc] : procs_)
     refreshMappingsAndLocations(pid, proc, topo.value(), nowNs, report);
   totals_.locatesReused += report.locatesReused;
+  totals_.rangesRelocated += report.rangesRelocated;
   // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
   // processes (WorkloadReport::memory).
   std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());

@@ -184,6 +184,9 @@ struct TickReport {
   /// Scoped processes whose mappings, locations and resident memory were reused from an
   /// earlier tick instead of read (Engine::tick, "locate phase"); the rest were read in full.
   size_t locatesReused = 0;
+  /// Of those, ranges a move left uncertain (a busy page, reached in part, none present) whose
+  /// pages were queried again alone (Migrator::locatePages) instead of a full read.
+  size_t rangesRelocated = 0;
   topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
   /// Placement is settled (Engine::tick, "Settling"): the plans of the last
   /// Engine::kSettleTicks ticks, this one included, moved at most
@@ -215,6 +218,7 @@ struct EngineTotals {
   uint64_t statusErrors = 0;
   uint64_t thpSplitAfterMove = 0;  ///< sum of TickReport::thpSplitAfterMove
   uint64_t locatesReused = 0;      ///< sum of TickReport::locatesReused
+  uint64_t rangesRelocated = 0;    ///< sum of TickReport::rangesRelocated
 };
 
 /// See the file comment.
@@ -259,14 +263,19 @@ class Engine {
   /// each page of its range on the target by the kernel's own answer (move_pages status: Moved
   /// or AlreadyThere) or not present (NotPresent: -ENOENT, or -EFAULT for a zero page inside
   /// the mapping; an allocator's holes, which the full read saw too, need no re-read), with at
-  /// least one page placed, or reached none of them (NotAttempted); any other outcome (a busy
-  /// page, a refused or gone one, a range reached in part, a range whose every page is gone)
-  /// forces a full read; and the full read is younger
-  /// than daemon.full_locate_interval. Between full reads the heat model keeps the locations,
-  /// updated by the outcomes of tierd's own moves, and the resident memory per node is shifted by
-  /// the bytes moved; what the kernel moves by itself (reclaim, NUMA balancing), pages faulted in
-  /// inside an unchanged mapping and THPs split after a move (TickReport::thpSplitAfterMove) are
-  /// seen at the next full read. TickReport::locatesReused counts the reuses.
+  /// least one page placed, or reached none of them (NotAttempted); and the full read is
+  /// younger than daemon.full_locate_interval. A range of base pages or THPs that a move left
+  /// uncertain (a busy page, a range reached in part, a range whose every page is gone: pages
+  /// the kernel answered neither placed nor absent) is queried again alone at the next tick that
+  /// reuses the read (Migrator::locatePages: one status query per base page of the range, no
+  /// walk of the process; TickReport::rangesRelocated), up to kRelocateMaxBytes per process a
+  /// tick; anything else (a page gone with its VMA, a dropped range, a hugetlb range, a region
+  /// the heat model does not know, more than that many bytes) forces a full read. Between full
+  /// reads the heat model keeps the locations, updated by the outcomes of tierd's own moves and
+  /// those queries, and the resident memory per node is shifted by the bytes moved; what the kernel
+  /// moves by itself (reclaim, NUMA balancing), pages faulted in inside an unchanged mapping and
+  /// THPs split after a move (TickReport::thpSplitAfterMove) are seen at the next full read.
+  /// TickReport::locatesReused counts the reuses.
   ///
   /// Settling: placement is settled when each of the last kSettleTicks ticks came after
   /// samples were seen (EngineTotals::samples > 0) with no process entering or leaving a scope,
@@ -285,6 +294,10 @@ class Engine {
   /// so one tick that planned nothing between two that did (a source's aggregation missing a
   /// tick) does not settle them.
   static constexpr uint64_t kSettleTicks = 10;
+  /// Most bytes of ranges queued per process for a query of their own (tick(), "locate
+  /// phase"): 64 MiB, 16 K base pages, ~80 ms of status queries under the rig's TCG (~5 us an
+  /// address) against 1.3-2.3 s for a full read of a 700 MiB redis there. Beyond it, a full read.
+  static constexpr uint64_t kRelocateMaxBytes = 64ull << 20;
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
   void shutdown();
@@ -328,8 +341,10 @@ class Engine {
     /// The VMAs of the last full read, when it succeeded (see tick(): the locate phase).
     std::vector<VmaKey> layout;
     std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
-    bool readThisTick = false;             ///< a full read happened in this tick
-    bool memoryReadThisTick = false;       ///< ... and `memory` was read with its locations
+    /// Ranges a move left uncertain since, queried again alone at the next reuse (tick()).
+    std::vector<AddressRange> relocate;
+    bool readThisTick = false;        ///< a full read happened in this tick
+    bool memoryReadThisTick = false;  ///< ... and `memory` was read with its locations
     /// Resident memory per node from this process's numa_maps at its last full read.
     std::optional<std::map<NodeId, NodeMemory>> memory;
   };
@@ -373,10 +388,15 @@ class Engine {
                const std::atomic<bool>* stop, const topology::Topology& topo, TickReport& report);
   /// After a move of `r` (before its outcome reaches the heat model): keeps `proc`'s full read
   /// when every page of the range is on the target by the kernel's answer (Moved or
-  /// AlreadyThere), shifting the moved bytes in `proc.memory` from the region's node to the
-  /// target, or when no page of it was reached (NotAttempted: nothing changed); otherwise makes
-  /// the next tick read it in full.
+  /// AlreadyThere) or not present, or when no page of it was reached (NotAttempted: nothing
+  /// changed); queues the range in `proc.relocate` when the kernel left some of its pages
+  /// elsewhere (tick(), "locate phase"); otherwise makes the next tick read it in full. The
+  /// moved bytes are shifted in `proc.memory` from the region's node to the target.
   void keepLocations(const RangeResult& r, Proc& proc);
+  /// Queries the ranges in `proc.relocate` (Migrator::locatePages) and gives their nodes to the
+  /// heat model; true when done (or none queued), false when the query failed (the caller then
+  /// reads the process in full).
+  bool relocate(pid_t pid, Proc& proc, TickReport& report);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
   void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);

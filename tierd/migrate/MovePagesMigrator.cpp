@@ -817,6 +817,31 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
   return std::move(st.out);
 }
 
+Result<LocateResult> MovePagesMigrator::locatePages(pid_t pid,
+                                                    const std::vector<AddressRange>& ranges) {
+  LocateState st;
+  st.pid = pid;
+  st.base = sys_->basePageSize();
+  std::vector<uint64_t> addrs;
+  for (const auto& r : ranges) {
+    if (r.start % st.base != 0 || r.length % st.base != 0)
+      return Error::input("range is not aligned to the base page size " + std::to_string(st.base),
+                          "locate pid " + std::to_string(pid));
+    const uint64_t end = r.start + r.length;
+    for (uint64_t x = r.start; x < end;) {
+      addrs.clear();
+      for (; x < end && addrs.size() < kQueryBatch; x += st.base)
+        addrs.push_back(x);
+      auto q = queryPages(*sys_, pid, addrs, st.out.queryCalls);
+      if (!q) return q.error();
+      st.out.queriedPages += addrs.size();
+      for (size_t i = 0; i < addrs.size(); ++i)
+        st.emit(addrs[i], st.base, st.base, q.value()[i]);
+    }
+  }
+  return std::move(st.out);
+}
+
 Status MovePagesMigrator::locateInVma(LocateState& st, const sys::SmapsVma& v, uint64_t a,
                                       uint64_t b) {
   const uint64_t base = st.base;

@@ -74,6 +74,7 @@ class MovePagesMigrator final : public Migrator {
   BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
                       const std::atomic<bool>* stop = nullptr) override;
   Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override;
+  Result<LocateResult> locatePages(pid_t pid, const std::vector<AddressRange>& ranges) override;
   int64_t nowNs() override { return sys_->nowNs(); }
   /// Checked before every moving move_pages call (not before status queries, which change
   /// nothing); a false answer counts the call's pages Gone and drops the pid's other ranges.

@@ -255,6 +255,9 @@ class ModelKernelMigrator final : public Migrator {
   Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override {
     return engine_.locate(pid, ranges);
   }
+  Result<LocateResult> locatePages(pid_t pid, const std::vector<AddressRange>& ranges) override {
+    return engine_.locatePages(pid, ranges);
+  }
   int64_t nowNs() override { return engine_.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
   void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }

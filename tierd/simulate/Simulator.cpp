@@ -91,6 +91,9 @@ class HookedMigrator final : public migrate::Migrator {
   Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override {
     return m_->locate(pid, ranges);
   }
+  Result<LocateResult> locatePages(pid_t pid, const std::vector<AddressRange>& ranges) override {
+    return m_->locatePages(pid, ranges);
+  }
   int64_t nowNs() override { return m_->nowNs(); }
   void setProcessCheck(ProcessCheck check) override { m_->setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { m_->setLimits(limits); }

@@ -80,6 +80,9 @@ class HookedMigrator final : public migrate::Migrator {
   Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) override {
     return fake.locate(pid, ranges);
   }
+  Result<LocateResult> locatePages(pid_t pid, const std::vector<AddressRange>& ranges) override {
+    return fake.locatePages(pid, ranges);
+  }
   int64_t nowNs() override { return fake.nowNs(); }
   void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { fake.setLimits(limits); }
@@ -982,7 +985,9 @@ TEST_CASE(
   CHECK(t15.workloads[0].fastBytes == 5 * 2 * kMiB);
 }
 
-TEST_CASE("locate: holes a move found not present keep the full read, a region with none read") {
+TEST_CASE(
+    "locate: holes a move found not present keep the full read, a region with none is queried "
+    "alone") {
   Rig rig;
   migrate::FakePageSystem& k = rig.fake->kernel();
   // Two pages of the second hot region freed before the first read (an allocator's holes), and
@@ -997,29 +1002,47 @@ TEST_CASE("locate: holes a move found not present keep the full read, a region w
   CHECK(t2.locatesReused == 1);
   CHECK(k.smapsReads() == reads);
   CHECK(t2.workloads[0].fastBytes == 4 * 2 * kMiB);  // regions, holes included
-  // A region whose every page went since the read: read in full after the move that finds it so.
+  // A region whose every page went since the read: queried again after the move that finds it so.
   for (uint64_t a = kBase + 10 * kMiB; a < kBase + 12 * kMiB; a += 4 * kKiB)
     k.dropPage(kPid, a);
   *rig.hotRegions = 6;  // regions 4 and 5 get hot: 5 ([10, 12) MiB) has no page left
+  const uint64_t numaReads = k.numaMapsReads();
   TickReport t3 = rig.tick(3);
   CHECK(t3.locatesReused == 1);
+  CHECK(t3.rangesRelocated == 0);
   CHECK(t3.promotedBytes == 2 * kMiB);  // region 4 only
   TickReport t4 = rig.tick(4);
-  CHECK(t4.locatesReused == 0);
+  CHECK(t4.locatesReused == 1);
+  CHECK(t4.rangesRelocated == 1);
+  CHECK(k.numaMapsReads() == numaReads);  // no full read (smaps: the migrator's own, per move)
 }
 
-TEST_CASE("locate: a move that left a page busy is read in full on the next tick") {
+TEST_CASE("locate: a move that left a page busy has its range queried alone on the next tick") {
   Rig rig;
   migrate::FakePageSystem& k = rig.fake->kernel();
   // The second hot THP answers -EBUSY to every move (the migrator's retries included).
   k.scriptPageError(kPid, kBase + 2 * kMiB, EBUSY);
   TickReport t1 = rig.tick(1);
   REQUIRE(t1.promotedBytes == 3 * 2 * kMiB);
-  const uint64_t reads = k.smapsReads();
+  REQUIRE(t1.workloads.size() == 1);
+  CHECK(t1.rangesRelocated == 0);
+  const uint64_t smaps = k.smapsReads(), numa = k.numaMapsReads(), maps = k.mapsReads();
+  // Where the busy page is now only the kernel knows: here it moved it by itself since.
+  k.populate(kPid, kBase + 2 * kMiB, 2 * kMiB, 0);
   TickReport t2 = rig.tick(2);
-  CHECK(t2.locatesReused == 0);
-  CHECK(k.smapsReads() - reads == 1);
-  CHECK(t2.workloads[0].fastBytes == 3 * 2 * kMiB);  // what the full read found
+  CHECK(t2.locatesReused == 1);
+  CHECK(t2.rangesRelocated == 1);
+  CHECK(k.smapsReads() == smaps);  // no walk of the process: neither smaps nor numa_maps
+  CHECK(k.numaMapsReads() == numa);
+  CHECK(k.mapsReads() - maps == 1);                  // the layout check of the reuse alone
+  CHECK(t2.workloads[0].fastBytes == 4 * 2 * kMiB);  // the query's answer, not the model's guess
+  CHECK(t2.promotedBytes == 0);
+  CHECK(rig.engine->totals().rangesRelocated == 1);
+  // Queried once: the next tick reuses the read with nothing queued.
+  TickReport t3 = rig.tick(3);
+  CHECK(t3.locatesReused == 1);
+  CHECK(t3.rangesRelocated == 0);
+  CHECK(k.smapsReads() == smaps);
 }
 
 TEST_CASE("locate: ranges a stop left unreached keep the full read, and their pages stayed") {
