@@ -57,12 +57,13 @@ class Migrator {
   /// Errors: the process cannot be read (gone: Environment ESRCH/ENOENT; denied: EACCES).
   virtual Result<LocateResult> locate(pid_t pid, const std::vector<AddressRange>& ranges) = 0;
 
-  /// The same answer as locate(), from move_pages(pid, every base page address, nodes=NULL)
-  /// alone: no /proc/PID/maps, smaps or numa_maps read (each a walk of the whole process under
-  /// TCG: ~0.2-0.5 s for a 700 MiB redis). For a few small ranges of a process whose layout the
-  /// caller already knows (the engine's re-read of the ranges a move left uncertain): one query
-  /// per base page, so not for hugetlb mappings, where locate() asks once per huge page. An
-  /// address outside every VMA answers -EFAULT, as the query does. Errors: as locate(). The
+  /// The same per-base-page answer as locate() (runs of base pages: no page size beyond the
+  /// base page is told), from move_pages(pid, every base page address, nodes=NULL) alone: no
+  /// /proc/PID/maps read, nor smaps or numa_maps (each a walk of the whole process's page
+  /// tables: ~0.2-0.5 s for a 700 MiB redis under TCG). For a few small ranges of a process whose
+  /// layout the caller already knows (the engine's re-read of the ranges a move left uncertain):
+  /// one query per base page, so not for hugetlb mappings, where locate() asks once per huge page.
+  /// An address outside every VMA answers -EFAULT, as the query does. Errors: as locate(). The
   /// default implementation calls locate().
   virtual Result<LocateResult> locatePages(pid_t pid, const std::vector<AddressRange>& ranges) {
     return locate(pid, ranges);
