@@ -773,17 +773,40 @@ struct MovePagesMigrator::LocateState {
 
 namespace {
 constexpr uint64_t kQueryBatch = 1u << 16;  // addresses per locate query or pagemap read
+
+// Every range of a locate call starts and ends on a base page.
+Status checkAligned(pid_t pid, const std::vector<AddressRange>& ranges, uint64_t base) {
+  for (const auto& r : ranges)
+    if (r.start % base != 0 || r.length % base != 0)
+      return Error::input("range is not aligned to the base page size " + std::to_string(base),
+                          "locate pid " + std::to_string(pid));
+  return Ok{};
+}
 }  // namespace
+
+// One query per base page of [a, b), in batches of kQueryBatch addresses.
+Status MovePagesMigrator::queryBasePages(LocateState& st, uint64_t a, uint64_t b) {
+  const uint64_t base = st.base;
+  std::vector<uint64_t> addrs;
+  for (uint64_t x = a; x < b;) {
+    addrs.clear();
+    for (; x < b && addrs.size() < kQueryBatch; x += base)
+      addrs.push_back(x);
+    auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
+    if (!q) return q.error();
+    st.out.queriedPages += addrs.size();
+    for (size_t i = 0; i < addrs.size(); ++i)
+      st.emit(addrs[i], base, base, q.value()[i]);
+  }
+  return Ok{};
+}
 
 Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<AddressRange>& ranges) {
   LocateState st;
   st.pid = pid;
   st.base = sys_->basePageSize();
   st.thp = sys_->thpSize();
-  for (const auto& r : ranges)
-    if (r.start % st.base != 0 || r.length % st.base != 0)
-      return Error::input("range is not aligned to the base page size " + std::to_string(st.base),
-                          "locate pid " + std::to_string(pid));
+  if (Status s = checkAligned(pid, ranges, st.base); !s) return s.error();
   auto maps = sys_->maps(pid);
   if (!maps) return maps.error();
   NumaMapsSnapshot numa;  // the caller's read of this tick (shareNumaMaps), else our own
@@ -822,23 +845,9 @@ Result<LocateResult> MovePagesMigrator::locatePages(pid_t pid,
   LocateState st;
   st.pid = pid;
   st.base = sys_->basePageSize();
-  std::vector<uint64_t> addrs;
-  for (const auto& r : ranges) {
-    if (r.start % st.base != 0 || r.length % st.base != 0)
-      return Error::input("range is not aligned to the base page size " + std::to_string(st.base),
-                          "locate pid " + std::to_string(pid));
-    const uint64_t end = r.start + r.length;
-    for (uint64_t x = r.start; x < end;) {
-      addrs.clear();
-      for (; x < end && addrs.size() < kQueryBatch; x += st.base)
-        addrs.push_back(x);
-      auto q = queryPages(*sys_, pid, addrs, st.out.queryCalls);
-      if (!q) return q.error();
-      st.out.queriedPages += addrs.size();
-      for (size_t i = 0; i < addrs.size(); ++i)
-        st.emit(addrs[i], st.base, st.base, q.value()[i]);
-    }
-  }
+  if (Status s = checkAligned(pid, ranges, st.base); !s) return s.error();
+  for (const auto& r : ranges)
+    if (Status s = queryBasePages(st, r.start, r.start + r.length); !s) return s.error();
   return std::move(st.out);
 }
 
@@ -898,19 +907,7 @@ const sys::MemoryBlockNodes* MovePagesMigrator::blockMap() {
 Status MovePagesMigrator::locatePerBasePage(LocateState& st, const sys::SmapsVma& v, uint64_t a,
                                             uint64_t b) {
   if (st.blocks) return locateByPagemap(st, v, a, b);
-  const uint64_t base = st.base;
-  std::vector<uint64_t> addrs;
-  for (uint64_t x = a; x < b;) {
-    addrs.clear();
-    for (; x < b && addrs.size() < kQueryBatch; x += base)
-      addrs.push_back(x);
-    auto q = queryPages(*sys_, st.pid, addrs, st.out.queryCalls);
-    if (!q) return q.error();
-    st.out.queriedPages += addrs.size();
-    for (size_t i = 0; i < addrs.size(); ++i)
-      st.emit(addrs[i], base, base, q.value()[i]);
-  }
-  return Ok{};
+  return queryBasePages(st, a, b);
 }
 
 // One query per huge page of size psz covering [a, b); run lengths clipped to [a, b).

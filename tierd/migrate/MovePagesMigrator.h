@@ -145,6 +145,7 @@ class MovePagesMigrator final : public Migrator {
   struct LocateState;
   Status locateInVma(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
   Status locatePerBasePage(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
+  Status queryBasePages(LocateState& st, uint64_t a, uint64_t b);
   Status locatePerHugePage(LocateState& st, uint64_t a, uint64_t b, uint64_t psz);
   Status locateSparse(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
   Status locateByPagemap(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
