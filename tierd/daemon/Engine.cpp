@@ -377,10 +377,13 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   proc.memoryReadThisTick = false;
   if (reuseLocations(pid, proc, nowNs) && relocate(pid, proc, report)) {
     ++report.locatesReused;
+    // The moves plan on the read's VMAs, unchanged in maps, where it had no THP: no smaps walk.
+    if (proc.smaps) migrator_->shareLayout(pid, proc.smaps);
     return;
   }
   proc.relocate.clear();      // the full read answers them
   proc.fullReadAtNs.reset();  // until a full read succeeds
+  proc.smaps.reset();
   proc.readThisTick = true;
   if (readMappingsAndLocations(pid, proc, topo, report)) proc.fullReadAtNs = nowNs;
 }
@@ -419,6 +422,7 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   for (const sys::SmapsVma& v : *smaps)
     proc.anonHuge[v.start] = v.anonHugePages;
   proc.layout = layoutOf(*smaps);
+  proc.smaps = smaps;
 
   std::vector<AddressRange> ranges;
   for (const policy::Mapping& m : proc.mappings)

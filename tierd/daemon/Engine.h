@@ -340,6 +340,9 @@ class Engine {
     std::map<uint64_t, MovedThp> movedThp;
     /// The VMAs of the last full read, when it succeeded (see tick(): the locate phase).
     std::vector<VmaKey> layout;
+    /// The smaps of the last full read (its Rss and AnonHugePages as they were then), shared
+    /// with the migrator as a layout on the ticks that reuse that read (Migrator::shareLayout).
+    std::shared_ptr<const std::vector<sys::SmapsVma>> smaps;
     std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
     /// Ranges a move left uncertain since, queried again alone at the next reuse (tick()).
     std::vector<AddressRange> relocate;

@@ -101,27 +101,34 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     rr.dropped = true;
     return;
   }
-  auto it = st.smaps.find(r.pid);
-  if (it == st.smaps.end()) it = st.smaps.emplace(r.pid, smapsOf(r.pid)).first;
-  if (!it->second.ok()) {
-    int code = it->second.error().code;
-    MoveOutcome o = MoveOutcome::OtherError;
-    if (code == ENOENT || code == ESRCH) {
-      ps = PidState::Gone;
-      o = MoveOutcome::Gone;
-    } else if (code == EACCES || code == EPERM) {
-      ps = PidState::Denied;
-      o = MoveOutcome::Denied;
+  // The VMAs to plan on: an older layout when it suffices (Migrator::shareLayout), else the
+  // tick's shared smaps or one read per pid and execute().
+  const std::vector<sys::SmapsVma>* planned = layoutFor(r);
+  const bool fromLayout = planned != nullptr;
+  if (!planned) {
+    auto it = st.smaps.find(r.pid);
+    if (it == st.smaps.end()) it = st.smaps.emplace(r.pid, smapsOf(r.pid)).first;
+    if (!it->second.ok()) {
+      int code = it->second.error().code;
+      MoveOutcome o = MoveOutcome::OtherError;
+      if (code == ENOENT || code == ESRCH) {
+        ps = PidState::Gone;
+        o = MoveOutcome::Gone;
+      } else if (code == EACCES || code == EPERM) {
+        ps = PidState::Denied;
+        o = MoveOutcome::Denied;
+      }
+      st.add(index, o, ceilDiv(r.length, unit));
+      rr.dropped = o != MoveOutcome::OtherError;
+      return;
     }
-    st.add(index, o, ceilDiv(r.length, unit));
-    rr.dropped = o != MoveOutcome::OtherError;
-    return;
+    planned = it->second.value().get();
   }
   if (!st.memsAllowed.count(r.pid)) {
     auto allowed = sys_->memsAllowed(r.pid);
     st.memsAllowed[r.pid] = allowed ? std::optional(allowed.value()) : std::nullopt;
   }
-  const auto& vmas = *it->second.value();
+  const auto& vmas = *planned;
   const uint64_t thp = sys_->thpSize();
   // A range planned in base pages (page_granularity = "base") sends every base page address,
   // even where THPs back it; 0 (tierctl move) and 2 MiB send one address per THP.
@@ -164,8 +171,9 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
       pushBase(a, mid0, psz);
       if (mid1 > mid0) st.segments.push_back({index, mid0, thp, (mid1 - mid0) / thp, true});
       pushBase(mid1, b, psz);
-    } else if (v.rss == 0) {
-      // Nothing resident (zero pages aside, which have nothing of their own to move).
+    } else if (v.rss == 0 && !fromLayout) {
+      // Nothing resident (zero pages aside, which have nothing of their own to move). An older
+      // layout's Rss 0 is not taken for now: such a VMA is planned as sparse, below.
       st.add(index, MoveOutcome::NotPresent, ceilDiv(b - a, psz));
     } else if (v.rss * 2 < v.size() && psz == base) {
       // Sparse: send only the pages pagemap shows mapped (~5 ns per entry to read).
@@ -180,6 +188,19 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     cur = b;
   }
   hole(end);
+}
+
+const std::vector<sys::SmapsVma>* MovePagesMigrator::layoutFor(const MoveRange& r) const {
+  if (sharedSmaps_.count(r.pid)) return nullptr;  // this tick's read comes first
+  auto it = sharedLayouts_.find(r.pid);
+  if (it == sharedLayouts_.end()) return nullptr;
+  const std::vector<sys::SmapsVma>& vmas = *it->second;
+  const uint64_t end = r.start + r.length;
+  auto v = std::upper_bound(vmas.begin(), vmas.end(), r.start,
+                            [](uint64_t a, const sys::SmapsVma& x) { return a < x.end; });
+  for (; v != vmas.end() && v->start < end; ++v)
+    if (!v->hugetlb() && v->anonHugePages > 0) return nullptr;  // needs today's AnonHugePages
+  return &vmas;
 }
 
 bool MovePagesMigrator::planSparse(BatchState& st, size_t index, uint64_t a, uint64_t b) {

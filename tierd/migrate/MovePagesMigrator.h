@@ -5,7 +5,9 @@
 ///
 /// execute():
 ///   1. Plans each range against /proc/PID/smaps (read once per pid and call, or the one the
-///      caller shared for the tick: Migrator::shareSmaps): one address per hugetlb page
+///      caller shared for the tick: Migrator::shareSmaps; on a tick that reuses the caller's last
+///      full read, that read's layout for ranges with no THP: Migrator::shareLayout, where a
+///      VMA's old Rss never counts as nothing resident): one address per hugetlb page
 ///      (KernelPageSize), one per PMD THP where the VMA's AnonHugePages covers all its resident
 ///      memory (Rss); where it covers only part, the head address of each aligned 2 MiB chunk, then
 ///      (after the heads) the chunk's other base pages re-queried and sent only if still elsewhere;
@@ -86,6 +88,11 @@ class MovePagesMigrator final : public Migrator {
   /// Kept for locate() and execute() (see Migrator::shareSmaps): a pid with a shared smaps is
   /// planned and located without reading /proc/PID/smaps.
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override { sharedSmaps_[pid] = std::move(smaps); }
+  /// Kept for execute() (see Migrator::shareLayout): ranges in its hugetlb VMAs and in VMAs
+  /// that had no THP are planned without reading /proc/PID/smaps.
+  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
+    sharedLayouts_[pid] = std::move(smaps);
+  }
   /// Kept for locate() (see Migrator::shareNumaMaps): a pid with a shared numa_maps is located
   /// without reading /proc/PID/numa_maps.
   void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
@@ -93,6 +100,7 @@ class MovePagesMigrator final : public Migrator {
   }
   void clearShared() override {
     sharedSmaps_.clear();
+    sharedLayouts_.clear();
     sharedNumaMaps_.clear();
   }
 
@@ -156,10 +164,15 @@ class MovePagesMigrator final : public Migrator {
 
   /// The shared smaps of `pid`, else a fresh read (PageSystem::smaps) wrapped the same way.
   Result<SmapsSnapshot> smapsOf(pid_t pid);
+  /// The layout shared for `r.pid` by shareLayout() when execute() may plan `r` on it: no smaps
+  /// shared for the pid this tick, and every VMA `r` overlaps hugetlb or without THP in it.
+  /// nullptr: plan on smapsOf().
+  const std::vector<sys::SmapsVma>* layoutFor(const MoveRange& r) const;
 
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
   std::map<pid_t, SmapsSnapshot> sharedSmaps_;        ///< from shareSmaps(), until clearShared()
+  std::map<pid_t, SmapsSnapshot> sharedLayouts_;      ///< from shareLayout(), until clearShared()
   std::map<pid_t, NumaMapsSnapshot> sharedNumaMaps_;  ///< from shareNumaMaps(), until clearShared()
   ProcessCheck processCheck_;
   double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet

@@ -265,6 +265,9 @@ class ModelKernelMigrator final : public Migrator {
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     engine_.shareSmaps(pid, std::move(smaps));
   }
+  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
+    engine_.shareLayout(pid, std::move(smaps));
+  }
   void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
     engine_.shareNumaMaps(pid, std::move(numaMaps));
   }

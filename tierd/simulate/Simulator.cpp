@@ -100,6 +100,9 @@ class HookedMigrator final : public migrate::Migrator {
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     m_->shareSmaps(pid, std::move(smaps));
   }
+  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
+    m_->shareLayout(pid, std::move(smaps));
+  }
   void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
     m_->shareNumaMaps(pid, std::move(numaMaps));
   }

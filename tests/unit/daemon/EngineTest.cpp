@@ -90,6 +90,9 @@ class HookedMigrator final : public migrate::Migrator {
   void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
     fake.shareSmaps(pid, std::move(smaps));
   }
+  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
+    fake.shareLayout(pid, std::move(smaps));
+  }
   void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
     fake.shareNumaMaps(pid, std::move(numaMaps));
   }
@@ -1015,6 +1018,34 @@ TEST_CASE(
   CHECK(t4.locatesReused == 1);
   CHECK(t4.rangesRelocated == 1);
   CHECK(k.numaMapsReads() == numaReads);  // no full read (smaps: the migrator's own, per move)
+}
+
+TEST_CASE(
+    "locate: a tick that reuses the read moves base pages on the read's layout, without an smaps "
+    "walk") {
+  Rig rig;
+  migrate::FakePageSystem& k = rig.fake->kernel();
+  // The table in 4 KiB pages (a redis heap: THP off): a walk of its page tables costs per page.
+  k.unmap(kPid, kBase, kTable);
+  k.map(kPid, kBase, kTable, migrate::FakeBacking::Base);
+  k.populate(kPid, kBase, kTable, 1);
+  TickReport t1 = rig.tick(1);
+  REQUIRE(t1.promotedBytes == 4 * 2 * kMiB);
+  const uint64_t smaps = k.smapsReads(), numa = k.numaMapsReads();
+  *rig.hotRegions = 6;  // regions 4 and 5 get hot
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.locatesReused == 1);
+  CHECK(t2.promotedBytes == 2 * 2 * kMiB);
+  CHECK(k.smapsReads() == smaps);  // planned on tick 1's read: no walk by the migrator either
+  CHECK(k.numaMapsReads() == numa);
+  CHECK(rig.regionsOn(kPid, 0) == 6);
+  for (uint64_t a = kBase + 8 * kMiB; a < kBase + 12 * kMiB; a += 4 * kKiB)
+    REQUIRE(k.nodeOf(kPid, a) == 0);
+  // The next full read finds what the moves said.
+  readEveryTick(rig);
+  TickReport t3 = rig.tick(3);
+  CHECK(t3.locatesReused == 0);
+  CHECK(t3.workloads[0].fastBytes == 6 * 2 * kMiB);
 }
 
 TEST_CASE("locate: a move that left a page busy has its range queried alone on the next tick") {
