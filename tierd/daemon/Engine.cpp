@@ -354,12 +354,13 @@ void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& repo
                             " s)");
 }
 
-std::vector<Engine::VmaKey> Engine::layoutOf(const std::vector<sys::SmapsVma>& vmas) {
-  std::vector<VmaKey> out;
-  out.reserve(vmas.size());
-  for (const sys::SmapsVma& v : vmas)
-    out.push_back({v.start, v.end, v.offset, v.inode, v.perms, v.path});
-  return out;
+bool Engine::sameLayout(const std::vector<sys::SmapsVma>& maps,
+                        const std::vector<sys::SmapsVma>& read) {
+  return std::equal(maps.begin(), maps.end(), read.begin(), read.end(),
+                    [](const sys::SmapsVma& a, const sys::SmapsVma& b) {
+                      return a.start == b.start && a.end == b.end && a.offset == b.offset &&
+                             a.inode == b.inode && a.perms == b.perms && a.path == b.path;
+                    });
 }
 
 bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
@@ -368,7 +369,7 @@ bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
       nowNs - *proc.fullReadAtNs >= every)
     return false;
   auto maps = layout_(pid);  // unreadable: the full read says why
-  return maps && layoutOf(maps.value()) == proc.layout;
+  return maps && proc.smaps && sameLayout(maps.value(), *proc.smaps);
 }
 
 void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
@@ -421,7 +422,6 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   proc.anonHuge.clear();
   for (const sys::SmapsVma& v : *smaps)
     proc.anonHuge[v.start] = v.anonHugePages;
-  proc.layout = layoutOf(*smaps);
   proc.smaps = smaps;
 
   std::vector<AddressRange> ranges;

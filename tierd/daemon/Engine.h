@@ -312,13 +312,10 @@ class Engine {
   std::string workloadOf(pid_t pid) const;
 
  private:
-  /// What of a VMA says it is still the same mapping: /proc/PID/maps without the counters.
-  struct VmaKey {
-    uint64_t start = 0, end = 0, offset = 0, inode = 0;
-    std::string perms, path;
-    bool operator==(const VmaKey&) const = default;
-  };
-  static std::vector<VmaKey> layoutOf(const std::vector<sys::SmapsVma>& vmas);
+  /// True when `maps` (/proc/PID/maps) lists the VMAs of `read` (an smaps read) with the same
+  /// start, end, offset, inode, perms and path: the same mappings, whatever their counters.
+  static bool sameLayout(const std::vector<sys::SmapsVma>& maps,
+                         const std::vector<sys::SmapsVma>& read);
 
   struct Proc {
     policy::WorkloadId workload = 0;
@@ -338,10 +335,9 @@ class Engine {
       uint64_t anonHugeBefore = 0;
     };
     std::map<uint64_t, MovedThp> movedThp;
-    /// The VMAs of the last full read, when it succeeded (see tick(): the locate phase).
-    std::vector<VmaKey> layout;
-    /// The smaps of the last full read (its Rss and AnonHugePages as they were then), shared
-    /// with the migrator as a layout on the ticks that reuse that read (Migrator::shareLayout).
+    /// The smaps of the last full read (see tick(): the locate phase; its Rss and AnonHugePages
+    /// as they were then): the layout a reuse checks maps against (sameLayout), shared with the
+    /// migrator on the ticks that reuse the read (Migrator::shareLayout).
     std::shared_ptr<const std::vector<sys::SmapsVma>> smaps;
     std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
     /// Ranges a move left uncertain since, queried again alone at the next reuse (tick()).
