@@ -363,6 +363,13 @@ bool Engine::sameLayout(const std::vector<sys::SmapsVma>& maps,
                     });
 }
 
+uint64_t Engine::Proc::anonHugeAt(uint64_t vmaStart) const {
+  if (!smaps) return 0;
+  auto v = std::lower_bound(smaps->begin(), smaps->end(), vmaStart,
+                            [](const sys::SmapsVma& x, uint64_t a) { return x.start < a; });
+  return v != smaps->end() && v->start == vmaStart ? v->anonHugePages : 0;
+}
+
 bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
   const uint64_t every = config_->daemon.fullLocateIntervalNs;
   if (!proc.fullReadAtNs || every == 0 || nowNs < *proc.fullReadAtNs ||
@@ -379,12 +386,11 @@ void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::
   if (reuseLocations(pid, proc, nowNs) && relocate(pid, proc, report)) {
     ++report.locatesReused;
     // The moves plan on the read's VMAs, unchanged in maps, where it had no THP: no smaps walk.
-    if (proc.smaps) migrator_->shareLayout(pid, proc.smaps);
+    migrator_->shareLayout(pid, proc.smaps);  // set: reuseLocations checked it
     return;
   }
   proc.relocate.clear();      // the full read answers them
   proc.fullReadAtNs.reset();  // until a full read succeeds
-  proc.smaps.reset();
   proc.readThisTick = true;
   if (readMappingsAndLocations(pid, proc, topo, report)) proc.fullReadAtNs = nowNs;
 }
@@ -419,9 +425,6 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   migrator_->shareSmaps(pid, smaps);
   proc.mappings = managedMappings(*smaps, base, pmd);
   heat_.setMappings(pid, proc.mappings);
-  proc.anonHuge.clear();
-  for (const sys::SmapsVma& v : *smaps)
-    proc.anonHuge[v.start] = v.anonHugePages;
   proc.smaps = smaps;
 
   std::vector<AddressRange> ranges;
@@ -493,8 +496,7 @@ void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uin
     }
     if (!onTarget || !base) continue;
     ++seen[moved.vmaStart];
-    auto now = proc.anonHuge.find(moved.vmaStart);
-    const uint64_t after = now == proc.anonHuge.end() ? 0 : now->second;
+    const uint64_t after = proc.anonHugeAt(moved.vmaStart);
     fell[moved.vmaStart] = moved.anonHugeBefore > after ? (moved.anonHugeBefore - after) / pmd : 0;
   }
   for (const auto& [vma, n] : seen)
@@ -552,10 +554,10 @@ void Engine::rememberMovedThp(const MoveRange& m, const topology::Topology& topo
   Proc& proc = it->second;
   for (const policy::Mapping& map : proc.mappings) {
     if (map.hugetlb || map.pageSize != pmd || m.start < map.start || m.start >= map.end) continue;
-    auto anon = proc.anonHuge.find(map.start);
+    const uint64_t anon = proc.anonHugeAt(map.start);
     for (uint64_t c = (m.start + pmd - 1) & ~(pmd - 1);
          c + pmd <= std::min(map.end, m.start + m.length); c += pmd)
-      proc.movedThp[c] = {m.target, map.start, anon == proc.anonHuge.end() ? 0 : anon->second};
+      proc.movedThp[c] = {m.target, map.start, anon};
   }
 }
 

@@ -326,7 +326,6 @@ class Engine {
     uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
     uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
     std::vector<policy::Mapping> mappings;
-    std::map<uint64_t, uint64_t> anonHuge;  ///< VMA start -> smaps AnonHugePages, bytes, this tick
     /// THP chunks moved since the last full read: chunk start -> (target, AnonHugePages of its
     /// VMA at that read).
     struct MovedThp {
@@ -335,10 +334,12 @@ class Engine {
       uint64_t anonHugeBefore = 0;
     };
     std::map<uint64_t, MovedThp> movedThp;
-    /// The smaps of the last full read (see tick(): the locate phase; its Rss and AnonHugePages
+    /// The smaps the last full read took (see tick(): the locate phase; its Rss and AnonHugePages
     /// as they were then): the layout a reuse checks maps against (sameLayout), shared with the
     /// migrator on the ticks that reuse the read (Migrator::shareLayout).
     std::shared_ptr<const std::vector<sys::SmapsVma>> smaps;
+    /// AnonHugePages of the VMA of `smaps` that starts at `vmaStart`, bytes; 0 without one.
+    uint64_t anonHugeAt(uint64_t vmaStart) const;
     std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
     /// Ranges a move left uncertain since, queried again alone at the next reuse (tick()).
     std::vector<AddressRange> relocate;
