@@ -210,9 +210,8 @@ bool SysRootScopeProvider::goesBy(const std::string& dir, const std::string& com
 }
 
 bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string& command,
-                                      const std::string& comm) const {
+                                      const std::string& comm, std::string exe) const {
   // Kernel threads have no exe link (readlink fails): never ours to move.
-  std::string exe = readLink(root_.path(dir + "/exe"));
   if (exe.empty()) return false;
   static const std::string kDeleted = " (deleted)";  // the binary was replaced on disk
   if (exe.size() > kDeleted.size() &&
@@ -266,21 +265,28 @@ std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& comman
   if (!entries || command.empty()) return out;
   CommandScan& scan = commandScans_[command];
   const bool rescan = scan.passes++ % kCommandRescanPasses == 0;
-  std::map<pid_t, std::string> notMatching;
+  std::map<pid_t, NotMatching> notMatching;
   for (const std::string& e : entries.value()) {
     auto parsed = sys::parseU64(e, "/proc");
     if (!parsed) continue;
     const auto pid = static_cast<pid_t>(parsed.value());
+    const auto known = scan.notMatching.find(pid);
+    if (!rescan && known != scan.notMatching.end() && known->second.noExe) {
+      notMatching.insert(*known);  // a kernel thread (or zombie): not even its comm is read
+      continue;
+    }
     const std::string comm = root_.read("/proc/" + e + "/comm").valueOr("");
-    if (auto known = scan.notMatching.find(pid);
-        !rescan && !comm.empty() && known != scan.notMatching.end() && known->second == comm) {
+    if (!rescan && !comm.empty() && known != scan.notMatching.end() && known->second.comm == comm) {
       notMatching.insert(*known);
       continue;
     }
-    if (exeMatches("/proc/" + e, command, comm))
+    const std::string dir = "/proc/" + e;
+    std::string exe = readLink(root_.path(dir + "/exe"));
+    const bool noExe = exe.empty();
+    if (exeMatches(dir, command, comm, std::move(exe)))
       out.push_back(pid);
     else if (!comm.empty())
-      notMatching.emplace(pid, comm);
+      notMatching.emplace(pid, NotMatching{comm, noExe});
   }
   scan.notMatching = std::move(notMatching);  // pids no longer listed are forgotten
   return out;

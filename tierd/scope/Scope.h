@@ -145,15 +145,19 @@ class SysRootScopeProvider final : public ScopeProvider {
   /// The pids whose executable matches `command` (exeMatches). A process found not to match is
   /// remembered with its comm (/proc/PID/comm, which execve(2) sets) and skipped by the next
   /// passes while its pid is listed with that comm; every kCommandRescanPasses-th pass checks
-  /// every process again. A process that matched is checked on every pass. So a pass costs one
-  /// comm read per process that did not change, and what could go unseen until the rescan (a pid
-  /// reused, or an exec, by a process that kept the old comm) can only delay adopting a process,
-  /// never select one that does not match.
+  /// every process again. A process that had no executable (/proc/PID/exe unreadable: a kernel
+  /// thread, which never execs, or a zombie) is skipped until that rescan without its comm being
+  /// read: kworkers rename themselves all the time, and on a many-core server kernel threads are
+  /// most of /proc. A process that matched is checked on every pass. So a pass costs one comm
+  /// read per user process that did not change, and what could go unseen until the rescan (a pid
+  /// reused, or an exec, by a process that kept the old comm; a pid of a kernel thread or zombie
+  /// reused) can only delay adopting a process, never select one that does not match.
   std::vector<pid_t> pidsByCommand(const std::string& command);
   /// Whether the process at `dir` (/proc/PID) runs `command`'s executable (the file comment);
-  /// `comm` is its /proc/PID/comm as the caller read it ("" when unreadable).
-  bool exeMatches(const std::string& dir, const std::string& command,
-                  const std::string& comm) const;
+  /// `comm` is its /proc/PID/comm as the caller read it ("" when unreadable), `exe` the target
+  /// of its /proc/PID/exe link as read ("" when unreadable: never a match).
+  bool exeMatches(const std::string& dir, const std::string& command, const std::string& comm,
+                  std::string exe) const;
   /// Whether the process at `dir` (/proc/PID) goes by `command`: its `comm` (as read, trailing
   /// newline allowed) equals the command's first 15 bytes, or the basename of its argv[0]'s first
   /// word (/proc/PID/cmdline up to the first NUL or space) equals it.
@@ -168,9 +172,14 @@ class SysRootScopeProvider final : public ScopeProvider {
   /// Passes of pidsByCommand between two checks of every process (10 s at the default 1 s
   /// daemon.interval).
   static constexpr uint64_t kCommandRescanPasses = 10;
-  /// Per command selector: the processes found not to match (pid -> comm then), and the passes.
+  /// A process found not to match a command: its comm then, and whether it had no executable.
+  struct NotMatching {
+    std::string comm;
+    bool noExe = false;
+  };
+  /// Per command selector: the processes found not to match, by pid, and the passes.
   struct CommandScan {
-    std::map<pid_t, std::string> notMatching;
+    std::map<pid_t, NotMatching> notMatching;
     uint64_t passes = 0;
   };
   std::map<std::string, CommandScan> commandScans_;

@@ -388,3 +388,32 @@ TEST_CASE(
     CHECK(pass() == std::vector<pid_t>{200});
   CHECK(pass() == std::vector<pid_t>{200, 300});  // pass 11: every process again
 }
+
+TEST_CASE(
+    "a command scan skips a process without an executable (kernel thread) until the rescan, "
+    "comm changes included, so a reused kernel-thread pid is adopted at the tenth pass") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  t.put("/usr/bin/tierd-gups", "ELF");
+  t.process(100, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
+  t.process(300, "kworker/0:1", "");  // no exe link, as the kernel shows a kernel thread
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  const WorkloadSelector gups{"gups", std::nullopt, {}, std::string("tierd-gups")};
+  auto pass = [&] {
+    auto s = p.resolve(gups);
+    REQUIRE(s.ok());
+    return s->pids;
+  };
+  CHECK(pass() == std::vector<pid_t>{100});  // pass 1 checks every process
+  // The kworker exits and a tierd-gups gets its pid: a new comm, but a process without an
+  // executable is not looked at again before the rescan (a user process with a changed comm
+  // would be, as the test above shows).
+  t.process(300, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
+  for (int i = 2; i <= 10; ++i)
+    CHECK(pass() == std::vector<pid_t>{100});
+  CHECK(pass() == std::vector<pid_t>{100, 300});  // pass 11: every process again
+  // A process that matched is checked on every pass, wherever it came from.
+  t.process(300, "sh", std::string("sh\0", 3), "/usr/bin/sh");
+  CHECK(pass() == std::vector<pid_t>{100});
+}
