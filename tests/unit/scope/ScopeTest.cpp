@@ -63,6 +63,24 @@ struct Tree {
   }
 };
 
+// A `command = "tierd-gups"` selector over `t`, which it gives a mountinfo, the executable
+// /usr/bin/tierd-gups and pid 100 running it; pass() resolves the selector once (one scan).
+struct GupsScan {
+  explicit GupsScan(const Tree& t) : provider(sys::SysRoot(t.dir.string()), 1) {
+    t.put("/proc/self/mountinfo", kMountinfo);
+    t.put("/usr/bin/tierd-gups", "ELF");
+    t.process(100, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
+    REQUIRE(provider.refreshMounts().ok());
+  }
+  std::vector<pid_t> pass() {
+    auto s = provider.resolve(selector);
+    REQUIRE(s.ok());
+    return s->pids;
+  }
+  SysRootScopeProvider provider;
+  const WorkloadSelector selector{"gups", std::nullopt, {}, std::string("tierd-gups")};
+};
+
 }  // namespace
 
 TEST_CASE("parseCgroupMounts finds v1 controllers and the v2 hierarchy") {
@@ -360,20 +378,11 @@ TEST_CASE(
     "a command scan checks a process that did not match again when its comm changes (execve), "
     "a process that matched on every pass, and every process every tenth pass") {
   Tree t;
-  t.put("/proc/self/mountinfo", kMountinfo);
-  t.put("/usr/bin/tierd-gups", "ELF");
+  GupsScan scan(t);
   t.put("/bin/sh", "ELF");
-  t.process(100, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
   t.process(200, "sh", std::string("sh\0", 3), "/bin/sh");  // forked, not exec'ed yet
   t.process(300, "sh", std::string("sh\0", 3), "/bin/sh");
-  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
-  REQUIRE(p.refreshMounts().ok());
-  const WorkloadSelector gups{"gups", std::nullopt, {}, std::string("tierd-gups")};
-  auto pass = [&] {
-    auto s = p.resolve(gups);
-    REQUIRE(s.ok());
-    return s->pids;
-  };
+  auto pass = [&] { return scan.pass(); };
   CHECK(pass() == std::vector<pid_t>{100});  // pass 1 checks every process
   // 200 execs tierd-gups: execve sets its exe and its comm; seen on the next pass.
   t.process(200, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
@@ -393,18 +402,9 @@ TEST_CASE(
     "a command scan skips a process without an executable (kernel thread) until the rescan, "
     "comm changes included, so a reused kernel-thread pid is adopted at the tenth pass") {
   Tree t;
-  t.put("/proc/self/mountinfo", kMountinfo);
-  t.put("/usr/bin/tierd-gups", "ELF");
-  t.process(100, "tierd-gups", std::string("tierd-gups\0", 11), "/usr/bin/tierd-gups");
+  GupsScan scan(t);
   t.process(300, "kworker/0:1", "");  // no exe link, as the kernel shows a kernel thread
-  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
-  REQUIRE(p.refreshMounts().ok());
-  const WorkloadSelector gups{"gups", std::nullopt, {}, std::string("tierd-gups")};
-  auto pass = [&] {
-    auto s = p.resolve(gups);
-    REQUIRE(s.ok());
-    return s->pids;
-  };
+  auto pass = [&] { return scan.pass(); };
   CHECK(pass() == std::vector<pid_t>{100});  // pass 1 checks every process
   // The kworker exits and a tierd-gups gets its pid: a new comm, but a process without an
   // executable is not looked at again before the rescan (a user process with a changed comm
