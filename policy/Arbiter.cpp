@@ -93,8 +93,10 @@ class Planner {
   }
   void demoteForPressure();
 
-  // 2. Promotions, hottest first across workloads, with exchanges when room or quota is short.
+  // 2. Promotions, hottest first across workloads, with exchanges when room or quota is short;
+  // then fill_free_room's warm regions into the room left, without exchanges.
   void promoteHottest();
+  void fillFreeRoom();
 
   // Copies the plan into `out` (demotions first, then promotions) with the stats, and the
   // budgets left into `promote` and `demote`.
@@ -118,7 +120,7 @@ class Planner {
     return overQuota(c) ? Pick{-1, NoTarget::NoRoom} : pickTarget(c.region, TierKind::Fast);
   }
   Pick exchange(const Candidate& c);
-  void tryPromote(const Candidate& c);
+  void tryPromote(const Candidate& c, bool mayExchange);
   void rollback(const PlanState& saved);
 
   const TickContext& ctx_;
@@ -355,8 +357,8 @@ Pick Planner::exchange(const Candidate& c) {
 }
 
 // Plans promotion `c` if the budget, its workload's quota and a fast node allow, making room or
-// quota by an exchange when they are what is missing.
-void Planner::tryPromote(const Candidate& c) {
+// quota by an exchange when they are what is missing and `mayExchange`.
+void Planner::tryPromote(const Candidate& c, bool mayExchange) {
   const RegionView& r = c.region;
   if (!promote_.allows(r.length)) {
     ++s_.stats.skippedBudget;
@@ -364,7 +366,8 @@ void Planner::tryPromote(const Candidate& c) {
   }
   Pick pick = promotionTarget(c);
   // Exchanges make room or quota; they cannot make a node allowed or nearer.
-  if (pick.node < 0 && !r.hugetlb && pick.why == NoTarget::NoRoom && promote_.allows(r.length))
+  if (mayExchange && pick.node < 0 && !r.hugetlb && pick.why == NoTarget::NoRoom &&
+      promote_.allows(r.length))
     pick = exchange(c);
   if (pick.node < 0) {
     if (overQuota(c))
@@ -380,27 +383,40 @@ void Planner::tryPromote(const Candidate& c) {
   applyMove(r, pick.node);
   planned_.insert({r.pid, r.start});
   promotions_.moves.push_back(range(r, pick.node, Direction::Promote));
-  promotions_.reasons.push_back(MoveReason::Hot);
+  promotions_.reasons.push_back(c.reason);
   promotions_.workloads.push_back(c.workload);
   s_.used[c.workload] += static_cast<int64_t>(r.length);
   s_.stats.promoteBytes += r.length;
   ++s_.stats.promotions;
 }
 
-void Planner::promoteHottest() {
-  std::vector<const Candidate*> hot;
-  for (const WorkloadProposal& p : props_) {
-    byId_[p.workload] = &p;
-    for (const Candidate& c : p.promote)
-      hot.push_back(&c);
-  }
-  std::sort(hot.begin(), hot.end(), [](const Candidate* a, const Candidate* b) {
+// Candidates of all workloads, hottest first (ties: workload, pid, start).
+std::vector<const Candidate*> hottestFirst(const std::vector<WorkloadProposal>& props,
+                                           std::vector<Candidate> WorkloadProposal::*list) {
+  std::vector<const Candidate*> out;
+  for (const WorkloadProposal& p : props)
+    for (const Candidate& c : p.*list)
+      out.push_back(&c);
+  std::sort(out.begin(), out.end(), [](const Candidate* a, const Candidate* b) {
     if (a->region.heat != b->region.heat) return a->region.heat > b->region.heat;
     return std::make_tuple(a->workload, a->region.pid, a->region.start) <
            std::make_tuple(b->workload, b->region.pid, b->region.start);
   });
-  for (const Candidate* c : hot)
-    tryPromote(*c);
+  return out;
+}
+
+void Planner::promoteHottest() {
+  for (const WorkloadProposal& p : props_)
+    byId_[p.workload] = &p;
+  for (const Candidate* c : hottestFirst(props_, &WorkloadProposal::promote))
+    tryPromote(*c, true);
+}
+
+// Warm regions go only into room nothing hotter wanted: after every hot promotion, and never by
+// an exchange, so a fill demotes nothing (a later hot region may exchange it out).
+void Planner::fillFreeRoom() {
+  for (const Candidate* c : hottestFirst(props_, &WorkloadProposal::fill))
+    tryPromote(*c, false);
 }
 
 void Planner::finish(ArbiterDecision& out, Bucket& promote, Bucket& demote) {
@@ -434,6 +450,7 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
   planner.demoteOverQuota();
   planner.demoteForPressure();
   planner.promoteHottest();
+  planner.fillFreeRoom();
   planner.finish(out, promote, demote);
 
   started_ = true;

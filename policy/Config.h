@@ -120,10 +120,13 @@ struct WorkloadSelector {
 
 /// The per-workload tuning: defaults, overridden by the profile, overridden by the workload.
 struct WorkloadPolicy {
-  ByteAmount fastQuota;        ///< fast-tier bytes the workload may hold (bytes or % of the tier)
-  double hotThreshold = 0.0;   ///< heat (decayed samples) at or above which a region may promote
-  double hotRatio = 0.0;       ///< promote only at >= hotRatio x the workload's mean heat (0 = off)
-  double coldThreshold = 0.0;  ///< heat at or below which a region may demote under pressure
+  ByteAmount fastQuota;       ///< fast-tier bytes the workload may hold (bytes or % of the tier)
+  double hotThreshold = 0.0;  ///< heat (decayed samples) at or above which a region may promote
+  double hotRatio = 0.0;      ///< promote only at >= hotRatio x the workload's mean heat (0 = off)
+  /// fill_free_room: regions below the hotRatio cut but at or above hotThreshold fill free fast
+  /// memory, warmest first, never by an exchange (Policy.h, WorkloadProposal::fill).
+  bool fillFreeRoom = false;
+  double coldThreshold = 0.0;   ///< heat at or below which a region may demote under pressure
   uint64_t heatHalfLifeNs = 0;  ///< heat halves after this long without samples
   uint64_t cooldownNs = 0;      ///< a region moved waits this long before it moves again
   bool operator==(const WorkloadPolicy&) const = default;

@@ -14,6 +14,8 @@ const char* moveReasonName(MoveReason r) {
       return "pressure";
     case MoveReason::Exchange:
       return "exchange";
+    case MoveReason::Fill:
+      return "fill";
   }
   return "?";
 }
@@ -75,15 +77,19 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
     if (n->tier == TierKind::Slow) {
       if (r.heat >= cut.of(r.pid))
         out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
+      else if (pol.fillFreeRoom && r.heat >= pol.hotThreshold)
+        out.fill.push_back({w.id, r, Direction::Promote, MoveReason::Fill});
     } else {
       fast.push_back({w.id, r, Direction::Demote, MoveReason::Pressure});
     }
   }
   auto key = [](const Candidate& c) { return std::make_tuple(c.region.pid, c.region.start); };
-  std::sort(out.promote.begin(), out.promote.end(), [&](const Candidate& a, const Candidate& b) {
+  auto hottestFirst = [&](const Candidate& a, const Candidate& b) {
     if (a.region.heat != b.region.heat) return a.region.heat > b.region.heat;
     return key(a) < key(b);
-  });
+  };
+  std::sort(out.promote.begin(), out.promote.end(), hottestFirst);
+  std::sort(out.fill.begin(), out.fill.end(), hottestFirst);
   std::sort(fast.begin(), fast.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.region.heat != b.region.heat) return a.region.heat < b.region.heat;
     return key(a) < key(b);

@@ -7,6 +7,9 @@
 ///   >= hot_ratio x the mean heat of the same process's located regions), hottest first. The
 ///   arbiter takes them while the fast tier has room above its headroom and the workload is under
 ///   its quota, or exchanges them for clearly colder fast-tier regions of the same workload.
+/// - Fill (fill_free_room, with hot_ratio set): the slow-tier regions below that cut but at or
+///   above hot_threshold, warmest first. The arbiter takes them after every hot region, only into
+///   free room above the headroom and within the quota, never by an exchange.
 /// - Demote for quota: when the workload holds more fast-tier bytes than fast_quota, its coldest
 ///   fast-tier regions, just enough to get back under it (whatever their heat).
 /// - Demotable: the other fast-tier regions, coldest first; under free-memory pressure those
@@ -28,8 +31,9 @@ enum class MoveReason {
   OverQuota,  ///< demotion: the workload is over its fast_quota
   Pressure,   ///< demotion: fast-tier free memory is under the headroom
   Exchange,   ///< demotion making room for a clearly hotter region of the same workload
+  Fill,       ///< promotion of a warm region (below the cut) into free fast memory
 };
-/// "hot", "over-quota", "pressure", "exchange".
+/// "hot", "over-quota", "pressure", "exchange", "fill".
 const char* moveReasonName(MoveReason r);
 
 /// One region proposed to move.
@@ -44,6 +48,7 @@ struct Candidate {
 struct WorkloadProposal {
   WorkloadId workload = 0;
   std::vector<Candidate> promote;      ///< hottest first
+  std::vector<Candidate> fill;         ///< fill_free_room: below the cut, warmest first
   std::vector<Candidate> demoteQuota;  ///< coldest first; exactly enough to meet the quota
   std::vector<Candidate> demotable;    ///< remaining eligible fast-tier regions, coldest first
   uint64_t fastBytes = 0;              ///< bytes of the workload's tracked regions on the fast tier

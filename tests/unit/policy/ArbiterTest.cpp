@@ -253,6 +253,83 @@ TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat")
     CHECK((m.start - kBase) / k2M % 10 == 0);
 }
 
+TEST_CASE("fill_free_room: warm regions below the cut fill free fast memory after the hot ones") {
+  // GAPBS PageRank seen through DAMON: 4 vertex-array regions far above the rest, 60 edge regions
+  // evenly warm (each iteration streams them once). The cut (1.2 x a mean the 4 dominate) keeps
+  // only the 4; node 0 has room for 20 regions beyond them.
+  auto plan = [](const std::string& fill) {
+    auto cfg = makeConfig(
+        "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
+        "[[workload]]\nname = \"gapbs\"\npids = [7]\nhot_threshold = 4.0\n"
+        "cold_threshold = 1.0\nhot_ratio = 1.2\n" +
+        fill);
+    TickContext ctx;
+    ctx.nowNs = kSec;
+    ctx.config = cfg;
+    ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 24 * k2M),
+                 node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+    WorkloadView w{0, {}};
+    for (uint64_t i = 0; i < 64; ++i)  // mean ~ (4 * 6e4 + 60 * 5e3 + 60 * 30) / 64 ~ 8.5e3
+      w.regions.push_back(region(7, i, 1, i < 4 ? 60000.0 : 5000.0 + static_cast<double>(i)));
+    w.regions.push_back(region(7, 100, 1, 3.0));  // below hot_threshold: never a fill
+    ctx.workloads = {w};
+    Arbiter arbiter;
+    return arbiter.plan(ctx);
+  };
+  ArbiterDecision off = plan("");
+  REQUIRE(off.plan.moves.size() == 4);
+  for (MoveReason r : off.reasons)
+    CHECK(r == MoveReason::Hot);
+  ArbiterDecision on = plan("fill_free_room = true\n");
+  INFO(render(on));
+  REQUIRE(on.plan.moves.size() == 24);  // the 4 hot, then 20 fills: exactly node 0's room
+  CHECK(on.stats.demotions == 0);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(on.reasons[i] == MoveReason::Hot);
+    CHECK((on.plan.moves[i].start - kBase) / k2M < 4);
+  }
+  for (size_t i = 4; i < 24; ++i) {  // warmest first: regions 63, 62, ... 44
+    CHECK(on.reasons[i] == MoveReason::Fill);
+    CHECK((on.plan.moves[i].start - kBase) / k2M == 63 - (i - 4));
+  }
+  CHECK(on.stats.skippedNoRoom == 40);  // the 40 fills left when node 0 is full
+}
+
+TEST_CASE("fill_free_room: a fill never demotes to make room, a hot region exchanges a fill out") {
+  // Node 0 is full: 4 regions that an earlier fill placed (heat 100). On node 1, a warm region
+  // (90, below the cut) and, in the second plan, a hot one (1000).
+  auto cfg = makeConfig(
+      "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
+      "max_demote_mib_per_s = 65536\n[[workload]]\nname = \"gapbs\"\npids = [7]\n"
+      "hot_threshold = 4.0\ncold_threshold = 1.0\nhot_ratio = 1.2\nfill_free_room = true\n");
+  auto plan = [&](bool withHot) {
+    TickContext ctx;
+    ctx.nowNs = 100 * kSec;
+    ctx.config = cfg;
+    ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 0),
+                 node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+    WorkloadView w{0, {}};
+    for (uint64_t i = 0; i < 4; ++i)
+      w.regions.push_back(region(7, i, 0, 100.0));
+    w.regions.push_back(region(7, 10, 1, 90.0));
+    if (withHot) w.regions.push_back(region(7, 11, 1, 1000.0));
+    ctx.workloads = {w};
+    Arbiter arbiter;
+    return arbiter.plan(ctx);
+  };
+  ArbiterDecision warm = plan(false);
+  INFO(render(warm));
+  CHECK(warm.plan.moves.empty());  // 90 is below the cut (1.2 x 98 = 117.6): fill only, no room
+  CHECK(warm.stats.skippedNoRoom == 1);
+  ArbiterDecision hot = plan(true);
+  INFO(render(hot));
+  REQUIRE(hot.plan.moves.size() == 2);  // one fill exchanged out for the hot region, nothing else
+  CHECK(hot.reasons[0] == MoveReason::Exchange);
+  CHECK(hot.plan.moves[0].start == kBase);
+  CHECK(hot.reasons[1] == MoveReason::Hot);
+  CHECK(hot.plan.moves[1].start == kBase + 11 * k2M);
+}
+
 TEST_CASE("PromotionCut: hot_threshold, raised to hot_ratio x the mean heat on known nodes") {
   auto cfg = makeConfig(
       "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\nhot_ratio = 2.0\n");
