@@ -94,9 +94,9 @@ class Planner {
   void demoteForPressure();
 
   // 2. Promotions, hottest first across workloads, with exchanges when room or quota is short;
-  // then fill_free_room's warm regions into the room left, without exchanges.
+  // then the warm regions of workloads with a fill_headroom into the room left, no exchanges.
   void promoteHottest();
-  void fillFreeRoom();
+  void fillRoom();
 
   // Copies the plan into `out` (demotions first, then promotions) with the stats, and the
   // budgets left into `promote` and `demote`.
@@ -107,8 +107,8 @@ class Planner {
   void propose();
   bool isThp(const RegionView& r) const;
   uint64_t homeDistance(const TaskNodes* t, NodeId node) const;
-  Pick pickTarget(const RegionView& r, TierKind tier) const;
-  int64_t roomLeft(const Room& room, const RegionView& r) const;
+  Pick pickTarget(const RegionView& r, TierKind tier, uint64_t fillHeadroom = 0) const;
+  int64_t roomLeft(const Room& room, const RegionView& r, uint64_t fillHeadroom = 0) const;
   void countSkip(NoTarget why);
   void applyMove(const RegionView& r, NodeId target);
   MoveRange range(const RegionView& r, NodeId target, Direction d) const;
@@ -116,8 +116,11 @@ class Planner {
   bool overQuota(const Candidate& c) {
     return s_.used[c.workload] + static_cast<int64_t>(c.region.length) > quota_[c.workload];
   }
+  // A fill also keeps its workload's fill_headroom free.
   Pick promotionTarget(const Candidate& c) {
-    return overQuota(c) ? Pick{-1, NoTarget::NoRoom} : pickTarget(c.region, TierKind::Fast);
+    if (overQuota(c)) return Pick{-1, NoTarget::NoRoom};
+    return pickTarget(c.region, TierKind::Fast,
+                      c.reason == MoveReason::Fill ? byId_[c.workload]->fillHeadroomBytes : 0);
   }
   Pick exchange(const Candidate& c);
   void tryPromote(const Candidate& c, bool mayExchange);
@@ -133,11 +136,12 @@ class Planner {
   std::map<WorkloadId, size_t> nextCold_;  // index into demotable for exchanges
   std::set<std::pair<pid_t, uint64_t>> planned_;
   MoveList demotions_, promotions_;
+  uint64_t fastTotal_ = 0;  // bytes of all fast nodes (fastTierTotal)
 };
 
 // Node rooms and the fast tier's headroom, shared by node capacity.
 void Planner::countRooms() {
-  const uint64_t fastTotal = fastTierTotal(ctx_);
+  const uint64_t fastTotal = fastTotal_ = fastTierTotal(ctx_);
   const uint64_t headroom = cfg_.migration.fastHeadroom.resolve(fastTotal);
   int64_t fastFree = 0;
   for (const NodeFacts& n : ctx_.nodes) {
@@ -190,24 +194,29 @@ uint64_t Planner::homeDistance(const TaskNodes* t, NodeId node) const {
 }
 
 // What `room` has left after taking region `r`: hugetlb pages of its size, else bytes above the
-// reserve (and, for THP, in free PMD-order blocks); negative when it cannot take it.
-int64_t Planner::roomLeft(const Room& room, const RegionView& r) const {
+// reserve, or above the node's share of `fillHeadroom` when that is more (and, for THP, in free
+// PMD-order blocks); negative when it cannot take it.
+int64_t Planner::roomLeft(const Room& room, const RegionView& r, uint64_t fillHeadroom) const {
   if (r.hugetlb) {
     auto it = room.freeHuge.find(r.pageSize);
     int64_t pages = static_cast<int64_t>(r.length / std::max<uint64_t>(1, r.pageSize));
     return it == room.freeHuge.end() ? -1 : it->second - pages;
   }
-  int64_t left = room.freeBytes - static_cast<int64_t>(r.length) - room.reserve;
+  int64_t reserve = room.reserve;
+  if (fillHeadroom > 0 && fastTotal_ > 0)
+    reserve = std::max(reserve, static_cast<int64_t>(static_cast<long double>(fillHeadroom) *
+                                                     room.facts->totalBytes / fastTotal_));
+  int64_t left = room.freeBytes - static_cast<int64_t>(r.length) - reserve;
   if (isThp(r) && room.freePmdBlocks)
     left = std::min(left, *room.freePmdBlocks - static_cast<int64_t>(r.length));
   return left;
 }
 
-// Picks the node of `tier` that can take region `r`: inside the task's allowed nodes, nearest
-// its home nodes, then with the most room left. A promotion goes only to a node nearer home
-// than the region's node. No node: why (no allowed node; a node with room, but not nearer home;
-// else no room).
-Pick Planner::pickTarget(const RegionView& r, TierKind tier) const {
+// Picks the node of `tier` that can take region `r` (keeping `fillHeadroom` free, for a fill):
+// inside the task's allowed nodes, nearest its home nodes, then with the most room left. A
+// promotion goes only to a node nearer home than the region's node. No node: why (no allowed node;
+// a node with room, but not nearer home; else no room).
+Pick Planner::pickTarget(const RegionView& r, TierKind tier, uint64_t fillHeadroom) const {
   auto task = ctx_.tasks.find(r.pid);
   const TaskNodes* t = task == ctx_.tasks.end() ? nullptr : &task->second;
   const uint64_t here = homeDistance(t, r.node);
@@ -220,7 +229,7 @@ Pick Planner::pickTarget(const RegionView& r, TierKind tier) const {
     if (t && !t->allowed.empty() && !t->allowed.count(id)) continue;
     anyAllowed = true;
     const uint64_t distance = homeDistance(t, id);
-    const int64_t left = roomLeft(room, r);
+    const int64_t left = roomLeft(room, r, fillHeadroom);
     if (left < 0) continue;
     if (tier == TierKind::Fast && here != 0 && !(distance < here)) {
       roomNotCloser = true;
@@ -414,7 +423,7 @@ void Planner::promoteHottest() {
 
 // Warm regions go only into room nothing hotter wanted: after every hot promotion, and never by
 // an exchange, so a fill demotes nothing (a later hot region may exchange it out).
-void Planner::fillFreeRoom() {
+void Planner::fillRoom() {
   for (const Candidate* c : hottestFirst(props_, &WorkloadProposal::fill))
     tryPromote(*c, false);
 }
@@ -450,7 +459,7 @@ ArbiterDecision Arbiter::plan(const TickContext& ctx) {
   planner.demoteOverQuota();
   planner.demoteForPressure();
   planner.promoteHottest();
-  planner.fillFreeRoom();
+  planner.fillRoom();
   planner.finish(out, promote, demote);
 
   started_ = true;

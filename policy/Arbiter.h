@@ -11,8 +11,9 @@
 ///     fast_quota and a fast node keeps its share of the headroom afterwards; when room or quota
 ///     is missing, a promotion may be paired with demotions of the same workload's fast-tier
 ///     regions whose heat is below 1/kExchangeRatio of its heat (ranking against capacity,
-///     REFERENCE.md section 5); then the fill candidates of fill_free_room workloads (warm regions
-///     below the cut), warmest first, under the same limits but never by an exchange;
+///     REFERENCE.md section 5); then the fill candidates (warm regions below the cut) of workloads
+///     with a fill_headroom, warmest first, under the same limits, never by an exchange, and only
+///     while a fast node keeps its share of that fill_headroom free too;
 ///  3. never more into a node than it can take: free bytes for base pages, free bytes and free
 ///     blocks of PMD order (/proc/buddyinfo, when known) for THP, free hugetlb pages of the
 ///     region's size for hugetlb regions. Never a node outside the task's cpuset.mems

@@ -123,9 +123,13 @@ struct WorkloadPolicy {
   ByteAmount fastQuota;       ///< fast-tier bytes the workload may hold (bytes or % of the tier)
   double hotThreshold = 0.0;  ///< heat (decayed samples) at or above which a region may promote
   double hotRatio = 0.0;      ///< promote only at >= hotRatio x the workload's mean heat (0 = off)
-  /// fill_free_room: regions below the hotRatio cut but at or above hotThreshold fill free fast
-  /// memory, warmest first, never by an exchange (Policy.h, WorkloadProposal::fill).
-  bool fillFreeRoom = false;
+  /// fill_headroom: the fast tier's free memory that filling leaves (bytes or % of the tier).
+  /// While free memory is above it (and above fast_headroom), regions below the hotRatio cut but
+  /// at or above hotThreshold are promoted, warmest first, never by an exchange (Policy.h,
+  /// WorkloadProposal::fill). 100% (the default): no fill.
+  ByteAmount fillHeadroom;
+  /// True when fillHeadroom can ever let a region fill (it is not 100% of the tier).
+  bool fills() const { return !fillHeadroom.isPercent || fillHeadroom.percent < 100.0; }
   double coldThreshold = 0.0;   ///< heat at or below which a region may demote under pressure
   uint64_t heatHalfLifeNs = 0;  ///< heat halves after this long without samples
   uint64_t cooldownNs = 0;      ///< a region moved waits this long before it moves again

@@ -509,7 +509,7 @@ WorkloadPolicy policyFrom(const Values& v) {
   p.fastQuota = v.at("fast_quota").amount;
   p.hotThreshold = v.at("hot_threshold").d;
   p.hotRatio = v.at("hot_ratio").d;
-  p.fillFreeRoom = v.at("fill_free_room").b;
+  p.fillHeadroom = v.at("fill_headroom").amount;
   p.coldThreshold = v.at("cold_threshold").d;
   p.heatHalfLifeNs = v.at("heat_half_life").ns;
   p.cooldownNs = v.at("cooldown").ns;
@@ -700,8 +700,8 @@ void compileSelector(Compiler& c, WorkloadIn& w, size_t i, const std::string& pa
 }
 
 // workload[i]'s policy. Layers: defaults < profile < workload; cold_threshold must stay below
-// hot_threshold after them, and fill_free_room needs a hot_ratio. False when a default failed
-// (reported as internal): the workload is left out.
+// hot_threshold after them, and a fill_headroom below 100% needs a hot_ratio. False when a default
+// failed (reported as internal): the workload is left out.
 bool compileWorkloadPolicy(Compiler& c, WorkloadIn& w, const std::vector<std::string>& dirs,
                            const std::string& path, WorkloadConfig& wc) {
   Values& v = w.values;
@@ -728,11 +728,11 @@ bool compileWorkloadPolicy(Compiler& c, WorkloadIn& w, const std::vector<std::st
                 num(wc.policy.hotThreshold) +
                 (wc.profile.empty() ? "" : " (after applying profile '" + wc.profile + "')"));
   }
-  if (wc.policy.fillFreeRoom && wc.policy.hotRatio <= 0) {
-    const Parsed& at = eff["fill_free_room"];
+  if (wc.policy.fills() && wc.policy.hotRatio <= 0) {
+    const Parsed& at = eff["fill_headroom"];
     c.error(at.file, at.pos, at.keyPath,
-            "fill_free_room needs hot_ratio above 0: without a ratio cut every region at or above "
-            "hot_threshold already fills free fast memory" +
+            "fill_headroom needs hot_ratio above 0: without a ratio cut every region at or above "
+            "hot_threshold already fills free fast memory down to fast_headroom" +
                 (wc.profile.empty() ? "" : " (after applying profile '" + wc.profile + "')"));
   }
   return true;

@@ -89,7 +89,7 @@ toml::table toTable(const CompiledConfig& cfg) {
                   {"fast_quota", amountText(w.policy.fastQuota)},
                   {"hot_threshold", w.policy.hotThreshold},
                   {"hot_ratio", w.policy.hotRatio},
-                  {"fill_free_room", w.policy.fillFreeRoom},
+                  {"fill_headroom", amountText(w.policy.fillHeadroom)},
                   {"cold_threshold", w.policy.coldThreshold},
                   {"heat_half_life", formatDuration(w.policy.heatHalfLifeNs)},
                   {"cooldown", formatDuration(w.policy.cooldownNs)}};

@@ -203,13 +203,17 @@ std::vector<KeySpec> workloadKeys() {
        "often, so ranking against the process's own mean separates the hot set where a fixed "
        "threshold cannot (REFERENCE.md section 5). Per process, not per workload: each process "
        "is sampled at its own interval (DAMON: its own kdamond), so heat is compared within it."},
-      {"workload", "fill_free_room", ValueType::Bool, "false", 0, 0, "", true, false, "",
-       "With hot_ratio set: after every region above the cut, also promote the regions below it "
-       "but at or above hot_threshold, warmest first, while the fast tier has free room above "
-       "fast_headroom and the workload is under fast_quota. Such a fill never demotes anything "
-       "to make room (no exchange); a hotter region may later exchange it out. For workloads "
-       "whose misses spread evenly over memory that stays put (a graph streamed every "
-       "iteration), where free fast memory left empty is a loss."},
+      {"workload", "fill_headroom", ValueType::BytesOrPercent, "\"100%\"", 0, 100, "", true, false,
+       "",
+       "Free fast-tier memory that filling leaves: bytes or % of the fast tier's capacity. With "
+       "hot_ratio set, after every region above the cut, the regions below it but at or above "
+       "hot_threshold are promoted, warmest first, while the fast tier's free memory stays above "
+       "this and above fast_headroom and the workload is under fast_quota. A fill never demotes "
+       "anything to make room (no exchange); a hotter region may later exchange it out. Leave "
+       "room for what the workload allocates anew (on the fast node while it has room): a full "
+       "node sends those allocations to the slow tier and wakes the kernel's reclaim. For "
+       "workloads whose misses spread evenly over memory that stays put (a graph streamed every "
+       "iteration). \"100%\" (the default): no fill."},
       {"workload", "cold_threshold", ValueType::Number, "0.5", 0, 1e9, "", true, false, "samples",
        "Most heat for a fast-tier region to be demoted when free memory is short. Must be below "
        "hot_threshold. Over quota, the coldest regions go regardless."},

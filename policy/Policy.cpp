@@ -54,6 +54,7 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
   out.workload = w.id;
   const WorkloadPolicy& pol = ctx.config->workloads.at(w.id).policy;
   out.quotaBytes = pol.fastQuota.resolve(fastTierTotal(ctx));
+  out.fillHeadroomBytes = pol.fillHeadroom.resolve(fastTierTotal(ctx));
   auto tierOf = [&](NodeId id) -> const NodeFacts* {
     for (const NodeFacts& n : ctx.nodes)
       if (n.id == id) return &n;
@@ -77,7 +78,7 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
     if (n->tier == TierKind::Slow) {
       if (r.heat >= cut.of(r.pid))
         out.promote.push_back({w.id, r, Direction::Promote, MoveReason::Hot});
-      else if (pol.fillFreeRoom && r.heat >= pol.hotThreshold)
+      else if (pol.fills() && r.heat >= pol.hotThreshold)
         out.fill.push_back({w.id, r, Direction::Promote, MoveReason::Fill});
     } else {
       fast.push_back({w.id, r, Direction::Demote, MoveReason::Pressure});

@@ -7,9 +7,10 @@
 ///   >= hot_ratio x the mean heat of the same process's located regions), hottest first. The
 ///   arbiter takes them while the fast tier has room above its headroom and the workload is under
 ///   its quota, or exchanges them for clearly colder fast-tier regions of the same workload.
-/// - Fill (fill_free_room, with hot_ratio set): the slow-tier regions below that cut but at or
-///   above hot_threshold, warmest first. The arbiter takes them after every hot region, only into
-///   free room above the headroom and within the quota, never by an exchange.
+/// - Fill (fill_headroom below 100%, with hot_ratio set): the slow-tier regions below that cut but
+///   at or above hot_threshold, warmest first. The arbiter takes them after every hot region, only
+///   into free room above fill_headroom and fast_headroom and within the quota, never by an
+///   exchange.
 /// - Demote for quota: when the workload holds more fast-tier bytes than fast_quota, its coldest
 ///   fast-tier regions, just enough to get back under it (whatever their heat).
 /// - Demotable: the other fast-tier regions, coldest first; under free-memory pressure those
@@ -48,11 +49,12 @@ struct Candidate {
 struct WorkloadProposal {
   WorkloadId workload = 0;
   std::vector<Candidate> promote;      ///< hottest first
-  std::vector<Candidate> fill;         ///< fill_free_room: below the cut, warmest first
+  std::vector<Candidate> fill;         ///< fill_headroom: below the cut, warmest first
   std::vector<Candidate> demoteQuota;  ///< coldest first; exactly enough to meet the quota
   std::vector<Candidate> demotable;    ///< remaining eligible fast-tier regions, coldest first
   uint64_t fastBytes = 0;              ///< bytes of the workload's tracked regions on the fast tier
   uint64_t quotaBytes = 0;             ///< fast_quota resolved against the fast tier's total bytes
+  uint64_t fillHeadroomBytes = 0;      ///< fill_headroom resolved against the fast tier's total
   uint64_t coolingDown = 0;            ///< regions skipped: moved within their cooldown
   uint64_t held = 0;                   ///< regions skipped: held
 };

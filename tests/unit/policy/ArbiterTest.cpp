@@ -253,7 +253,7 @@ TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat")
     CHECK((m.start - kBase) / k2M % 10 == 0);
 }
 
-TEST_CASE("fill_free_room: warm regions below the cut fill free fast memory after the hot ones") {
+TEST_CASE("fill_headroom: warm regions below the cut fill free fast memory after the hot ones") {
   // GAPBS PageRank seen through DAMON: 4 vertex-array regions far above the rest, 60 edge regions
   // evenly warm (each iteration streams them once). The cut (1.2 x a mean the 4 dominate) keeps
   // only the 4; node 0 has room for 20 regions beyond them.
@@ -280,7 +280,7 @@ TEST_CASE("fill_free_room: warm regions below the cut fill free fast memory afte
   REQUIRE(off.plan.moves.size() == 4);
   for (MoveReason r : off.reasons)
     CHECK(r == MoveReason::Hot);
-  ArbiterDecision on = plan("fill_free_room = true\n");
+  ArbiterDecision on = plan("fill_headroom = \"0%\"\n");
   INFO(render(on));
   REQUIRE(on.plan.moves.size() == 24);  // the 4 hot, then 20 fills: exactly node 0's room
   CHECK(on.stats.demotions == 0);
@@ -293,15 +293,22 @@ TEST_CASE("fill_free_room: warm regions below the cut fill free fast memory afte
     CHECK((on.plan.moves[i].start - kBase) / k2M == 63 - (i - 4));
   }
   CHECK(on.stats.skippedNoRoom == 40);  // the 40 fills left when node 0 is full
+  // Fills keep 16 MiB free; the hot regions do not: 4 hot, then 12 fills (48 - 8 - 16 = 24 MiB).
+  ArbiterDecision kept = plan("fill_headroom = \"16MiB\"\n");
+  INFO(render(kept));
+  REQUIRE(kept.plan.moves.size() == 16);
+  CHECK(kept.reasons[3] == MoveReason::Hot);
+  CHECK(kept.reasons[4] == MoveReason::Fill);
+  CHECK(kept.stats.skippedNoRoom == 48);
 }
 
-TEST_CASE("fill_free_room: a fill never demotes to make room, a hot region exchanges a fill out") {
+TEST_CASE("fill_headroom: a fill never demotes to make room, a hot region exchanges a fill out") {
   // Node 0 is full: 4 regions that an earlier fill placed (heat 100). On node 1, a warm region
   // (90, below the cut) and, in the second plan, a hot one (1000).
   auto cfg = makeConfig(
       "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
       "max_demote_mib_per_s = 65536\n[[workload]]\nname = \"gapbs\"\npids = [7]\n"
-      "hot_threshold = 4.0\ncold_threshold = 1.0\nhot_ratio = 1.2\nfill_free_room = true\n");
+      "hot_threshold = 4.0\ncold_threshold = 1.0\nhot_ratio = 1.2\nfill_headroom = \"0%\"\n");
   auto plan = [&](bool withHot) {
     TickContext ctx;
     ctx.nowNs = 100 * kSec;
