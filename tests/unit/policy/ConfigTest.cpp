@@ -152,18 +152,24 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   CHECK(kv.policy.cooldownNs == 60'000'000'000);                 // workload
   CHECK(kv.policy.hotThreshold == doctest::Approx(6.0));         // profile
   CHECK(kv.policy.heatHalfLifeNs == 20'000'000'000);             // profile
+  CHECK(kv.policy.hotRatio == doctest::Approx(1.5));             // profile
+  CHECK(kv.policy.fillHeadroom == ByteAmount{true, 0, 10.0});    // profile
   const WorkloadConfig& batch = c.workloads[1];
   CHECK(batch.selector.pids == std::vector<pid_t>{17, 4242});
   CHECK(batch.policy.fastQuota.isPercent);
   CHECK(batch.policy.fastQuota.percent == doctest::Approx(12.5));
   CHECK(batch.policy.heatHalfLifeNs == 2'500'000'000);
   CHECK(batch.policy.cooldownNs == 0);
+  CHECK(batch.policy.hotRatio == doctest::Approx(2.0));
+  CHECK(batch.policy.fillHeadroom == ByteAmount{false, kGiB, 0});
+  CHECK(batch.policy.fills());
   CHECK(batch.profile.empty());
   const WorkloadConfig& gups = c.workloads[2];
   CHECK(gups.selector.command == "tierd-gups");
   CHECK(gups.policy.hotThreshold == doctest::Approx(9.5));   // workload beats profile 6.0
   CHECK(gups.policy.coldThreshold == doctest::Approx(1.5));  // profile
   CHECK(gups.policy.fastQuota.percent == doctest::Approx(50));
+  CHECK(gups.policy.fillHeadroom == ByteAmount{true, 0, 10.0});  // profile
 }
 
 TEST_CASE("an empty config gets the schema defaults") {
