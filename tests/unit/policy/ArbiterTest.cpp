@@ -67,6 +67,24 @@ TickContext roomyTwoTiers(std::shared_ptr<const CompiledConfig> cfg) {
   return ctx;
 }
 
+// One plan of a fresh Arbiter: `workloads` (TOML) after a [migration] with no headroom and budgets
+// that never limit; fast node 0 with `fastFree` of 64 GiB free, slow node 1 roomy; workload 0
+// holds `regions`.
+ArbiterDecision planOnce(const std::string& workloads, uint64_t fastFree,
+                         std::vector<RegionView> regions, uint64_t nowNs = kSec) {
+  TickContext ctx;
+  ctx.nowNs = nowNs;
+  ctx.config = makeConfig(
+      "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
+      "max_demote_mib_per_s = 65536\n" +
+      workloads);
+  ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, fastFree),
+               node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
+  ctx.workloads = {WorkloadView{0, std::move(regions)}};
+  Arbiter arbiter;
+  return arbiter.plan(ctx);
+}
+
 std::string render(const ArbiterDecision& d) {
   std::ostringstream out;
   for (size_t i = 0; i < d.plan.moves.size(); ++i) {
@@ -229,21 +247,13 @@ TEST_CASE("hot_ratio promotes only regions well above the workload's mean heat")
   // the 90 cold ones still read as 2.6 (each cold 2 MiB page is touched every few ms). All are
   // above hot_threshold; the fast node has room for every one of them.
   auto plan = [](const std::string& ratio) {
-    auto cfg = makeConfig(
-        "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
-        "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\ncold_threshold = 0.5\n" +
-        ratio);
-    TickContext ctx;
-    ctx.nowNs = kSec;
-    ctx.config = cfg;
-    ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 32 * kGiB),
-                 node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
-    WorkloadView w{0, {}};
+    std::vector<RegionView> regions;
     for (uint64_t i = 0; i < 100; ++i)
-      w.regions.push_back(region(7, i, 1, i % 10 == 0 ? 20.0 : 2.6));
-    ctx.workloads = {w};
-    Arbiter arbiter;
-    return arbiter.plan(ctx);
+      regions.push_back(region(7, i, 1, i % 10 == 0 ? 20.0 : 2.6));
+    return planOnce(
+        "[[workload]]\nname = \"gups\"\npids = [7]\nhot_threshold = 1.0\ncold_threshold = 0.5\n" +
+            ratio,
+        32 * kGiB, regions);
   };
   ArbiterDecision off = plan("");
   CHECK(off.plan.moves.size() == 100);  // hot_ratio 0: free fast memory is filled by heat order
@@ -258,23 +268,15 @@ TEST_CASE("fill_headroom: warm regions below the cut fill free fast memory after
   // evenly warm (each iteration streams them once). The cut (1.2 x a mean the 4 dominate) keeps
   // only the 4; node 0 has room for 20 regions beyond them.
   auto plan = [](const std::string& fill) {
-    auto cfg = makeConfig(
-        "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
+    std::vector<RegionView> regions;
+    for (uint64_t i = 0; i < 64; ++i)  // mean ~ (4 * 6e4 + 60 * 5e3 + 60 * 30) / 64 ~ 8.5e3
+      regions.push_back(region(7, i, 1, i < 4 ? 60000.0 : 5000.0 + static_cast<double>(i)));
+    regions.push_back(region(7, 100, 1, 3.0));  // below hot_threshold: never a fill
+    return planOnce(
         "[[workload]]\nname = \"gapbs\"\npids = [7]\nhot_threshold = 4.0\n"
         "cold_threshold = 1.0\nhot_ratio = 1.2\n" +
-        fill);
-    TickContext ctx;
-    ctx.nowNs = kSec;
-    ctx.config = cfg;
-    ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 24 * k2M),
-                 node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
-    WorkloadView w{0, {}};
-    for (uint64_t i = 0; i < 64; ++i)  // mean ~ (4 * 6e4 + 60 * 5e3 + 60 * 30) / 64 ~ 8.5e3
-      w.regions.push_back(region(7, i, 1, i < 4 ? 60000.0 : 5000.0 + static_cast<double>(i)));
-    w.regions.push_back(region(7, 100, 1, 3.0));  // below hot_threshold: never a fill
-    ctx.workloads = {w};
-    Arbiter arbiter;
-    return arbiter.plan(ctx);
+            fill,
+        24 * k2M, regions);
   };
   ArbiterDecision off = plan("");
   REQUIRE(off.plan.moves.size() == 4);
@@ -305,24 +307,16 @@ TEST_CASE("fill_headroom: warm regions below the cut fill free fast memory after
 TEST_CASE("fill_headroom: a fill never demotes to make room, a hot region exchanges a fill out") {
   // Node 0 is full: 4 regions that an earlier fill placed (heat 100). On node 1, a warm region
   // (90, below the cut) and, in the second plan, a hot one (1000).
-  auto cfg = makeConfig(
-      "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
-      "max_demote_mib_per_s = 65536\n[[workload]]\nname = \"gapbs\"\npids = [7]\n"
-      "hot_threshold = 4.0\ncold_threshold = 1.0\nhot_ratio = 1.2\nfill_headroom = \"0%\"\n");
-  auto plan = [&](bool withHot) {
-    TickContext ctx;
-    ctx.nowNs = 100 * kSec;
-    ctx.config = cfg;
-    ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, 0),
-                 node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
-    WorkloadView w{0, {}};
+  auto plan = [](bool withHot) {
+    std::vector<RegionView> regions;
     for (uint64_t i = 0; i < 4; ++i)
-      w.regions.push_back(region(7, i, 0, 100.0));
-    w.regions.push_back(region(7, 10, 1, 90.0));
-    if (withHot) w.regions.push_back(region(7, 11, 1, 1000.0));
-    ctx.workloads = {w};
-    Arbiter arbiter;
-    return arbiter.plan(ctx);
+      regions.push_back(region(7, i, 0, 100.0));
+    regions.push_back(region(7, 10, 1, 90.0));
+    if (withHot) regions.push_back(region(7, 11, 1, 1000.0));
+    return planOnce(
+        "[[workload]]\nname = \"gapbs\"\npids = [7]\nhot_threshold = 4.0\ncold_threshold = 1.0\n"
+        "hot_ratio = 1.2\nfill_headroom = \"0%\"\n",
+        0, regions, 100 * kSec);
   };
   ArbiterDecision warm = plan(false);
   INFO(render(warm));
