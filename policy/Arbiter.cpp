@@ -107,6 +107,7 @@ class Planner {
   void propose();
   bool isThp(const RegionView& r) const;
   uint64_t homeDistance(const TaskNodes* t, NodeId node) const;
+  int64_t nodeShare(uint64_t tierBytes, const NodeFacts& n) const;
   Pick pickTarget(const RegionView& r, TierKind tier, uint64_t fillHeadroom = 0) const;
   int64_t roomLeft(const Room& room, const RegionView& r, uint64_t fillHeadroom = 0) const;
   void countSkip(NoTarget why);
@@ -139,6 +140,11 @@ class Planner {
   uint64_t fastTotal_ = 0;  // bytes of all fast nodes (fastTierTotal)
 };
 
+// Fast node `n`'s share, by capacity, of `tierBytes` kept over the whole fast tier.
+int64_t Planner::nodeShare(uint64_t tierBytes, const NodeFacts& n) const {
+  return static_cast<int64_t>(static_cast<long double>(tierBytes) * n.totalBytes / fastTotal_);
+}
+
 // Node rooms and the fast tier's headroom, shared by node capacity.
 void Planner::countRooms() {
   const uint64_t fastTotal = fastTotal_ = fastTierTotal(ctx_);
@@ -152,8 +158,7 @@ void Planner::countRooms() {
       r.freeHuge[size] = static_cast<int64_t>(count);
     if (n.freePmdBlockBytes) r.freePmdBlocks = static_cast<int64_t>(*n.freePmdBlockBytes);
     if (n.tier == TierKind::Fast && fastTotal > 0) {
-      r.reserve =
-          static_cast<int64_t>(static_cast<long double>(headroom) * n.totalBytes / fastTotal);
+      r.reserve = nodeShare(headroom, n);
       fastFree += static_cast<int64_t>(n.freeBytes);
     }
     s_.rooms[n.id] = r;
@@ -204,8 +209,7 @@ int64_t Planner::roomLeft(const Room& room, const RegionView& r, uint64_t fillHe
   }
   int64_t reserve = room.reserve;
   if (fillHeadroom > 0 && fastTotal_ > 0)
-    reserve = std::max(reserve, static_cast<int64_t>(static_cast<long double>(fillHeadroom) *
-                                                     room.facts->totalBytes / fastTotal_));
+    reserve = std::max(reserve, nodeShare(fillHeadroom, *room.facts));
   int64_t left = room.freeBytes - static_cast<int64_t>(r.length) - reserve;
   if (isThp(r) && room.freePmdBlocks)
     left = std::min(left, *room.freePmdBlocks - static_cast<int64_t>(r.length));

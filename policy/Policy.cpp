@@ -53,8 +53,9 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
   WorkloadProposal out;
   out.workload = w.id;
   const WorkloadPolicy& pol = ctx.config->workloads.at(w.id).policy;
-  out.quotaBytes = pol.fastQuota.resolve(fastTierTotal(ctx));
-  out.fillHeadroomBytes = pol.fillHeadroom.resolve(fastTierTotal(ctx));
+  const uint64_t fastTotal = fastTierTotal(ctx);
+  out.quotaBytes = pol.fastQuota.resolve(fastTotal);
+  out.fillHeadroomBytes = pol.fillHeadroom.resolve(fastTotal);
   auto tierOf = [&](NodeId id) -> const NodeFacts* {
     for (const NodeFacts& n : ctx.nodes)
       if (n.id == id) return &n;
