@@ -11,7 +11,9 @@
 # Exit protocol: the scenario's code rc (clamped to 1..127 when non-zero) is written as one byte v
 # to I/O port 0xf4; QEMU then exits with status (v << 1) | 1, which run.sh maps back: 1 -> pass,
 # 2v+1 -> scenario failed with v. Anything else (0 from a poweroff/panic reboot) is a rig failure.
-# The line "RIG: /init reached" tells run.sh the kernel booted (early TCG panics are retried once).
+# The line "RIG: /init reached" and the file init-reached in the out share tell run.sh the kernel
+# booted (early TCG panics are retried once). The file is the firm sign: a console line can be cut
+# by a kernel message printed in its middle.
 
 PATH=/bin:/usr/bin:/usr/sbin:/sbin
 export PATH
@@ -83,6 +85,7 @@ share usr /usr ro,cache=loose
 share src /mnt/src ro
 share build /mnt/build ro
 share out /mnt/out rw
+echo "RIG: /init reached" >/mnt/out/init-reached
 
 scenario=""
 topology=""
