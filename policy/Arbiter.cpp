@@ -316,22 +316,24 @@ bool Planner::tryDemote(const Candidate& c, MoveReason why) {
   return true;
 }
 
-// Demotes the coldest regions at or below their cold_threshold, across workloads, until the
-// shortfall is covered.
+// Demotes, until the shortfall is covered: the coldest regions at or below their cold_threshold,
+// across workloads; then the coolest warm regions (below the cut) of workloads that fill.
 void Planner::demoteForPressure() {
   if (s_.shortfall <= 0) return;
-  std::vector<const Candidate*> pressure;
-  for (const WorkloadProposal& p : props_)
-    for (const Candidate& c : p.demotable)
-      if (c.region.heat <= cfg_.workloads.at(c.workload).policy.coldThreshold)
+  for (std::vector<Candidate> WorkloadProposal::*list :
+       {&WorkloadProposal::cold, &WorkloadProposal::warm}) {
+    std::vector<const Candidate*> pressure;
+    for (const WorkloadProposal& p : props_)
+      for (const Candidate& c : p.*list)
         pressure.push_back(&c);
-  std::sort(pressure.begin(), pressure.end(), [](const Candidate* a, const Candidate* b) {
-    return std::make_tuple(a->region.heat, a->workload, a->region.pid, a->region.start) <
-           std::make_tuple(b->region.heat, b->workload, b->region.pid, b->region.start);
-  });
-  for (const Candidate* c : pressure) {
-    if (s_.shortfall <= 0) break;
-    tryDemote(*c, MoveReason::Pressure);
+    std::sort(pressure.begin(), pressure.end(), [](const Candidate* a, const Candidate* b) {
+      return std::make_tuple(a->region.heat, a->workload, a->region.pid, a->region.start) <
+             std::make_tuple(b->region.heat, b->workload, b->region.pid, b->region.start);
+    });
+    for (const Candidate* c : pressure) {
+      if (s_.shortfall <= 0) return;
+      tryDemote(*c, MoveReason::Pressure);
+    }
   }
 }
 

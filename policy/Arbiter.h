@@ -5,8 +5,10 @@
 /// Why: each workload's policy only sees itself; the fast tier, the nodes' free memory and the
 /// copy bandwidth are shared. The arbiter ranks across workloads and enforces, in this order:
 ///  1. demotions first: over-quota demotions, then (when fast-tier free memory is under the
-///     headroom) the coldest regions at or below their cold_threshold until the shortfall is
-///     covered. Demotions execute before promotions, so their freed bytes count as room;
+///     headroom) the coldest regions at or below their cold_threshold, then the coolest regions
+///     below the promotion cut of workloads with a fill_headroom (what fills placed), until the
+///     shortfall is covered. Demotions execute before promotions, so their freed bytes count as
+///     room;
 ///  2. promotions, hottest first across all workloads, each only if its workload stays within
 ///     fast_quota and a fast node keeps its share of the headroom afterwards; when room or quota
 ///     is missing, a promotion may be paired with demotions of the same workload's fast-tier

@@ -209,13 +209,16 @@ std::vector<KeySpec> workloadKeys() {
        "hot_ratio set, after every region above the cut, the regions below it but at or above "
        "hot_threshold are promoted, warmest first, while the fast tier's free memory stays above "
        "this and above fast_headroom and the workload is under fast_quota. A fill never demotes "
-       "anything to make room (no exchange); a hotter region may later exchange it out. Leave "
+       "anything to make room (no exchange); a hotter region may later exchange it out, and when "
+       "free memory falls under fast_headroom the fast-tier regions below the cut are demoted, "
+       "coolest first, after the cold ones. Leave "
        "room for what the workload allocates anew (on the fast node while it has room): a full "
        "node sends those allocations to the slow tier and wakes the kernel's reclaim. For "
        "workloads whose misses spread evenly over memory that stays put (a graph streamed every "
        "iteration). \"100%\" (the default): no fill."},
       {"workload", "cold_threshold", ValueType::Number, "0.5", 0, 1e9, "", true, false, "samples",
-       "Most heat for a fast-tier region to be demoted when free memory is short. Must be below "
+       "Most heat for a fast-tier region to be demoted when free memory is short (with "
+       "fill_headroom set, the regions below the promotion cut go next). Must be below "
        "hot_threshold. Over quota, the coldest regions go regardless."},
       {"workload", "heat_half_life", ValueType::Duration, "\"10s\"", 100 * kMs, 86400 * kS, "",
        true, false, "", "Heat halves after this long without samples."},

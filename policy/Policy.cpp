@@ -104,6 +104,10 @@ WorkloadProposal proposeForWorkload(const TickContext& ctx, const WorkloadView& 
       out.demoteQuota.push_back(c);
     } else {
       out.demotable.push_back(c);
+      if (c.region.heat <= pol.coldThreshold)
+        out.cold.push_back(c);
+      else if (pol.fills() && c.region.heat < cut.of(c.region.pid))
+        out.warm.push_back(c);
     }
   }
   return out;

@@ -14,7 +14,9 @@
 /// - Demote for quota: when the workload holds more fast-tier bytes than fast_quota, its coldest
 ///   fast-tier regions, just enough to get back under it (whatever their heat).
 /// - Demotable: the other fast-tier regions, coldest first; under free-memory pressure those
-///   with heat <= cold_threshold go, and any of them may be exchanged for a hotter region.
+///   with heat <= cold_threshold go, then, for a workload with a fill_headroom, those below the
+///   promotion cut (what fills placed: warm regions yield to the workload's own allocations
+///   before the kernel reclaims); any of them may be exchanged for a hotter region.
 /// - A region that moved (or backed off) less than `cooldown` ago, a held region (ping-pong guard,
 ///   permanent refusal) and a region whose node is unknown are never proposed.
 
@@ -52,11 +54,19 @@ struct WorkloadProposal {
   std::vector<Candidate> fill;         ///< fill_headroom: below the cut, warmest first
   std::vector<Candidate> demoteQuota;  ///< coldest first; exactly enough to meet the quota
   std::vector<Candidate> demotable;    ///< remaining eligible fast-tier regions, coldest first
-  uint64_t fastBytes = 0;              ///< bytes of the workload's tracked regions on the fast tier
-  uint64_t quotaBytes = 0;             ///< fast_quota resolved against the fast tier's total bytes
-  uint64_t fillHeadroomBytes = 0;      ///< fill_headroom resolved against the fast tier's total
-  uint64_t coolingDown = 0;            ///< regions skipped: moved within their cooldown
-  uint64_t held = 0;                   ///< regions skipped: held
+  /// Of `demotable`, the regions free-memory pressure may demote first: heat <= cold_threshold,
+  /// coldest first.
+  std::vector<Candidate> cold;
+  /// Of `demotable`, for a workload with a fill_headroom only: the regions above cold_threshold
+  /// but below the promotion cut (PromotionCut), coldest first. Pressure demotes them after every
+  /// workload's cold regions. Without a fill_headroom a region below the cut stays: only fills
+  /// put warm regions on the fast tier on purpose.
+  std::vector<Candidate> warm;
+  uint64_t fastBytes = 0;          ///< bytes of the workload's tracked regions on the fast tier
+  uint64_t quotaBytes = 0;         ///< fast_quota resolved against the fast tier's total bytes
+  uint64_t fillHeadroomBytes = 0;  ///< fill_headroom resolved against the fast tier's total
+  uint64_t coolingDown = 0;        ///< regions skipped: moved within their cooldown
+  uint64_t held = 0;               ///< regions skipped: held
 };
 
 /// Bytes of all fast-tier nodes in `ctx` (MemTotal sum).

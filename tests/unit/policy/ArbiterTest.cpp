@@ -67,17 +67,18 @@ TickContext roomyTwoTiers(std::shared_ptr<const CompiledConfig> cfg) {
   return ctx;
 }
 
-// One plan of a fresh Arbiter: `workloads` (TOML) after a [migration] with no headroom and budgets
-// that never limit; fast node 0 with `fastFree` of 64 GiB free, slow node 1 roomy; workload 0
-// holds `regions`.
+// One plan of a fresh Arbiter: `workloads` (TOML) after a [migration] with `fastHeadroom` (a TOML
+// value; none by default) and budgets that never limit; fast node 0 with `fastFree` of 64 GiB
+// free, slow node 1 roomy; workload 0 holds `regions`.
 ArbiterDecision planOnce(const std::string& workloads, uint64_t fastFree,
-                         std::vector<RegionView> regions, uint64_t nowNs = kSec) {
+                         std::vector<RegionView> regions, uint64_t nowNs = kSec,
+                         const std::string& fastHeadroom = "\"0%\"") {
   TickContext ctx;
   ctx.nowNs = nowNs;
-  ctx.config = makeConfig(
-      "[migration]\nfast_headroom = \"0%\"\nmax_promote_mib_per_s = 65536\n"
-      "max_demote_mib_per_s = 65536\n" +
-      workloads);
+  ctx.config = makeConfig("[migration]\nfast_headroom = " + fastHeadroom +
+                          "\nmax_promote_mib_per_s = 65536\n"
+                          "max_demote_mib_per_s = 65536\n" +
+                          workloads);
   ctx.nodes = {node(0, TierKind::Fast, 64 * kGiB, fastFree),
                node(1, TierKind::Slow, 64 * kGiB, 32 * kGiB)};
   ctx.workloads = {WorkloadView{0, std::move(regions)}};
@@ -329,6 +330,45 @@ TEST_CASE("fill_headroom: a fill never demotes to make room, a hot region exchan
   CHECK(hot.plan.moves[0].start == kBase);
   CHECK(hot.reasons[1] == MoveReason::Hot);
   CHECK(hot.plan.moves[1].start == kBase + 11 * k2M);
+}
+
+TEST_CASE("fill_headroom: under pressure the regions below the cut go after the cold ones") {
+  // Node 0 holds 2 cold regions (0.5), 4 warm ones an earlier fill placed (10..40) and 4 hot ones
+  // (1000); mean 410.1, cut 1.2 x that = 492.1. Free memory is `shortBy` regions under the 1 GiB
+  // fast_headroom.
+  auto plan = [](const std::string& fill, uint64_t shortBy) {
+    std::vector<RegionView> regions;
+    for (uint64_t i = 0; i < 2; ++i)
+      regions.push_back(region(7, i, 0, 0.5));
+    for (uint64_t i = 2; i < 6; ++i)
+      regions.push_back(region(7, i, 0, 10.0 * static_cast<double>(6 - i)));  // 40, 30, 20, 10
+    for (uint64_t i = 6; i < 10; ++i)
+      regions.push_back(region(7, i, 0, 1000.0));
+    return planOnce(
+        "[[workload]]\nname = \"gapbs\"\npids = [7]\nhot_threshold = 4.0\ncold_threshold = 1.0\n"
+        "hot_ratio = 1.2\n" +
+            fill,
+        kGiB - shortBy * k2M, regions, 100 * kSec, "\"1GiB\"");
+  };
+  auto demoted = [](const ArbiterDecision& d) {
+    std::vector<uint64_t> out;
+    for (size_t i = 0; i < d.plan.moves.size(); ++i) {
+      CHECK(d.reasons[i] == MoveReason::Pressure);
+      CHECK(d.plan.moves[i].direction == Direction::Demote);
+      out.push_back((d.plan.moves[i].start - kBase) / k2M);
+    }
+    return out;
+  };
+  ArbiterDecision noFill = plan("", 3);
+  INFO(render(noFill));
+  CHECK(demoted(noFill) == std::vector<uint64_t>{0, 1});  // only the cold: warm ones stay
+  ArbiterDecision fill = plan("fill_headroom = \"20%\"\n", 3);
+  INFO(render(fill));
+  CHECK(demoted(fill) == std::vector<uint64_t>{0, 1, 5});  // then the coolest warm one, enough
+  ArbiterDecision deep = plan("fill_headroom = \"20%\"\n", 9);
+  INFO(render(deep));
+  CHECK(demoted(deep) == std::vector<uint64_t>{0, 1, 5, 4, 3, 2});  // never a region above the cut
+  CHECK(deep.stats.fastShortBytes == 9 * k2M);
 }
 
 TEST_CASE("PromotionCut: hot_threshold, raised to hot_ratio x the mean heat on known nodes") {
