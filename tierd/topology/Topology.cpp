@@ -71,6 +71,21 @@ Status readHugePages(const sys::SysRoot& root, Node& node) {
   return Ok{};
 }
 
+// HugePagePool::free of the pools readHugePages found on `node` (free_hugepages only: the pool
+// sizes and nr_hugepages change only when an operator resizes a pool, seen by the next full
+// read). Errors: a pool's free_hugepages unreadable, absent or malformed.
+Status readFreeHugePages(const sys::SysRoot& root, Node& node) {
+  for (HugePagePool& pool : node.hugePages) {
+    const std::string file = nodePath(node.id) + "/hugepages/hugepages-" +
+                             std::to_string(pool.pageSize / kKiB) + "kB/free_hugepages";
+    auto fr = readOptU64(root, file);
+    if (!fr) return fr.error();
+    if (!fr.value()) return Error::env("missing free_hugepages", root.path(file));
+    pool.free = *fr.value();
+  }
+  return Ok{};
+}
+
 Status readHmat(const sys::SysRoot& root, Node& node) {
   const std::string dir = nodePath(node.id) + "/access0/initiators";
   if (!root.exists(dir)) return Ok{};
@@ -264,10 +279,20 @@ std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
   return m;
 }
 
-// The capabilities an operator or the kernel may change at run time (sysctls, THP mode, the
-// offload folder, DAMON's kdamonds); readCapabilities reads the rest once.
-void readRuntimeCapabilities(const sys::SysRoot& root, Capabilities& c,
-                             std::vector<std::string>& warnings) {
+// The run-time capabilities a tick acts on, read by every refreshTopology: numa_balancing (the
+// kernel's own tiering holds tierd's moves) and the migrate_offload folder (the migrator's call
+// size).
+void readTickCapabilities(const sys::SysRoot& root, Capabilities& c,
+                          std::vector<std::string>& warnings) {
+  c.numaBalancing = readOptInt<int>(root, "/proc/sys/kernel/numa_balancing");
+  c.migrateOffload = readMigrateOffload(root, warnings);
+}
+
+// The run-time capabilities only reported (tierctl topology, the capability metrics): THP mode,
+// demotion_enabled, perf_event_paranoid, DAMON's kdamonds. Read with the full read only (every
+// kFullReadEvery ticks in the daemon): under TCG each file read costs ~1 ms of the tick.
+void readReportedRuntimeCapabilities(const sys::SysRoot& root, Capabilities& c,
+                                     std::vector<std::string>& warnings) {
   c.thpMode.clear();
   if (auto t = root.read("/sys/kernel/mm/transparent_hugepage/enabled")) {
     auto mode = sys::parseBracketChoice(t.value(),
@@ -277,14 +302,12 @@ void readRuntimeCapabilities(const sys::SysRoot& root, Capabilities& c,
     else
       warnings.push_back(mode.error().describe());
   }
-  c.numaBalancing = readOptInt<int>(root, "/proc/sys/kernel/numa_balancing");
   c.demotionEnabled.reset();
   if (auto d = root.readAttr("/sys/kernel/mm/numa/demotion_enabled")) {
     if (d.value() == "true" || d.value() == "1") c.demotionEnabled = true;
     if (d.value() == "false" || d.value() == "0") c.demotionEnabled = false;
   }
   c.perfEventParanoid = readOptInt<int>(root, "/proc/sys/kernel/perf_event_paranoid");
-  c.migrateOffload = readMigrateOffload(root, warnings);
   c.damonKdamonds = 0;
   c.damonKdamondsRunning = 0;
   c.damonOperations.clear();
@@ -313,7 +336,7 @@ Capabilities readCapabilities(const sys::SysRoot& root, std::vector<std::string>
   c.basePageSize = basePageSizeOf(root);
   if (auto pmus = root.list("/sys/bus/event_source/devices")) c.perfPmus = pmus.value();
   c.damonSysfs = root.exists(kDamonDir);
-  readRuntimeCapabilities(root, c, warnings);
+  readReportedRuntimeCapabilities(root, c, warnings);
   return c;
 }
 
@@ -408,22 +431,23 @@ Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& over
         if (n.id == id) n.memoryTier = tier;
 
   topo.caps = readCapabilities(root, topo.warnings);
+  topo.keptWarnings = topo.warnings;
+  readTickCapabilities(root, topo.caps, topo.warnings);
   readFreePmdBlocks(root, topo);
   if (Status s = classify(topo, override); !s) return s.error();
   return topo;
 }
 
 Status refreshTopology(const sys::SysRoot& root, Topology& topo, const TierOverride& override) {
-  topo.warnings.clear();
+  topo.warnings = topo.keptWarnings;
   for (Node& node : topo.nodes) {
     if (Status s = readNodeMeminfo(root, node); !s) return s.error();
-    node.hugePages.clear();
-    if (Status s = readHugePages(root, node); !s) return s.error();
+    if (Status s = readFreeHugePages(root, node); !s) return s.error();
     node.freePmdBlockBytes.reset();
     node.tier = Tier::None;
     node.reason.clear();
   }
-  readRuntimeCapabilities(root, topo.caps, topo.warnings);
+  readTickCapabilities(root, topo.caps, topo.warnings);
   readFreePmdBlocks(root, topo);
   return classify(topo, override);
 }

@@ -154,6 +154,9 @@ struct Topology {
   std::string method;  ///< which classification rule applied ("config", "memory-tiers", "hmat",
                        ///< "cpu-less", "single-tier")
   std::vector<std::string> warnings;  ///< things an operator should know (odd layouts)
+  /// The warnings of what refreshTopology keeps from the full read (memory tiers, the reported
+  /// run-time capabilities), each refresh's warnings start from them. Not in the JSON.
+  std::vector<std::string> keptWarnings;
 
   /// The node with this id, or nullptr.
   const Node* node(int id) const;
@@ -174,13 +177,15 @@ struct TierOverride {
 Result<Topology> readTopology(const sys::SysRoot& root, const TierOverride& override = {});
 
 /// Re-reads into `topo`, a readTopology() result under the same `root` whose node lists
-/// (possible, online, has_cpu, has_memory) have not changed since, what changes while the nodes
-/// stay: each node's meminfo (MemTotal, MemFree), huge page pools and free PMD blocks
-/// (/proc/buddyinfo), the run-time capabilities (THP mode, numa_balancing, demotion_enabled,
-/// perf_event_paranoid, the migrate_offload folder, DAMON's kdamonds), then classifies again
+/// (online, has_cpu, has_memory) have not changed since, what a tick acts on while the nodes
+/// stay: each node's meminfo (MemTotal, MemFree), its huge page pools' free_hugepages, free PMD
+/// blocks (/proc/buddyinfo), numa_balancing and the migrate_offload folder; then classifies again
 /// with `override` (warnings regenerated). Kept from the full read: CPUs, distances, HMAT,
-/// memory tiers, the kernel release, page sizes and PMUs. Errors as readTopology's for the files
-/// it reads and for a bad override; `topo` is then partly updated and must be read in full.
+/// memory tiers, the kernel release, page sizes, PMUs, the huge page pools' sizes and
+/// nr_hugepages, and the run-time capabilities only reported (THP mode, demotion_enabled,
+/// perf_event_paranoid, DAMON's kdamonds). Under TCG each file read costs ~1 ms of the tick; a
+/// full read every tick cost ~50 ms. Errors as readTopology's for the files it reads and for a
+/// bad override; `topo` is then partly updated and must be read in full.
 Status refreshTopology(const sys::SysRoot& root, Topology& topo, const TierOverride& override = {});
 
 /// Assigns Node::tier and Node::reason and Topology::method from the facts already in `topo`.

@@ -8,7 +8,7 @@ SysRootTopologyProvider::SysRootTopologyProvider(sys::SysRoot root) : root_(std:
 
 std::string SysRootTopologyProvider::nodeLists() const {
   std::string out;
-  for (const char* f : {"possible", "online", "has_cpu", "has_memory"})
+  for (const char* f : {"online", "has_cpu", "has_memory"})
     out += root_.read(std::string("/sys/devices/system/node/") + f).valueOr("") + "\n";
   return out;
 }

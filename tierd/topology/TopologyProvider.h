@@ -30,11 +30,12 @@ class TopologyProvider {
 
 /// The topology under a SysRoot (the live machine or a fixture tree), read in full by
 /// readTopology() on the first call, every kFullReadEvery-th call, after an error, when the
-/// override changes and when the node lists (/sys/devices/system/node/possible, online, has_cpu,
-/// has_memory: node or memory hotplug) differ from the last full read's; the calls between
-/// refresh that read with refreshTopology() (free memory, huge pages, run-time capabilities),
-/// keeping what only changes with hotplug (CPUs, distances, HMAT, memory tiers). In the rig a
-/// full read per tick cost ~50 ms of emulated CPU.
+/// override changes and when the node lists (/sys/devices/system/node/online, has_cpu,
+/// has_memory: node, CPU or memory hotplug; `possible` is fixed at boot) differ from the last
+/// full read's; the calls between refresh that read with refreshTopology() (free memory, free
+/// huge pages, numa_balancing, migrate_offload), keeping what only changes with hotplug (CPUs,
+/// distances, HMAT, memory tiers) or is only reported (THP mode, DAMON's kdamonds, ...). In the
+/// rig a full read per tick cost ~50 ms of emulated CPU.
 class SysRootTopologyProvider final : public TopologyProvider {
  public:
   /// Reads under `root`.
@@ -49,7 +50,7 @@ class SysRootTopologyProvider final : public TopologyProvider {
   uint64_t fullReads() const { return fullReads_; }
 
  private:
-  /// The four node list files' text, concatenated ("" for an absent one).
+  /// The three node list files' text that hotplug changes, concatenated ("" for an absent one).
   std::string nodeLists() const;
 
   sys::SysRoot root_;

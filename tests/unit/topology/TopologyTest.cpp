@@ -411,7 +411,7 @@ TEST_CASE("migrate_offload (kernel-patches/ patch 3) is read from its sysfs fold
 }
 
 TEST_CASE(
-    "SysRootTopologyProvider: free memory and run-time capabilities every call, the rest every "
+    "SysRootTopologyProvider: free memory and what a tick acts on every call, the rest every "
     "10th call or when the node lists change") {
   FixtureCopy f("qemu-2node");
   SysRootTopologyProvider p(sys::SysRoot(f.dir.string()));
@@ -423,13 +423,22 @@ TEST_CASE(
   // What changes while the nodes stay is read on every call.
   f.put(n1 + "meminfo", "Node 1 MemTotal: 4127764 kB\nNode 1 MemFree: 1000 kB\n");
   f.put("/proc/sys/kernel/numa_balancing", "2\n");
-  // What changes only with hotplug is kept between full reads (a distance row edited by hand).
+  const std::string pool2m = n1 + "hugepages/hugepages-2048kB/";
+  f.put(pool2m + "free_hugepages", "3\n");
+  // What changes only with hotplug is kept between full reads (a distance row edited by hand),
+  // and so is what is only reported (the THP mode) and a pool's size.
   f.put(n1 + "distance", "20 12\n");
+  f.put("/sys/kernel/mm/transparent_hugepage/enabled", "always madvise [never]\n");
+  f.put(pool2m + "nr_hugepages", "7\n");
   auto second = p.read({});
   REQUIRE(second.ok());
   CHECK(p.fullReads() == 1);
   CHECK(second->node(1)->memFree == 1000 * kKiB);
   CHECK(second->caps.numaBalancing == 2);
+  REQUIRE(second->node(1)->hugePages.size() == 2);
+  CHECK(second->node(1)->hugePages[0].free == 3);
+  CHECK(second->node(1)->hugePages[0].total == first->node(1)->hugePages[0].total);
+  CHECK(second->caps.thpMode == first->caps.thpMode);
   CHECK(second->node(1)->distance.at(1) == 10);
   CHECK(second->node(1)->tier == Tier::Slow);
   CHECK(second->method == first->method);
@@ -440,21 +449,29 @@ TEST_CASE(
   REQUIRE(eleventh.ok());
   CHECK(p.fullReads() == 2);
   CHECK(eleventh->node(1)->distance.at(1) == 12);
+  CHECK(eleventh->caps.thpMode == "never");
+  CHECK(eleventh->node(1)->hugePages[0].total == 7);
+  // A pool whose free count can no longer be read: that call reads in full.
+  f.remove(pool2m + "free_hugepages");
+  CHECK_FALSE(p.read({}).ok());
+  f.put(pool2m + "free_hugepages", "3\n");
+  REQUIRE(p.read({}).ok());
+  CHECK(p.fullReads() == 3);
   // A node list that changes (hotplug) is read in full at once; so is a new override.
   f.put("/sys/devices/system/node/has_cpu", "0-1\n");
   REQUIRE(p.read({}).ok());
-  CHECK(p.fullReads() == 3);
+  CHECK(p.fullReads() == 4);
   TierOverride o;
   o.fastNodes = {0};
   o.slowNodes = {1};
   auto byConfig = p.read(o);
   REQUIRE(byConfig.ok());
-  CHECK(p.fullReads() == 4);
+  CHECK(p.fullReads() == 5);
   CHECK(byConfig->method == "config");
   // The same answers as a full read of the same files.
   auto refreshed = p.read(o);
   REQUIRE(refreshed.ok());
-  CHECK(p.fullReads() == 4);
+  CHECK(p.fullReads() == 5);
   auto full = readTopology(sys::SysRoot(f.dir.string()), o);
   REQUIRE(full.ok());
   CHECK(topologyToJson(refreshed.value()) == topologyToJson(full.value()));
