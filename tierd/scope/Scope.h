@@ -104,7 +104,8 @@ Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int 
                                                      uint64_t pageSize, const std::string& context);
 
 /// Resolves workload selectors to the processes in scope now (the engine's seam). One scope pass
-/// per tick: refreshMounts(), then resolve() of each configured workload. Called by one thread
+/// per tick: refreshMounts() (only when a workload has a cgroup selector), then resolve() of
+/// each configured workload. Called by one thread
 /// (the engine's); may block on file reads; not thread-safe.
 class ScopeProvider {
  public:
@@ -129,7 +130,8 @@ class SysRootScopeProvider final : public ScopeProvider {
   /// `selfPid` is excluded from every scope (tierd never moves its own memory).
   SysRootScopeProvider(sys::SysRoot root, pid_t selfPid);
 
-  /// Reads the cgroup mounts (once per call; cheap). Errors: mountinfo unreadable or malformed.
+  /// Reads the cgroup mounts (/proc/self/mountinfo, once per call). Errors: mountinfo unreadable
+  /// or malformed.
   Status refreshMounts() override;
 
   /// See ScopeProvider::resolve. Reads the files of the file comment for the selector's kind.

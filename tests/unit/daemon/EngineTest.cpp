@@ -851,6 +851,25 @@ TEST_CASE("workload memory: the cgroup's memory.numa_stat, else the processes' n
   CHECK(pod.memory.at(1).file == 4096);
 }
 
+TEST_CASE("the cgroup mounts are read only when a workload has a cgroup selector") {
+  auto mountProblems = [](const TickReport& r) {
+    return std::count_if(r.problems.begin(), r.problems.end(),
+                         [](const std::string& p) { return p.rfind("cgroup mounts: ", 0) == 0; });
+  };
+  // A mountinfo that cannot be parsed: reading it is a problem of the tick.
+  const std::string broken = "not a mountinfo line\n";
+  Rig byCommand;  // gups by command only
+  byCommand.put("/proc/self/mountinfo", broken);
+  TickReport c = byCommand.tick(1);
+  CHECK(mountProblems(c) == 0);
+  CHECK(c.workloads.at(0).pids == 1);
+  Rig withPod("[[workload]]\nname = \"pod\"\ncgroup = \"/pod.slice\"\n");
+  withPod.put("/proc/self/mountinfo", broken);
+  TickReport p = withPod.tick(1);
+  CHECK(mountProblems(p) == 1);
+  CHECK(p.workloads.at(0).pids == 1);  // gups resolved all the same
+}
+
 TEST_CASE("regionNodes: each region goes to the node with most of its present bytes") {
   const uint64_t a = kBase, b = kBase + 8 * kMiB, h = kBase + 2 * kGiB;
   const std::vector<policy::Mapping> mappings = {
