@@ -155,10 +155,15 @@ std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::M
   return out;
 }
 
-std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing) {
+std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing,
+                                bool damos) {
   if (numaBalancing && (*numaBalancing & 2))
     return "kernel.numa_balancing=" + std::to_string(*numaBalancing) +
            " (NUMA_BALANCING_MEMORY_TIERING)";
+  return damos ? damosTieringActive(root) : "";
+}
+
+std::string damosTieringActive(const sys::SysRoot& root) {
   const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
   auto nr = root.readAttr(kd + "/nr_kdamonds");
   auto n = nr ? sys::parseU64(nr.value(), kd) : Result<uint64_t>(nr.error());
@@ -693,7 +698,22 @@ void Engine::addWorkloads(policy::TickContext& ctx,
 }
 
 void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& report) {
-  report.kernelTiering = kernelTieringActive(root_, topo.caps.numaBalancing);
+  // numa_balancing every tick (the topology read it). The kdamonds' schemes (three reads per
+  // kdamond, tierd's own included) when nr_kdamonds changed, every tick while a DAMOS tiering
+  // scheme was seen, else every kDamosRescanTicks ticks: a kdamond created by someone else
+  // changes nr_kdamonds (and cannot be while tierd's run: writing it fails), so what waits for the
+  // rescan is only an existing kdamond given a migrate scheme or turned on again.
+  report.kernelTiering = kernelTieringActive(root_, topo.caps.numaBalancing, /*damos=*/false);
+  if (report.kernelTiering.empty()) {
+    std::string nr = root_.readAttr("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").valueOr("");
+    if (nr != damosKdamondsSeen_ || !damosTiering_.empty() ||
+        ++damosChecksSinceScan_ >= kDamosRescanTicks) {
+      damosTiering_ = damosTieringActive(root_);
+      damosKdamondsSeen_ = std::move(nr);
+      damosChecksSinceScan_ = 0;
+    }
+    report.kernelTiering = damosTiering_;
+  }
   report.kernelTieringHeld =
       !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
   if (report.kernelTiering != kernelTieringReported_) {

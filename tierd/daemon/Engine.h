@@ -85,10 +85,15 @@ using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t
 /// runs, e.g. "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)" or "kdamond 3 runs DAMOS
 /// migrate_hot". `numaBalancing` is /proc/sys/kernel/numa_balancing as the topology read it
 /// (topology::KernelCaps; bit 2, value 2 or 3: memory tiering;
-/// Documentation/admin-guide/sysctl/kernel.rst); the kdamonds are read under `root`:
-/// /sys/kernel/mm/damon/admin/kdamonds/N/{state,contexts/0/schemes/M/action} (tierd's own
-/// kdamonds only use `stat`).
-std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing);
+/// Documentation/admin-guide/sysctl/kernel.rst); with `damos`, then damosTieringActive(root).
+std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing,
+                                bool damos = true);
+
+/// A running kdamond with a DAMOS migrate_hot or migrate_cold scheme, read under `root`
+/// (/sys/kernel/mm/damon/admin/kdamonds/{nr_kdamonds,N/state,N/contexts/0/schemes/M/action}; at
+/// most 256 kdamonds and schemes each): "kdamond N runs DAMOS ACTION", else "". tierd's own
+/// kdamonds only use `stat`.
+std::string damosTieringActive(const sys::SysRoot& root);
 
 /// Resident memory of a workload on one NUMA node, bytes.
 struct NodeMemory {
@@ -298,6 +303,10 @@ class Engine {
   /// phase"): 64 MiB, 16 K base pages, ~80 ms of status queries under the rig's TCG (~5 us an
   /// address) against 1.3-2.3 s for a full read of a 700 MiB redis there. Beyond it, a full read.
   static constexpr uint64_t kRelocateMaxBytes = 64ull << 20;
+  /// Ticks between two scans of the kdamonds' DAMOS schemes for the kernel's tiering while
+  /// nr_kdamonds stays the same and none was seen (checkKernelTiering): 10, 10 s at the default
+  /// interval (each scan reads three files per kdamond, ~1 ms each under the rig's TCG).
+  static constexpr uint64_t kDamosRescanTicks = 10;
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
   void shutdown();
@@ -450,9 +459,12 @@ class Engine {
   policy::Arbiter arbiter_;
   std::map<pid_t, Proc> procs_;
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
+  /// Workloads whose "matches no process" was reported.
   std::set<std::string> emptyReported_;
-  std::string kernelTieringReported_;  ///< the kernel tiering last said, "" when none ran  ///<
-                                       ///< workloads whose "matches no process" was reported
+  std::string kernelTieringReported_;  ///< the kernel tiering last said, "" when none ran
+  std::string damosKdamondsSeen_;      ///< nr_kdamonds at the last damosTieringActive() scan
+  std::string damosTiering_;           ///< that scan's answer
+  uint64_t damosChecksSinceScan_ = 0;  ///< checkKernelTiering() calls since that scan
   /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
   std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;

@@ -817,6 +817,23 @@ TEST_CASE("the kernel's own tiering running beside tierd: detected, said once, n
   // Gone: said no more, moves go on.
   rig.put(kd + "/0/state", "off\n");
   CHECK(rig.tick(5).kernelTiering.empty());
+
+  // The same kdamond on again (nr_kdamonds unchanged): seen at the next scan of the schemes,
+  // kDamosRescanTicks checks after the last one, and from then on every tick.
+  rig.put(kd + "/0/state", "on\n");
+  for (uint64_t t = 6; t < 5 + Engine::kDamosRescanTicks; ++t)
+    CHECK(rig.tick(t).kernelTiering.empty());
+  CHECK(rig.tick(5 + Engine::kDamosRescanTicks).kernelTiering ==
+        "kdamond 0 runs DAMOS migrate_hot");
+  // A kdamond more (nr_kdamonds changed): scanned at once.
+  rig.put(kd + "/0/state", "off\n");
+  CHECK(rig.tick(6 + Engine::kDamosRescanTicks).kernelTiering.empty());
+  rig.put(kd + "/nr_kdamonds", "2\n");
+  rig.put(kd + "/1/state", "on\n");
+  rig.put(kd + "/1/contexts/0/schemes/nr_schemes", "1\n");
+  rig.put(kd + "/1/contexts/0/schemes/0/action", "migrate_cold\n");
+  CHECK(rig.tick(7 + Engine::kDamosRescanTicks).kernelTiering ==
+        "kdamond 1 runs DAMOS migrate_cold");
 }
 
 TEST_CASE("workload memory: the cgroup's memory.numa_stat, else the processes' numa_maps") {
