@@ -278,6 +278,7 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
   if (Status s = anyCgroup ? scopes_->refreshMounts() : Status(Ok{}); !s) {
     report.problems.push_back("cgroup mounts: " + s.error().describe());
   }
+  scopes_->beginPass();
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
     const policy::WorkloadConfig& w = config_->workloads[i];
     auto scope = scopes_->resolve(toScopeSelector(w));

@@ -259,9 +259,24 @@ bool SysRootScopeProvider::uidMatches(pid_t pid, uid_t uid) const {
   return false;
 }
 
+Result<std::vector<std::string>> SysRootScopeProvider::procEntries() {
+  if (pass_ && pass_->procEntries) return *pass_->procEntries;
+  auto entries = root_.list("/proc");
+  if (entries && pass_) pass_->procEntries = entries.value();
+  return entries;
+}
+
+std::string SysRootScopeProvider::commOf(pid_t pid) {
+  if (pass_)
+    if (auto it = pass_->comms.find(pid); it != pass_->comms.end()) return it->second;
+  std::string comm = root_.read("/proc/" + std::to_string(pid) + "/comm").valueOr("");
+  if (pass_) pass_->comms.emplace(pid, comm);
+  return comm;
+}
+
 std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& command) {
   std::vector<pid_t> out;
-  auto entries = root_.list("/proc");
+  auto entries = procEntries();
   if (!entries || command.empty()) return out;
   CommandScan& scan = commandScans_[command];
   const bool rescan = scan.passes++ % kCommandRescanPasses == 0;
@@ -275,7 +290,7 @@ std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& comman
       notMatching.insert(*known);  // a kernel thread (or zombie): not even its comm is read
       continue;
     }
-    const std::string comm = root_.read("/proc/" + e + "/comm").valueOr("");
+    const std::string comm = commOf(pid);
     if (!rescan && !comm.empty() && known != scan.notMatching.end() && known->second.comm == comm) {
       notMatching.insert(*known);
       continue;

@@ -116,6 +116,11 @@ class ScopeProvider {
   /// engine reports it and resolves every workload anyway.
   virtual Status refreshMounts() = 0;
 
+  /// Starts a scope pass for the resolve() calls that follow, until the next beginPass(): a
+  /// provider may then answer them from one read of what they share (the /proc listing, each
+  /// process's comm). Without it every resolve() reads afresh. Default: nothing.
+  virtual void beginPass() {}
+
   /// Resolves one selector. A missing cgroup is an Environment error (ENOENT) naming the paths
   /// tried; a workload with no live process is not an error (empty pids). A pid-list entry is
   /// pinned to the process that held the pid when it was first resolved: once that process is
@@ -136,6 +141,10 @@ class SysRootScopeProvider final : public ScopeProvider {
 
   /// See ScopeProvider::resolve. Reads the files of the file comment for the selector's kind.
   Result<WorkloadScope> resolve(const WorkloadSelector& selector) override;
+
+  /// See ScopeProvider::beginPass: the command selectors of one pass share one listing of /proc
+  /// and one read of each process's comm.
+  void beginPass() override { pass_.emplace(); }
 
   /// The cgroup mounts found by the last refreshMounts().
   const std::vector<CgroupMount>& mounts() const { return mounts_; }
@@ -179,6 +188,17 @@ class SysRootScopeProvider final : public ScopeProvider {
     std::string comm;
     bool noExe = false;
   };
+  /// What the command selectors of one pass (beginPass) share: the /proc listing and the comm
+  /// of each pid read so far ("" when unreadable).
+  struct PassReads {
+    std::optional<std::vector<std::string>> procEntries;
+    std::map<pid_t, std::string> comms;
+  };
+  std::optional<PassReads> pass_;
+  /// /proc's entries: the pass's listing, else a listing of its own. Errors: /proc unreadable.
+  Result<std::vector<std::string>> procEntries();
+  /// /proc/PID/comm ("" when unreadable): the pass's read, else a read of its own.
+  std::string commOf(pid_t pid);
   /// Per command selector: the processes found not to match, by pid, and the passes.
   struct CommandScan {
     std::map<pid_t, NotMatching> notMatching;

@@ -417,3 +417,34 @@ TEST_CASE(
   t.process(300, "sh", std::string("sh\0", 3), "/usr/bin/sh");
   CHECK(pass() == std::vector<pid_t>{100});
 }
+
+TEST_CASE("the command selectors of one scope pass share one /proc listing and comm read") {
+  Tree t;
+  GupsScan scan(t);
+  t.put("/usr/bin/bc", "ELF");
+  const WorkloadSelector bc{"bc", std::nullopt, {}, std::string("bc")};
+  auto pids = [&](const WorkloadSelector& sel) {
+    auto s = scan.provider.resolve(sel);
+    REQUIRE(s.ok());
+    return s->pids;
+  };
+  scan.provider.beginPass();
+  CHECK(pids(scan.selector) == std::vector<pid_t>{100});
+  // A bc starts between the two resolves of the pass: the pass's listing does not hold it yet.
+  t.process(200, "bc", std::string("bc\0", 3), "/usr/bin/bc");
+  CHECK(pids(bc).empty());
+  scan.provider.beginPass();  // the next tick
+  CHECK(pids(bc) == std::vector<pid_t>{200});
+  // 100 execs bc: the pass read 100's comm for the first selector, and the second uses it.
+  scan.provider.beginPass();
+  CHECK(pids(scan.selector) == std::vector<pid_t>{100});
+  t.process(100, "bc", std::string("bc\0", 3), "/usr/bin/bc");
+  CHECK(pids(bc) == std::vector<pid_t>{200});  // 100 was known not to match with comm tierd-gups
+  scan.provider.beginPass();
+  CHECK(pids(bc) == std::vector<pid_t>{100, 200});
+  // Without a pass every resolve reads afresh (tierctl, and a provider never told of a pass).
+  SysRootScopeProvider fresh(sys::SysRoot(t.dir.string()), 1);
+  CHECK(fresh.resolve(bc)->pids == std::vector<pid_t>{100, 200});
+  t.process(300, "bc", std::string("bc\0", 3), "/usr/bin/bc");
+  CHECK(fresh.resolve(bc)->pids == std::vector<pid_t>{100, 200, 300});
+}
