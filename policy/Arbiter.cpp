@@ -387,6 +387,8 @@ void Planner::tryPromote(const Candidate& c, bool mayExchange) {
   if (pick.node < 0) {
     if (overQuota(c))
       ++s_.stats.skippedQuota;
+    else if (c.reason == MoveReason::Fill && pick.why == NoTarget::NoRoom)
+      ++s_.stats.skippedFillNoRoom;
     else
       countSkip(pick.why);
     return;

@@ -50,7 +50,10 @@ struct ArbiterStats {
   uint64_t exchanges = 0;      ///< demotions planned to make room for a hotter region
   uint64_t skippedBudget = 0;  ///< candidates left for lack of byte budget
   uint64_t skippedNoRoom = 0;  ///< candidates left because no target node could take them
-  uint64_t skippedQuota = 0;   ///< promotions left because the workload is at its quota
+  /// Fill candidates (fill_headroom) left because the fast tier's room above fill_headroom and
+  /// fast_headroom ran out: expected, a fill takes only spare room. Not in skippedNoRoom.
+  uint64_t skippedFillNoRoom = 0;
+  uint64_t skippedQuota = 0;  ///< promotions left because the workload is at its quota
   /// Candidates left because every node of the target tier is outside the task's cpuset.mems
   /// (TaskNodes::allowed, /proc/PID/status Mems_allowed_list): not an error, never retried into
   /// a failing move_pages call.

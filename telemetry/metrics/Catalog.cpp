@@ -283,11 +283,12 @@ std::vector<MetricDef> arbiterMetrics() {
               "tick after tick is counted every tick.",
               {{"reason",
                 LabelDomain::Fixed,
-                {"budget", "no_room", "quota", "not_allowed", "not_closer"},
+                {"budget", "no_room", "quota", "not_allowed", "not_closer", "fill_no_room"},
                 "byte budget of the direction spent; no target node could take it; the workload "
                 "is at its fast-tier quota; every node of the target tier is outside the task's "
                 "cpuset.mems; no fast node with room is nearer the task's CPUs than the node the "
-                "region is on"}}),
+                "region is on; a fill (fill_headroom: a warm region below the cut) found no room "
+                "above fill_headroom, which is expected: fills take only spare room"}}),
   };
 }
 

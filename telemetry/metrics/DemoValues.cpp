@@ -43,7 +43,8 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   sink.add(kSamplerSourceRetries, {}, step % 7 == 0 ? 1 : 0);
   sink.set(kPlacementSettled, {}, step % 20 >= 10 ? 1 : 0);
   sink.add(kArbiterPingpongHolds, {}, step % 3 == 0 ? 1 : 0);
-  for (const char* reason : {"budget", "no_room", "quota", "not_allowed", "not_closer"})
+  for (const char* reason :
+       {"budget", "no_room", "quota", "not_allowed", "not_closer", "fill_no_room"})
     sink.add(kArbiterSkippedCandidates, {reason}, reason[0] == 'b' ? 4 : step % 2);
   sink.add(kMigrateThpSplitAfterMove, {}, step % 5 == 0 ? 1 : 0);
   sink.add(kMigrateIdentityCheckFailures, {}, 0);

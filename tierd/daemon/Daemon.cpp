@@ -120,6 +120,7 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
                                {a.skippedQuota, "quota"},
                                {a.skippedNotAllowed, "not-allowed"},
                                {a.skippedNotCloser, "not-closer"},
+                               {a.skippedFillNoRoom, "fill-no-room"},
                                {a.coolingDown, "cooling-down"},
                                {a.held, "held"}})
     if (n) left += std::string(left.empty() ? "" : " ") + why + "=" + std::to_string(n);

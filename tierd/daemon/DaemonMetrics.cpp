@@ -228,6 +228,7 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
   sink_.add(kArbiterSkippedCandidates, {"quota"}, static_cast<double>(a.skippedQuota));
   sink_.add(kArbiterSkippedCandidates, {"not_allowed"}, static_cast<double>(a.skippedNotAllowed));
   sink_.add(kArbiterSkippedCandidates, {"not_closer"}, static_cast<double>(a.skippedNotCloser));
+  sink_.add(kArbiterSkippedCandidates, {"fill_no_room"}, static_cast<double>(a.skippedFillNoRoom));
 
   if (!report.batch.ranges.empty()) {
     meter_.recordBatch(report.batch, workloadOf, sink_);

@@ -46,7 +46,8 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   CHECK(s.has("tierd_arbiter_pingpong_moves_total", {"promote"}));
   CHECK(s.has("tierd_daemon_errors_total", {"migrate", "ENOMEM"}));
   CHECK(s.has("tierd_arbiter_pingpong_holds_total", {}));
-  CHECK(s.seriesCount("tierd_arbiter_skipped_candidates_total") == 5);
+  CHECK(s.seriesCount("tierd_arbiter_skipped_candidates_total") == 6);
+  CHECK(s.has("tierd_arbiter_skipped_candidates_total", {"fill_no_room"}));
   CHECK(s.has("tierd_arbiter_skipped_candidates_total", {"not_closer"}));
   CHECK(s.has("tierd_migrate_thp_split_after_move_total", {}));
   CHECK(s.has("tierd_migrate_identity_check_failures_total", {}));

@@ -295,14 +295,15 @@ TEST_CASE("fill_headroom: warm regions below the cut fill free fast memory after
     CHECK(on.reasons[i] == MoveReason::Fill);
     CHECK((on.plan.moves[i].start - kBase) / k2M == 63 - (i - 4));
   }
-  CHECK(on.stats.skippedNoRoom == 40);  // the 40 fills left when node 0 is full
+  CHECK(on.stats.skippedFillNoRoom == 40);  // the 40 fills left when node 0 is full
+  CHECK(on.stats.skippedNoRoom == 0);       // no hot region was left
   // Fills keep 16 MiB free; the hot regions do not: 4 hot, then 12 fills (48 - 8 - 16 = 24 MiB).
   ArbiterDecision kept = plan("fill_headroom = \"16MiB\"\n");
   INFO(render(kept));
   REQUIRE(kept.plan.moves.size() == 16);
   CHECK(kept.reasons[3] == MoveReason::Hot);
   CHECK(kept.reasons[4] == MoveReason::Fill);
-  CHECK(kept.stats.skippedNoRoom == 48);
+  CHECK(kept.stats.skippedFillNoRoom == 48);
 }
 
 TEST_CASE("fill_headroom: a fill never demotes to make room, a hot region exchanges a fill out") {
@@ -322,7 +323,8 @@ TEST_CASE("fill_headroom: a fill never demotes to make room, a hot region exchan
   ArbiterDecision warm = plan(false);
   INFO(render(warm));
   CHECK(warm.plan.moves.empty());  // 90 is below the cut (1.2 x 98 = 117.6): fill only, no room
-  CHECK(warm.stats.skippedNoRoom == 1);
+  CHECK(warm.stats.skippedFillNoRoom == 1);
+  CHECK(warm.stats.skippedNoRoom == 0);
   ArbiterDecision hot = plan(true);
   INFO(render(hot));
   REQUIRE(hot.plan.moves.size() == 2);  // one fill exchanged out for the hot region, nothing else
