@@ -57,19 +57,24 @@ fi
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-# Keep the scheduler's tracepoint probes registered for the whole boot (a TCG workaround, not a
+# The scheduler's tracepoint probes stay registered for the whole boot (a TCG workaround, not a
 # tierd need). Enabling a trace event anywhere (tierd's damon_aggregated instance, with the
 # default record-cmd option) registers the sched_switch probe that records comms, and disabling
 # the last one unregisters it: each time, the kernel rewrites the jump-label site in __schedule
-# (text_poke with an int3). Under QEMU's multi-threaded TCG one such rewrite left a vCPU trapping
-# on the int3 after the rewrite had finished: "Oops: int3" at __schedule+0x30c (0f 1f 44 00 00, the
-# disabled site), kernel panic, in fleet-safety when its second tierd removed the first's
-# instances (2026-12-02). With one event enabled from boot the probe is never unregistered, so
-# __schedule is never rewritten during a scenario. A 4 KiB buffer per CPU: nothing reads it.
-if [ -d /sys/kernel/tracing/instances ] && mkdir /sys/kernel/tracing/instances/rig-pin 2>/dev/null; then
-  echo 4 >/sys/kernel/tracing/instances/rig-pin/buffer_size_kb
-  echo 1 >/sys/kernel/tracing/instances/rig-pin/events/sched/sched_process_exit/enable ||
-    echo "RIG: could not pin the sched tracepoints (rig-pin instance)"
+# (text_poke with an int3). Under QEMU's multi-threaded TCG such a rewrite can leave a vCPU
+# trapping on the int3 after the rewrite has finished: "Oops: int3" at __schedule+0x30c
+# (0f 1f 44 00 00, the disabled site), kernel panic. Seen in fleet-safety when its second tierd
+# removed the first's instances (2026-12-02), and, once /init itself enabled an event in an
+# instance of its own to keep the probe registered, at that very enable (CI, 2026-12-05, 2.9 s
+# into the boot). So run.sh enables sched:sched_process_exit on the kernel command line
+# (trace_event=): the kernel registers the probes while only the boot CPU runs (trace_init and
+# the early initcalls come before SMP bring-up), and none is unregistered or rewritten after.
+# Here only the top-level buffer that event writes to is shrunk to 4 KiB per CPU (nothing reads
+# it; resizing registers no probe).
+if [ -e /sys/kernel/tracing/set_event ]; then
+  grep -q '^sched:sched_process_exit$' /sys/kernel/tracing/set_event ||
+    echo "RIG: sched:sched_process_exit is not enabled from boot (trace_event= on the command line)"
+  echo 4 >/sys/kernel/tracing/buffer_size_kb
 fi
 
 while read -r m; do

@@ -246,7 +246,7 @@ qemu_args() {
     -virtfs "local,path=$build_p,mount_tag=build,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$out_p,mount_tag=out,security_model=none"
     -kernel "$vmlinux" -initrd "$initrd"
-    -append "console=ttyS0 panic=-1 oops=panic numa_balancing=disable nokaslr mitigations=off rdinit=/init rig.scenario=$name rig.topology=$topo${append:+ $append}"
+    -append "console=ttyS0 panic=-1 oops=panic numa_balancing=disable nokaslr mitigations=off trace_event=sched:sched_process_exit rdinit=/init rig.scenario=$name rig.topology=$topo${append:+ $append}"
   )
 }
 
