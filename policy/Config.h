@@ -122,11 +122,14 @@ struct WorkloadSelector {
 struct WorkloadPolicy {
   ByteAmount fastQuota;       ///< fast-tier bytes the workload may hold (bytes or % of the tier)
   double hotThreshold = 0.0;  ///< heat (decayed samples) at or above which a region may promote
-  double hotRatio = 0.0;      ///< promote only at >= hotRatio x the workload's mean heat (0 = off)
+  /// Promote only at >= hotRatio x the mean heat of the region's own process (PromotionCut,
+  /// Policy.h: each process has its own sampler); 0 = off.
+  double hotRatio = 0.0;
   /// fill_headroom: the fast tier's free memory that filling leaves (bytes or % of the tier).
   /// While free memory is above it (and above fast_headroom), regions below the hotRatio cut but
   /// at or above hotThreshold are promoted, warmest first, never by an exchange (Policy.h,
-  /// WorkloadProposal::fill). 100% (the default): no fill.
+  /// WorkloadProposal::fill). Under fast_headroom pressure, the fast-tier regions below the cut
+  /// are demoted after the cold ones (WorkloadProposal::warm). 100% (the default): no fill.
   ByteAmount fillHeadroom;
   /// True when fillHeadroom can ever let a region fill (it is not 100% of the tier).
   bool fills() const { return !fillHeadroom.isPercent || fillHeadroom.percent < 100.0; }

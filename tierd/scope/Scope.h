@@ -104,9 +104,9 @@ Result<std::map<NodeId, uint64_t>> parseNumaStatAnon(std::string_view text, int 
                                                      uint64_t pageSize, const std::string& context);
 
 /// Resolves workload selectors to the processes in scope now (the engine's seam). One scope pass
-/// per tick: refreshMounts() (only when a workload has a cgroup selector), then resolve() of
-/// each configured workload. Called by one thread
-/// (the engine's); may block on file reads; not thread-safe.
+/// per tick: refreshMounts() (only when a workload has a cgroup selector), beginPass(), then
+/// resolve() of each configured workload. Called by one thread (the engine's); may block on file
+/// reads; not thread-safe.
 class ScopeProvider {
  public:
   virtual ~ScopeProvider() = default;
