@@ -61,6 +61,9 @@ struct DaemonConfig {
   /// Longest reuse of a process's mappings and page locations, ns; 0 = read every tick
   /// (daemon.full_locate_interval; Engine "locate phase").
   uint64_t fullLocateIntervalNs = 0;
+  /// Tick interval while placement is settled, ns; 0 = intervalNs always; else >= intervalNs
+  /// (daemon.settled_interval; Engine::tick, TickReport::nextIntervalNs).
+  uint64_t settledIntervalNs = 0;
   bool operator==(const DaemonConfig&) const = default;
 };
 

@@ -579,6 +579,11 @@ void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig
   out.metricsListen = d["metrics_listen"].s;
   out.dryRun = d["dry_run"].b;
   out.fullLocateIntervalNs = d["full_locate_interval"].ns;
+  out.settledIntervalNs = d["settled_interval"].ns;
+  if (out.settledIntervalNs != 0 && out.settledIntervalNs < out.intervalNs)
+    c.error(path, d["settled_interval"].pos, "daemon.settled_interval",
+            "shorter than daemon.interval (" + formatDuration(out.intervalNs) +
+                "): a settled tick is never more frequent; \"0s\" ticks at interval always");
   if (d.count("metrics_basic_auth_file")) {
     std::filesystem::path auth = d["metrics_basic_auth_file"].s;
     if (auth.is_relative()) auth = std::filesystem::path(path).parent_path() / auth;

@@ -43,11 +43,12 @@ std::string amountText(const ByteAmount& a) {
 
 toml::table toTable(const CompiledConfig& cfg) {
   toml::table root;
-  root.insert("daemon", toml::table{{"interval", formatDuration(cfg.daemon.intervalNs)},
-                                    {"metrics_listen", cfg.daemon.metricsListen},
-                                    {"dry_run", cfg.daemon.dryRun},
-                                    {"full_locate_interval",
-                                     formatDuration(cfg.daemon.fullLocateIntervalNs)}});
+  root.insert("daemon",
+              toml::table{{"interval", formatDuration(cfg.daemon.intervalNs)},
+                          {"metrics_listen", cfg.daemon.metricsListen},
+                          {"dry_run", cfg.daemon.dryRun},
+                          {"full_locate_interval", formatDuration(cfg.daemon.fullLocateIntervalNs)},
+                          {"settled_interval", formatDuration(cfg.daemon.settledIntervalNs)}});
   if (!cfg.daemon.metricsBasicAuthFile.empty())
     root["daemon"].as_table()->insert("metrics_basic_auth_file", cfg.daemon.metricsBasicAuthFile);
   toml::table tiers;

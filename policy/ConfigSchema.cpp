@@ -16,6 +16,18 @@ std::vector<KeySpec> daemonKeys() {
   return {
       {"daemon", "interval", ValueType::Duration, "\"1s\"", 10 * kMs, 3600 * kS, "", false, false,
        "", "Tick interval: how often tierd drains samples, decides and migrates."},
+      {"daemon", "settled_interval", ValueType::Duration, "\"0s\"", 0, 3600 * kS, "", false, false,
+       "",
+       "Tick interval while placement is settled (the last 10 ticks' plans moved at most "
+       "sampling.settle_trickle_percent of the hot bytes, no process entered or left a scope): "
+       "the daemon then waits this long after a tick instead of `interval`, so a settled "
+       "workload costs the daemon's reads and parsing (scope, smaps, numa_maps, sampling) that "
+       "much less often. DAMON's per-tick access rates are counted as that many regular ticks "
+       "(heat and thresholds unchanged); PMU samples accumulate. The first tick that is not "
+       "settled returns to `interval`. A change (a new hot set, a new process, a shift) is seen "
+       "up to this much later, and a reload or stop signal ends the wait at once (`tierctl "
+       "simulate` ticks at `interval` throughout). \"0s\": "
+       "always `interval`; else at least `interval`."},
       {"daemon", "metrics_listen", ValueType::Address, "\"127.0.0.1:9464\"", 0, 0, "", false, false,
        "", "Address of the Prometheus /metrics endpoint; \"\" disables it."},
       {"daemon", "metrics_basic_auth_file", ValueType::Path, "", 0, 0, "", false, false, "",

@@ -135,11 +135,14 @@ void HeatModel::insertRegions(Proc& p, std::vector<uint64_t> starts, uint64_t no
   p.regions = std::move(merged);
 }
 
-void HeatModel::ingest(std::span<const AccessSample> batch, uint64_t nowNs, bool useWeight) {
+void HeatModel::ingest(std::span<const AccessSample> batch, uint64_t nowNs, bool useWeight,
+                       TickSpan span) {
   std::vector<size_t> misses;
   pid_t lastPid = -1;
   Proc* proc = nullptr;
   uint64_t halfLife = 1;
+  double spanFactor = 1.0;  // TickSpan's geometric sum for this workload's half-life
+  const bool spanned = useWeight && span.ticks > 1.0 && span.tickNs > 0;
   // Returns the region start for a sample, or false when it falls outside the mappings.
   auto startFor = [&](const Proc& p, uint64_t vaddr, uint64_t& start) {
     if (p.mappings.empty()) {
@@ -155,7 +158,7 @@ void HeatModel::ingest(std::span<const AccessSample> batch, uint64_t nowNs, bool
   auto apply = [&](Region& r, const AccessSample& s) {
     uint64_t t = s.timeNs == 0 ? nowNs : std::clamp(s.timeNs, std::min(r.updatedNs, nowNs), nowNs);
     double h = heatAt(r, t, halfLife);
-    r.heat = static_cast<float>(h + (useWeight ? static_cast<double>(s.weight) : 1.0));
+    r.heat = static_cast<float>(h + (useWeight ? static_cast<double>(s.weight) * spanFactor : 1.0));
     r.updatedNs = std::max(r.updatedNs, t);
     ++ingestStats_.samples;
   };
@@ -169,6 +172,10 @@ void HeatModel::ingest(std::span<const AccessSample> batch, uint64_t nowNs, bool
     if (w == workloads_.end()) return;
     proc = &it->second;
     halfLife = std::max<uint64_t>(1, w->second.params.halfLifeNs);
+    if (spanned) {
+      const double step = static_cast<double>(span.tickNs) / static_cast<double>(halfLife);
+      spanFactor = (1.0 - std::exp2(-span.ticks * step)) / (1.0 - std::exp2(-step));
+    }
   };
   for (size_t i = 0; i < batch.size(); ++i) {
     const AccessSample& s = batch[i];

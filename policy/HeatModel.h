@@ -33,6 +33,18 @@
 
 namespace tierd::policy {
 
+/// What one weighted batch stands for (HeatModel::ingest): a rate per tick of `tickNs` (DAMON's
+/// accesses per aggregation) that held over `ticks` such ticks ending at the ingest's nowNs (the
+/// daemon waited daemon.settled_interval, not daemon.interval). Each weight then counts as if
+/// ingested once per tick, each decayed from its own tick to nowNs:
+///     weight * (1 - 2^(-ticks * tickNs / half_life)) / (1 - 2^(-tickNs / half_life)),
+/// so a region's heat after a long wait is what the same rate gave at the last of that many
+/// regular ticks, and the workload's thresholds keep their meaning. ticks <= 1: weight as is.
+struct TickSpan {
+  double ticks = 1.0;   ///< the batch's covered time over tickNs (>= 1 to matter)
+  uint64_t tickNs = 0;  ///< daemon.interval, ns; 0: weight as is
+};
+
 /// One mapping of a process (from /proc/PID/smaps: range, KernelPageSize, hugetlb or not).
 struct Mapping {
   uint64_t start = 0;     ///< bytes, virtual address, inclusive
@@ -95,7 +107,10 @@ class HeatModel {
   /// Adds each sample of a known pid to its region (weight 1 per sample; `useWeight` adds
   /// AccessSample::weight instead, for sources that report counts, e.g. DAMON). A sample's time
   /// is clamped to [region's time, nowNs]; 0 means nowNs.
-  void ingest(std::span<const AccessSample> batch, uint64_t nowNs, bool useWeight = false);
+  ///
+  /// `span` (only with `useWeight`): see TickSpan.
+  void ingest(std::span<const AccessSample> batch, uint64_t nowNs, bool useWeight = false,
+              TickSpan span = TickSpan{1.0, 0});
   /// Brings every region's heat to `nowNs`, forgets cold unlocated regions, trims memory.
   void decay(uint64_t nowNs);
   /// Records where regions of `pid` live (from the migrator's locate(): node per region start).

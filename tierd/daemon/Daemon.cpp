@@ -14,6 +14,7 @@
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
+#include "policy/ConfigUnits.h"
 #include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
@@ -112,6 +113,8 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   if (r.rangesRelocated) line += " relocated=" + std::to_string(r.rangesRelocated);
   // Placement settled (Engine::tick, "Settling"): the bytes the last ticks' plans moved.
   if (r.settled) line += " settled (window " + formatBytes(r.settleWindowBytes) + ")";
+  if (r.settled && r.nextIntervalNs > 0)
+    line += " next tick in " + policy::formatDuration(r.nextIntervalNs);
   // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.
   const policy::ArbiterStats& a = r.arbiter;
   std::string left;
@@ -254,11 +257,11 @@ class Daemon {
       applyPendingConfig();
       const uint64_t tickStart = monotonicNs();
       const uint64_t interval = engine_->config().daemon.intervalNs;
-      tick(tickStart, interval);
+      const uint64_t next = tick(tickStart, interval);
       notifyService();
       petWatchdog();
       if (options_.once || (options_.ticks && tickNo_ >= *options_.ticks)) break;
-      sleepUntil(tickStart + interval);
+      sleepUntil(tickStart + next);
     }
     (void)notifier_->stopping();
     engine_->shutdown();
@@ -439,8 +442,9 @@ class Daemon {
 
   // One engine tick started at `startNs` (monotonic), due one `interval` later, then its
   // report, the engine's totals and vmstat published; the loop's CPU split into engine and
-  // metrics time.
-  void tick(uint64_t startNs, uint64_t interval) {
+  // metrics time. Returns the wait until the next tick, ns (TickReport::nextIntervalNs:
+  // daemon.settled_interval while settled; `interval` after a failed tick).
+  uint64_t tick(uint64_t startNs, uint64_t interval) {
     {
       const double now = telemetry::threadCpuSeconds();
       metrics_->loopCpu("main", now - cpuMark_);
@@ -467,6 +471,7 @@ class Daemon {
     }
     cpuMark_ = telemetry::threadCpuSeconds();
     metrics_->loopCpu("metrics", cpuMark_ - engineEnd);
+    return report && report->nextIntervalNs > interval ? report->nextIntervalNs : interval;
   }
 
   // A tick's report: its problems, scope changes and progress logged, its metrics set.

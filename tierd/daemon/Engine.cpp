@@ -618,6 +618,14 @@ void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, T
 }
 
 void Engine::drainSources(uint64_t nowNs, TickReport& report) {
+  // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
+  // the time waited, in regular intervals; never for more than the wait asked for (a reload
+  // or an early wake ends it sooner).
+  policy::TickSpan span{1.0, config_->daemon.intervalNs};
+  if (lastNextIntervalNs_ > config_->daemon.intervalNs && nowNs > lastTickNs_ &&
+      config_->daemon.intervalNs > 0)
+    span.ticks = static_cast<double>(std::min(nowNs - lastTickNs_, lastNextIntervalNs_)) /
+                 static_cast<double>(config_->daemon.intervalNs);
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
     auto batch = proc.source->drain(nowNs);
@@ -633,7 +641,8 @@ void Engine::drainSources(uint64_t nowNs, TickReport& report) {
                   samples.end());
     report.samples += samples.size();
     proc.samples += samples.size();
-    heat_.ingest(samples, nowNs, proc.source->weightKind() == telemetry::WeightKind::Weighted);
+    heat_.ingest(samples, nowNs, proc.source->weightKind() == telemetry::WeightKind::Weighted,
+                 span);
     if (std::string st = proc.source->state(); !st.empty())
       report.sourceStates.push_back({pid, proc.source->name(), std::move(st)});
   }
@@ -889,6 +898,11 @@ void Engine::settle(uint64_t plannedBytes, TickReport& report) {
                        config_->sampling.settleTricklePercent / 100.0 * static_cast<double>(hot);
   for (auto& [pid, proc] : procs_)
     if (proc.source) proc.source->setSettled(report.settled);
+  const policy::DaemonConfig& d = config_->daemon;
+  report.nextIntervalNs =
+      report.settled && d.settledIntervalNs > d.intervalNs ? d.settledIntervalNs : d.intervalNs;
+  lastTickNs_ = report.nowNs;
+  lastNextIntervalNs_ = report.nextIntervalNs;
 }
 
 std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {

@@ -201,6 +201,11 @@ struct TickReport {
   /// Bytes the plans of the ticks settling looks at (at most Engine::kSettleTicks, this one
   /// included) moved or would move.
   uint64_t settleWindowBytes = 0;
+  /// How long the daemon waits before the next tick, ns: daemon.settled_interval when this tick
+  /// is `settled` and that key is longer than daemon.interval, else daemon.interval. The next
+  /// tick counts a weighted (DAMON) source's rates as covering that many intervals
+  /// (policy::TickSpan).
+  uint64_t nextIntervalNs = 0;
 };
 
 /// Cumulative counters since the engine started.
@@ -471,6 +476,10 @@ class Engine {
   /// Planned bytes of the last ticks since the count last started, newest last, at most
   /// kSettleTicks (see tick(), "Settling").
   std::deque<uint64_t> settleWindow_;
+  /// The previous tick's nowNs and TickReport::nextIntervalNs (0 before the first tick): a
+  /// weighted source's rates at this tick cover min(now - then, next) of time (drainSources).
+  uint64_t lastTickNs_ = 0;
+  uint64_t lastNextIntervalNs_ = 0;
 };
 
 }  // namespace tierd::daemon

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,9 +34,14 @@ constexpr uint64_t kSecond = 1'000'000'000;
 // (the test may change the count between ticks).
 class ScriptedSource final : public telemetry::HotnessSource {
  public:
-  ScriptedSource(pid_t pid, std::shared_ptr<const int> hotRegions, int perRegion)
-      : pid_(pid), hot_(std::move(hotRegions)), per_(perRegion) {}
+  /// `weighted`: counted as a rate per tick (WeightKind::Weighted, as DAMON), not per sample.
+  ScriptedSource(pid_t pid, std::shared_ptr<const int> hotRegions, int perRegion,
+                 bool weighted = false)
+      : pid_(pid), hot_(std::move(hotRegions)), per_(perRegion), weighted_(weighted) {}
   std::string name() const override { return "scripted"; }
+  telemetry::WeightKind weightKind() const override {
+    return weighted_ ? telemetry::WeightKind::Weighted : telemetry::WeightKind::PerSample;
+  }
   Status start() override { return Ok{}; }
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override {
     std::vector<AccessSample> out;
@@ -58,6 +64,7 @@ class ScriptedSource final : public telemetry::HotnessSource {
   pid_t pid_;
   std::shared_ptr<const int> hot_;
   int per_;
+  bool weighted_;
   telemetry::SourceStats stats_;
 };
 
@@ -313,6 +320,55 @@ TEST_CASE("settled sources stay settled through a trickle of moves and unsettle 
     CHECK(r.settled == (s == end));
   }
   CHECK(rig.regionsOn(kPid, 0) == 12);
+}
+
+// A rig whose sources are weighted (rates per tick, as DAMON's) and whose daemon.settled_interval
+// is `settledSeconds` (0: off).
+std::unique_ptr<Rig> weightedRig(uint64_t settledSeconds) {
+  auto hot = std::make_shared<int>(4);
+  auto rig = std::make_unique<Rig>(
+      "", "qemu-2node", 1,
+      [hot](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+        return std::unique_ptr<telemetry::HotnessSource>(
+            std::make_unique<ScriptedSource>(pid, hot, 8, /*weighted=*/true));
+      });
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig->engine->config());
+  cfg->daemon.settledIntervalNs = settledSeconds * kSecond;
+  rig->engine->setConfig(cfg);
+  return rig;
+}
+
+TEST_CASE(
+    "settled ticks ask for daemon.settled_interval, and a weighted rate counts for the wait") {
+  auto longWait = weightedRig(4), everySecond = weightedRig(0);
+  uint64_t s = 0, t = 0;
+  TickReport first = longWait->tick(++s);
+  CHECK(first.nextIntervalNs == kSecond);  // not settled: daemon.interval
+  TickReport r = longWait->tickUntilSettled(s);
+  TickReport q = everySecond->tickUntilSettled(t);
+  REQUIRE(s == t);
+  CHECK(r.nextIntervalNs == 4 * kSecond);
+  CHECK(q.nextIntervalNs == kSecond);  // off: interval while settled too
+  // One tick after the 4 s wait against four regular ones: the same heat (the regions' rates
+  // count once per interval waited, HeatModel's TickSpan), still settled, nothing planned.
+  r = longWait->tick(s + 4);
+  for (uint64_t k = 1; k <= 4; ++k)
+    q = everySecond->tick(t + k);
+  auto a = longWait->engine->heat().regions(0, (s + 4) * kSecond);
+  auto b = everySecond->engine->heat().regions(0, (t + 4) * kSecond);
+  REQUIRE(a.size() >= 4);  // every region of the mapping; the first four are sampled
+  CHECK(a[0].heat > 8);
+  REQUIRE(b.size() == a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(a[i].heat == doctest::Approx(b[i].heat).epsilon(1e-4));
+  CHECK(r.settled);
+  CHECK(r.plannedPromoteBytes + r.plannedDemoteBytes == 0);
+  CHECK(r.workloads[0].hotFastBytes == q.workloads[0].hotFastBytes);
+  // A tick sooner than the wait (a reload woke the daemon) counts only the time that passed.
+  const double before = longWait->engine->heat().regions(0, (s + 4) * kSecond)[0].heat;
+  longWait->tick(s + 5);
+  const double after = longWait->engine->heat().regions(0, (s + 5) * kSecond)[0].heat;
+  CHECK(after == doctest::Approx(before * std::exp2(-0.1) + 8).epsilon(1e-4));
 }
 
 TEST_CASE("settled sources are unsettled when the heat model ranks nothing hot") {

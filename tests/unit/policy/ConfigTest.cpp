@@ -290,6 +290,26 @@ TEST_CASE("integers beyond the target type and range are errors, never truncated
   CHECK(both.message.find("not both") != std::string::npos);
 }
 
+TEST_CASE("daemon.settled_interval: off by default, at least daemon.interval, printed back") {
+  CompileOutcome off = compileConfigText("[daemon]\ninterval = \"2s\"\n", "/x/t.toml");
+  REQUIRE_MESSAGE(off.ok(), errorLines(off));
+  CHECK(off.config->daemon.settledIntervalNs == 0);
+  CompileOutcome on =
+      compileConfigText("[daemon]\ninterval = \"2s\"\nsettled_interval_ms = 8000\n", "/x/t.toml");
+  REQUIRE_MESSAGE(on.ok(), errorLines(on));
+  CHECK(on.config->daemon.settledIntervalNs == 8'000'000'000);
+  CompileOutcome back = compileConfigText(configToText(*on.config), "/x/t.toml");
+  REQUIRE_MESSAGE(back.ok(), errorLines(back));
+  CHECK(back.config->daemon.settledIntervalNs == 8'000'000'000);
+  CompileOutcome shorter =
+      compileConfigText("[daemon]\ninterval = \"2s\"\nsettled_interval = \"500ms\"\n", "/x/t.toml");
+  REQUIRE(shorter.errors.size() == 1);
+  CHECK(shorter.errors[0].keyPath == "daemon.settled_interval");
+  CHECK(shorter.errors[0].line == 3);
+  CHECK(shorter.errors[0].column == 20);
+  CHECK(shorter.errors[0].message.find("shorter than daemon.interval (2s)") != std::string::npos);
+}
+
 TEST_CASE("a 25-digit metrics port is a file:line:column error, not an exception") {
   CompileOutcome out = compileConfigText(
       "[daemon]\nmetrics_listen = \"127.0.0.1:1234567890123456789012345\"\n", "/x/t.toml");

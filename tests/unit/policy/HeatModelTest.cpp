@@ -76,6 +76,33 @@ TEST_CASE("weights, batching and out-of-order times") {
   CHECK(m.ingestStats().samples == 3);
 }
 
+TEST_CASE("a weighted batch over a long wait counts once per interval waited (TickSpan)") {
+  // every: a rate of 5 per 1 s tick at 1..8 s; waited: the same at 1..4 s, then one batch at 8 s
+  // standing for the four ticks it waited.
+  HeatModel every = oneWorkload(2 * kSec), waited = oneWorkload(2 * kSec);
+  for (uint64_t t = 1; t <= 8; ++t) {
+    std::vector<AccessSample> b = {at(100, kBase, 0, 5)};
+    every.ingest(b, t * kSec, /*useWeight=*/true);
+    if (t <= 4) waited.ingest(b, t * kSec, /*useWeight=*/true);
+  }
+  std::vector<AccessSample> b = {at(100, kBase, 0, 5)};
+  waited.ingest(b, 8 * kSec, /*useWeight=*/true, TickSpan{4.0, kSec});
+  CHECK(waited.regions(0, 8 * kSec)[0].heat ==
+        doctest::Approx(every.regions(0, 8 * kSec)[0].heat).epsilon(1e-4));
+  // Without the span the wait loses heat: tick 4's decayed by 2^-2, plus one rate.
+  HeatModel plain = oneWorkload(2 * kSec);
+  for (uint64_t t = 1; t <= 4; ++t)
+    plain.ingest(b, t * kSec, /*useWeight=*/true);
+  const double atFour = plain.regions(0, 4 * kSec)[0].heat;
+  plain.ingest(b, 8 * kSec, /*useWeight=*/true);
+  CHECK(plain.regions(0, 8 * kSec)[0].heat == doctest::Approx(atFour / 4 + 5).epsilon(1e-4));
+  CHECK(plain.regions(0, 8 * kSec)[0].heat < 0.7 * waited.regions(0, 8 * kSec)[0].heat);
+  // Per-sample counts (PMU sources) accumulate over a wait by themselves: the span is ignored.
+  HeatModel counted = oneWorkload(2 * kSec);
+  counted.ingest(b, 8 * kSec, /*useWeight=*/false, TickSpan{4.0, kSec});
+  CHECK(counted.regions(0, 8 * kSec)[0].heat == doctest::Approx(1.0));
+}
+
 TEST_CASE("samples fall into 2 MiB regions, 1 GiB for 1 GiB hugetlb, clipped to mappings") {
   HeatModel m = oneWorkload();
   REQUIRE(
