@@ -203,6 +203,11 @@ std::vector<MetricDef> samplerMetrics() {
             "process entering or leaving a scope) and has told the sources so: DAMON sources "
             "then sample within sampling.settled_cpu_budget_percent. 0 otherwise.",
             {}),
+      gauge(kTickInterval, "tierd_tick_interval_seconds", "seconds",
+            "How long the daemon waits after this tick before the next one: daemon.interval, "
+            "or daemon.settled_interval while placement is settled (tierd_placement_settled 1) "
+            "and that key is longer. A change in the workload is seen up to this much later.",
+            {}),
   };
 }
 

@@ -66,6 +66,7 @@ enum class MetricId : size_t {
   SamplerSourceRetries,
   SamplerBudgetBackoffs,
   PlacementSettled,
+  TickInterval,
   HotnessHotBytes,
   HotnessColdBytes,
   WorkloadMemoryBytes,
@@ -132,6 +133,7 @@ inline constexpr GaugeHandle kSamplerOpenPerfEvents{MetricId::SamplerOpenPerfEve
 inline constexpr CounterHandle kSamplerSourceRetries{MetricId::SamplerSourceRetries};
 inline constexpr CounterHandle kSamplerBudgetBackoffs{MetricId::SamplerBudgetBackoffs};
 inline constexpr GaugeHandle kPlacementSettled{MetricId::PlacementSettled};
+inline constexpr GaugeHandle kTickInterval{MetricId::TickInterval};
 inline constexpr GaugeHandle kHotnessHotBytes{MetricId::HotnessHotBytes};
 inline constexpr GaugeHandle kHotnessColdBytes{MetricId::HotnessColdBytes};
 inline constexpr GaugeHandle kWorkloadMemoryBytes{MetricId::WorkloadMemoryBytes};

@@ -297,11 +297,15 @@ TEST_CASE("sampler overhead counts the kdamonds tierd owns beside its own sampli
   // Settled placement (Engine::tick, "Settling") is a gauge, set every tick.
   CHECK(s.value("tierd_placement_settled", {}) == 0);
   r.settled = true;
+  r.nextIntervalNs = 4'000'000'000;  // daemon.settled_interval
   m.tick(r, {src}, 1.0, none);
   CHECK(s.value("tierd_placement_settled", {}) == 1);
+  CHECK(s.value("tierd_tick_interval_seconds", {}) == 4.0);
   r.settled = false;
+  r.nextIntervalNs = 1'000'000'000;
   m.tick(r, {src}, 1.0, none);
   CHECK(s.value("tierd_placement_settled", {}) == 0);
+  CHECK(s.value("tierd_tick_interval_seconds", {}) == 1.0);
   // Perf sources: their open events are a gauge.
   SourceSnapshot perf;
   perf.pid = 43;
