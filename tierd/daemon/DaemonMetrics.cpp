@@ -197,8 +197,7 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
   }
 
   sink_.set(kPlacementSettled, {}, report.settled ? 1 : 0);
-  if (report.nextIntervalNs > 0)
-    sink_.set(kTickInterval, {}, static_cast<double>(report.nextIntervalNs) / 1e9);
+  if (report.nextIntervalNs > 0) sink_.set(kTickInterval, {}, sec(report.nextIntervalNs));
   for (const WorkloadReport& w : report.workloads) {
     sink_.set(kHotnessHotBytes, {w.name, "fast"}, static_cast<double>(w.hotFastBytes));
     sink_.set(kHotnessHotBytes, {w.name, "slow"}, static_cast<double>(w.hotSlowBytes));
