@@ -90,6 +90,10 @@ struct SamplingConfig {
   /// engine judges placement settled (settle_trickle_percent); 0 = none
   /// (DamonConfig::settledCpuBudget).
   double settledCpuBudgetPercent = 0.0;
+  /// settled_damon_window: during a settled wait, how long before the next tick DAMON samples
+  /// again after a pause, ns (HotnessSource::setPaused; Engine::pauseSampling); 0 = never paused;
+  /// else shorter than DaemonConfig::settledIntervalNs.
+  uint64_t settledDamonWindowNs = 0;
   /// settle_trickle_percent: the bytes the plans of the last Engine::kSettleTicks ticks moved
   /// or would move, as a % of the workloads' hot bytes this tick (0..100), up to which placement
   /// still counts as settled (Engine::tick, "Settling"); 0 = only plans that move nothing.

@@ -609,7 +609,7 @@ void compileTiers(Compiler& c, Values& t, const std::string& path, TiersConfig& 
 // [sampling]: trace goes with source = "replay" and only with it (checked by
 // CompileOptions::checkTrace when set); a relative trace is relative to the config file.
 void compileSampling(Compiler& c, Values& s, const std::string& path, const CompileOptions& options,
-                     SamplingConfig& out) {
+                     const DaemonConfig& daemon, SamplingConfig& out) {
   const std::string& src = s["source"].s;
   out.source = src == "perf"     ? SampleSource::Perf
                : src == "damon"  ? SampleSource::Damon
@@ -625,6 +625,14 @@ void compileSampling(Compiler& c, Values& s, const std::string& path, const Comp
   out.maxSampleIntervalNs = s["max_sample_interval"].ns;
   out.settledCpuBudgetPercent = s["settled_cpu_budget_percent"].d;
   out.settleTricklePercent = s["settle_trickle_percent"].d;
+  out.settledDamonWindowNs = s["settled_damon_window"].ns;
+  if (out.settledDamonWindowNs != 0 && daemon.settledIntervalNs == 0)
+    c.error(path, s["settled_damon_window"].pos, "sampling.settled_damon_window",
+            "daemon.settled_interval is off: DAMON pauses only during a settled wait");
+  else if (out.settledDamonWindowNs != 0 && out.settledDamonWindowNs >= daemon.settledIntervalNs)
+    c.error(path, s["settled_damon_window"].pos, "sampling.settled_damon_window",
+            "not shorter than daemon.settled_interval (" +
+                formatDuration(daemon.settledIntervalNs) + "): DAMON would never pause");
   if (s.count("trace")) {
     out.trace = s["trace"].s;
     if (std::filesystem::path(out.trace).is_relative())  // relative to the config file
@@ -780,7 +788,7 @@ CompileOutcome compileConfigText(std::string_view text, const std::string& path,
     cfg.sourcePath = path;
     compileDaemon(c, in.sections["daemon"], path, cfg.daemon);
     compileTiers(c, in.sections["tiers"], path, cfg.tiers);
-    compileSampling(c, in.sections["sampling"], path, options, cfg.sampling);
+    compileSampling(c, in.sections["sampling"], path, options, cfg.daemon, cfg.sampling);
     compileMigration(in.sections["migration"], cfg.migration);
     compileWorkloads(c, in.workloads, profileDirs(options, path), path, cfg.workloads);
     if (c.errors.empty()) out.config = std::move(cfg);

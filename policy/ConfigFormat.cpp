@@ -75,6 +75,7 @@ toml::table toTable(const CompiledConfig& cfg) {
   sampling.insert("kdamond_nice", static_cast<int64_t>(cfg.sampling.kdamondNice));
   sampling.insert("max_sample_interval", formatDuration(cfg.sampling.maxSampleIntervalNs));
   sampling.insert("settled_cpu_budget_percent", cfg.sampling.settledCpuBudgetPercent);
+  sampling.insert("settled_damon_window", formatDuration(cfg.sampling.settledDamonWindowNs));
   sampling.insert("settle_trickle_percent", cfg.sampling.settleTricklePercent);
   root.insert("sampling", sampling);
   root.insert(

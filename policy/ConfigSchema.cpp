@@ -136,6 +136,16 @@ std::vector<KeySpec> samplingKeys() {
        "interval no further once half of DAMON's checks see an access (beyond that, cold "
        "regions look hot and DAMON merges them). 0: settling changes nothing. The perf sources "
        "keep cpu_budget_percent. Read at start (each new kdamond)."},
+      {"sampling", "settled_damon_window", ValueType::Duration, "\"0s\"", 0, 3600 * kS, "", false,
+       false, "",
+       "During a settled wait (daemon.settled_interval) each DAMON source samples only this "
+       "long before the next tick and is paused the rest of the wait (contexts/0/pause: the "
+       "kdamond keeps its regions and checks nothing), so a settled workload's kdamond CPU falls "
+       "with the share of the wait it sleeps. The window is at least three of the source's "
+       "aggregation intervals (two whole aggregations reach the tick); a wait no longer than "
+       "that is not paused. A shift of the hot set is seen in the next window, as with the "
+       "settled tick alone. Kernels without contexts/0/pause sample throughout (logged once). "
+       "\"0s\": never paused; else shorter than daemon.settled_interval. Read each tick."},
       {"sampling", "settle_trickle_percent", ValueType::Number, "2.0", 0, 100, "", false, false,
        "% of the hot bytes",
        "How much the plans may still move while placement counts as settled: the bytes "

@@ -284,6 +284,11 @@ Status DamonSource::start() {
   };
   for (const auto& [rel, value] : attrs)
     if (auto s = w(rel, value); !s) return fail(s.error());
+  // The nr_contexts write above made the context anew, its pause N (mm/damon/sysfs.c), so a
+  // kdamond directory another source of ours paused and stopped does not start paused.
+  pauseSupported_ = fs_.exists(kd("contexts/0/pause"));
+  paused_ = false;
+  pauseProblem_.clear();
   // Kernel intervals auto-tuning (6.15+) in place of ours where it exists.
   const std::string goal = ma + "intervals/intervals_goal/";
   if (config_.adaptiveSampling && fs_.exists(kd(goal + "access_bp"))) {
@@ -397,6 +402,8 @@ Status DamonSource::openTraceOrFallBack() {
 
 Result<std::vector<AccessSample>> DamonSource::drain(uint64_t untilNs) {
   if (!created_ || targetGone_) return std::vector<AccessSample>{};
+  if (paused_)  // a resume that failed before: sample again (state() says why it failed)
+    if (auto s = setPaused(false); !s) return s.error();
   if (budget() <= 0) return snapshot(untilNs);
   const std::function<uint64_t()>& clock =
       config_.threadCpuNs ? config_.threadCpuNs : std::function<uint64_t()>(tierd::threadCpuNs);
@@ -474,6 +481,34 @@ void DamonSource::setSettled(bool settled) {
   if (kernelTuning_) aggrUs_ = aggr;
   floorUs_ = 0;
   overAtBound_ = false;
+}
+
+uint64_t DamonSource::pauseLeadNs() const {
+  if (!pauseSupported_ || !created_ || targetGone_) return 0;
+  return 3 * std::max<uint64_t>(1, aggrUs_) * 1000;
+}
+
+Status DamonSource::setPaused(bool paused) {
+  if (!created_ || targetGone_) {
+    paused_ = false;
+    return Ok{};
+  }
+  if (paused == paused_) return Ok{};
+  if (paused && !pauseSupported_)
+    return Error{0, ErrorKind::Unsupported, "kernel DAMON cannot pause a context",
+                 kd("contexts/0/pause")};
+  if (paused && kernelTuning_) readTunedIntervals();  // the commit re-reads both intervals
+  Status s = w("contexts/0/pause", paused ? "Y" : "N");
+  if (s) s = w("state", "commit");
+  if (!s) {
+    pauseProblem_ = std::string(paused ? "pause" : "resume") + " failed: " + s.error().describe();
+    if (paused) (void)w("contexts/0/pause", "N");  // the file as the kernel still runs it
+    return s.error();
+  }
+  paused_ = paused;
+  if (paused) ++pauses_;
+  pauseProblem_.clear();
+  return Ok{};
 }
 
 bool DamonSource::settledBackOffWouldBlur() const {
@@ -788,6 +823,9 @@ std::string DamonSource::state() const {
   if (niceSet_) out += " nice=" + std::to_string(*config_.kdamondNice);
   if (!niceProblem_.empty()) out += " (" + niceProblem_ + ")";
   if (settledBudgetApplies()) out += " settled";
+  if (pauses_) out += " pauses=" + std::to_string(pauses_);
+  if (paused_) out += " paused";
+  if (!pauseProblem_.empty()) out += " (" + pauseProblem_ + ")";
   if (budget() <= 0 && floorUs_ == 0) return out;
   if (cpuRatio_ >= 0) {
     std::snprintf(buf, sizeof buf, " cpu=%.1f%% of %.1f%%", 100.0 * cpuRatio_, 100.0 * budget());
@@ -807,6 +845,7 @@ std::string DamonSource::state() const {
 }
 
 void DamonSource::stop() {
+  paused_ = false;  // turning the kdamond off ends a pause too
   trace_.close();
   traceTail_.clear();
   if (!created_) return;

@@ -64,6 +64,13 @@
 /// often as the hot ones and DAMON merges them (in the rig, gups at 20 ms: 76-84% of checks saw
 /// an access, 137-349 regions left of ~490, and the heat model ranked nothing hot); the state
 /// then says "settled back-off held". Over cpuBudget too, the floor rises as always.
+/// Pause (setPaused; kernels with contexts/0/pause): during a settled wait longer than the
+/// sampling needs (sampling.settled_damon_window), the engine pauses the kdamond and resumes it
+/// pauseLeadNs() or more before the next tick. A paused kdamond keeps its regions and counts and
+/// checks nothing, so its CPU falls with the share of the wait it sleeps, which the budget's
+/// longer interval cannot do once the settled back-off is held. The drain after a resume
+/// averages the aggregations sampled since; the heat model counts them for the whole wait
+/// (policy::TickSpan). state() counts the pauses (" pauses=12") and says a failed one.
 /// Read path (DamonConfig::read): by default the region counts come from the stat scheme's tried
 /// regions, for which the kernel builds a sysfs directory per region on every request
 /// (~500 of them, three files read each, per second). With DamonReadPath::Tracepoint the source
@@ -322,6 +329,23 @@ class DamonSource final : public HotnessSource {
   void setSettled(bool settled) override;
   /// The last value setSettled() was given (false before the first call).
   bool settled() const { return settled_; }
+  /// Three aggregation intervals (aggr_us in effect) in ns, so the reading after a pause holds
+  /// at least two whole aggregations: the first one after a resume finishes what the pause cut
+  /// short. 0 without contexts/0/pause (a kernel whose DAMON cannot pause a context), before
+  /// start() and once the target is gone.
+  uint64_t pauseLeadNs() const override;
+  /// Writes contexts/0/pause (Y or N) and commits it (`state` <- commit): paused, the kdamond
+  /// keeps its regions and their counts and only sleeps (Documentation/mm/damon/design.rst,
+  /// "pause"); the aggregation a pause cuts short continues at the resume. Where the kernel
+  /// tunes the intervals, the tuned pair is read back first (update_tuned_intervals), since the
+  /// commit re-reads sample_us and aggr_us. A failed pause writes N back and leaves sampling on;
+  /// a failed resume leaves paused() true and drain() retries it. Ok without a kdamond.
+  /// Errors: Unsupported (pausing where pauseLeadNs() is 0), the failed write.
+  Status setPaused(bool paused) override;
+  /// Our kdamond is paused (a committed pause not yet resumed).
+  bool paused() const { return paused_; }
+  /// Times a pause was committed since start.
+  uint64_t pauses() const { return pauses_; }
   /// The read path in effect: Tracepoint only while our tracefs instance is open.
   DamonReadPath readPath() const {
     return trace_.isOpen() ? DamonReadPath::Tracepoint : DamonReadPath::TriedRegions;
@@ -419,9 +443,13 @@ class DamonSource final : public HotnessSource {
   bool overAtBound_ = false;  ///< the last window was over budget at sampleBoundUs()
   /// The last window was over the settled budget and settledBackOffWouldBlur() held the floor.
   bool contrastHeld_ = false;
-  std::string budgetProblem_;  ///< why the last window could not be measured, "" if it was
-  std::string budgetStopped_;  ///< why the budget is no longer enforced (a failed commit)
-  bool settled_ = false;       ///< setSettled()'s last value
+  std::string budgetProblem_;    ///< why the last window could not be measured, "" if it was
+  std::string budgetStopped_;    ///< why the budget is no longer enforced (a failed commit)
+  bool settled_ = false;         ///< setSettled()'s last value
+  bool pauseSupported_ = false;  ///< contexts/0/pause exists (read at start())
+  bool paused_ = false;          ///< our kdamond runs with pause = Y (committed)
+  uint64_t pauses_ = 0;          ///< times setPaused(true) committed a pause
+  std::string pauseProblem_;     ///< the last failed pause or resume, "" after a success
   /// sample_us and aggr_us when the settled budget first raised the floor (0: not raised since
   /// the last unsettle); written back when unsettled.
   uint64_t unsettledSampleUs_ = 0, unsettledAggrUs_ = 0;

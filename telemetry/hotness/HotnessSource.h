@@ -64,6 +64,23 @@ class HotnessSource {
   /// per tick, after planning, with the same value until it changes. The default ignores it
   /// (the perf sources keep cpu_budget_percent; DamonSource applies it).
   virtual void setSettled(bool settled) { (void)settled; }
+
+  /// How long before a tick this source must be sampling again for that tick's drain() to hold
+  /// a complete reading, ns (DamonSource: three aggregation intervals, so at least two whole
+  /// aggregations); 0: the source cannot pause (the default; the perf sources, a DAMON kernel
+  /// without contexts/0/pause). Read by the engine before a settled wait
+  /// (sampling.settled_damon_window).
+  virtual uint64_t pauseLeadNs() const { return 0; }
+
+  /// Pauses (true) or resumes (false) sampling without losing what the source has learned
+  /// (DamonSource: contexts/0/pause, the kdamond keeps its regions and sleeps). Only a source
+  /// with pauseLeadNs() > 0 is paused; the engine resumes every paused source before the next
+  /// tick's drain, and drain() resumes one itself if a resume failed. Idempotent. Errors: the
+  /// write that failed (the source then keeps sampling, or stays paused until a retry works).
+  virtual Status setPaused(bool paused) {
+    (void)paused;
+    return Ok{};
+  }
 };
 
 }  // namespace tierd::telemetry

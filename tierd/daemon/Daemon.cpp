@@ -261,6 +261,7 @@ class Daemon {
       notifyService();
       petWatchdog();
       if (options_.once || (options_.ticks && tickNo_ >= *options_.ticks)) break;
+      if (next > interval) waitPaused(tickStart + next, next);
       sleepUntil(tickStart + next);
     }
     (void)notifier_->stopping();
@@ -501,6 +502,19 @@ class Daemon {
     if (!watchdogEvery_ || std::chrono::steady_clock::now() < nextWatchdog_) return;
     if (Status s = notifier_->watchdog(); !s) log_.warning("sd_notify: " + s.error().describe());
     nextWatchdog_ = std::chrono::steady_clock::now() + *watchdogEvery_;
+  }
+
+  // A settled wait of `waitNs` ending at `dueNs`: the sources that can pause sleep
+  // (sampling.settled_damon_window, Engine::pauseSampling) until the lead before the tick, or a
+  // signal; they are resumed before this returns, so every tick drains sampling sources.
+  void waitPaused(uint64_t dueNs, uint64_t waitNs) {
+    std::vector<std::string> problems;
+    if (const uint64_t lead = engine_->pauseSampling(waitNs, problems); lead) {
+      sleepUntil(dueNs - lead);
+      engine_->resumeSampling(problems);
+    }
+    for (const std::string& p : problems)
+      log_.warning(p);
   }
 
   // Sleeps until `dueNs` (monotonic) or a signal, pinging the watchdog when it is due meanwhile.

@@ -222,6 +222,47 @@ Engine::~Engine() {
   shutdown();
 }
 
+uint64_t Engine::pauseSampling(uint64_t waitNs, std::vector<std::string>& problems) {
+  const uint64_t window = config_->sampling.settledDamonWindowNs;
+  if (window == 0) return 0;
+  uint64_t lead = window;
+  bool any = false;
+  for (auto& [pid, proc] : procs_) {
+    if (!proc.source) continue;
+    const uint64_t need = proc.source->pauseLeadNs();
+    if (need == 0) {
+      if (!proc.pauseWarned)
+        problems.push_back("pid " + std::to_string(pid) + ": sampling.settled_damon_window: " +
+                           proc.source->name() + " cannot pause; it samples throughout");
+      proc.pauseWarned = true;
+      continue;
+    }
+    any = true;
+    lead = std::max(lead, need);
+  }
+  if (!any || lead >= waitNs) return 0;
+  bool paused = false;
+  for (auto& [pid, proc] : procs_) {
+    if (!proc.source || proc.source->pauseLeadNs() == 0) continue;
+    if (Status st = proc.source->setPaused(true); !st) {
+      problems.push_back("pid " + std::to_string(pid) + ": pause: " + st.error().describe());
+      continue;
+    }
+    proc.paused = paused = true;
+  }
+  return paused ? lead : 0;
+}
+
+void Engine::resumeSampling(std::vector<std::string>& problems) {
+  for (auto& [pid, proc] : procs_) {
+    if (!proc.paused) continue;
+    proc.paused = false;
+    if (!proc.source) continue;
+    if (Status st = proc.source->setPaused(false); !st)
+      problems.push_back("pid " + std::to_string(pid) + ": resume: " + st.error().describe());
+  }
+}
+
 void Engine::shutdown() {
   for (auto& [pid, proc] : procs_)
     if (proc.source) proc.source->stop();

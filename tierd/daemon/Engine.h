@@ -313,6 +313,18 @@ class Engine {
   /// interval (each scan reads three files per kdamond, ~1 ms each under the rig's TCG).
   static constexpr uint64_t kDamosRescanTicks = 10;
 
+  /// Before a settled wait of `waitNs` (TickReport::nextIntervalNs of the tick just done):
+  /// with sampling.settled_damon_window > 0, pauses every source that can pause
+  /// (HotnessSource::pauseLeadNs() > 0) and returns the lead: the longest of the window and
+  /// the sources' leads, how long before the next tick resumeSampling() must run. 0 (nothing
+  /// paused) when the key is 0, no source can pause, or the lead is not shorter than the wait.
+  /// A source that cannot pause, or whose pause fails, samples on; each such problem is
+  /// appended to `problems` once per process (a failed pause: each time).
+  uint64_t pauseSampling(uint64_t waitNs, std::vector<std::string>& problems);
+  /// Resumes every source pauseSampling() paused; failures are appended to `problems` (the
+  /// source's next drain() retries). Idempotent.
+  void resumeSampling(std::vector<std::string>& problems);
+
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
   void shutdown();
 
@@ -336,6 +348,8 @@ class Engine {
     scope::ProcessHandle handle;  ///< identity held since the process entered its scope
     std::unique_ptr<telemetry::HotnessSource> source;
     bool sourceFailed = false;
+    bool paused = false;           ///< pauseSampling() paused its source, not yet resumed
+    bool pauseWarned = false;      ///< "cannot pause" was reported for it
     uint64_t samples = 0;          ///< samples of this process ingested since it entered
     uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
     uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again

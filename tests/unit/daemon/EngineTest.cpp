@@ -56,9 +56,25 @@ class ScriptedSource final : public telemetry::HotnessSource {
   telemetry::SourceStats stats() const override { return stats_; }
   std::string state() const override { return "scripted " + std::to_string(*hot_) + " hot"; }
   void setSettled(bool s) override { *settled = s; }
+  uint64_t pauseLeadNs() const override { return pause->leadNs; }
+  Status setPaused(bool p) override {
+    pause->calls += p ? "P" : "R";
+    if (pause->fail) return Error::sys(EINVAL, "commit", "state");
+    pause->paused = p;
+    return Ok{};
+  }
+  /// What the engine asked of pausing (Engine::pauseSampling): the lead this source answers, a
+  /// failure to script, every setPaused call in order ("P" pause, "R" resume).
+  struct Pause {
+    uint64_t leadNs = 0;
+    bool fail = false;
+    bool paused = false;
+    std::string calls;
+  };
   /// Outlive the source (the engine destroys a source when its process leaves).
   std::shared_ptr<bool> stopped = std::make_shared<bool>(false);
   std::shared_ptr<bool> settled = std::make_shared<bool>(false);  ///< setSettled()'s last value
+  std::shared_ptr<Pause> pause = std::make_shared<Pause>();
 
  private:
   pid_t pid_;
@@ -369,6 +385,70 @@ TEST_CASE(
   longWait->tick(s + 5);
   const double after = longWait->engine->heat().regions(0, (s + 5) * kSecond)[0].heat;
   CHECK(after == doctest::Approx(before * std::exp2(-0.1) + 8).epsilon(1e-4));
+}
+
+TEST_CASE("a settled wait pauses the sources that can pause, for the wait less the window") {
+  auto pause = std::make_shared<ScriptedSource::Pause>();
+  auto hot = std::make_shared<int>(4);
+  Rig rig("", "qemu-2node", 1,
+          [&](pid_t pid, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
+            auto src = std::make_unique<ScriptedSource>(pid, hot, 8, /*weighted=*/true);
+            src->pause = pause;
+            return std::unique_ptr<telemetry::HotnessSource>(std::move(src));
+          });
+  auto withWindow = [&](uint64_t windowMs) {
+    auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+    cfg->daemon.settledIntervalNs = 4 * kSecond;
+    cfg->sampling.settledDamonWindowNs = windowMs * 1'000'000;
+    rig.engine->setConfig(cfg);
+  };
+  uint64_t s = 0;
+  rig.tickUntilSettled(s);
+  std::vector<std::string> problems;
+  pause->leadNs = 300'000'000;
+  // sampling.settled_damon_window 0: nothing paused, nothing asked.
+  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  CHECK(pause->calls.empty());
+  // 1 s: the source sleeps until 1 s before the tick, then samples again.
+  withWindow(1000);
+  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == kSecond);
+  CHECK(pause->paused);
+  rig.engine->resumeSampling(problems);
+  rig.engine->resumeSampling(problems);  // idempotent: resumed once
+  CHECK(pause->calls == "PR");
+  CHECK_FALSE(pause->paused);
+  // The source needs longer than the window: its lead wins.
+  pause->leadNs = 2 * kSecond;
+  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 2 * kSecond);
+  rig.engine->resumeSampling(problems);
+  // A wait no longer than the lead: not paused at all.
+  CHECK(rig.engine->pauseSampling(2 * kSecond, problems) == 0);
+  CHECK(pause->calls == "PRPR");
+  CHECK(problems.empty());
+  // A failed pause: said, nothing to resume, the source samples on.
+  pause->fail = true;
+  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("pause: ") != std::string::npos);
+  rig.engine->resumeSampling(problems);
+  CHECK(pause->calls == "PRPRP");
+  // A failed resume: said (the source's next drain retries).
+  pause->fail = false;
+  REQUIRE(rig.engine->pauseSampling(4 * kSecond, problems) == 2 * kSecond);
+  pause->fail = true;
+  rig.engine->resumeSampling(problems);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[1].find("resume: ") != std::string::npos);
+  pause->fail = false;
+  problems.clear();
+  // A source that cannot pause: said once, never asked.
+  pause->leadNs = 0;
+  pause->calls.clear();
+  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("cannot pause; it samples throughout") != std::string::npos);
+  CHECK(pause->calls.empty());
 }
 
 TEST_CASE("settled sources are unsettled when the heat model ranks nothing hot") {

@@ -310,6 +310,35 @@ TEST_CASE("daemon.settled_interval: off by default, at least daemon.interval, pr
   CHECK(shorter.errors[0].message.find("shorter than daemon.interval (2s)") != std::string::npos);
 }
 
+TEST_CASE("sampling.settled_damon_window: off by default, only with and under settled_interval") {
+  CompileOutcome off = compileConfigText("[daemon]\nsettled_interval = \"4s\"\n", "/x/t.toml");
+  REQUIRE_MESSAGE(off.ok(), errorLines(off));
+  CHECK(off.config->sampling.settledDamonWindowNs == 0);
+  CompileOutcome on = compileConfigText(
+      "[daemon]\nsettled_interval = \"4s\"\n[sampling]\nsettled_damon_window_ms = 1500\n",
+      "/x/t.toml");
+  REQUIRE_MESSAGE(on.ok(), errorLines(on));
+  CHECK(on.config->sampling.settledDamonWindowNs == 1'500'000'000);
+  CompileOutcome back = compileConfigText(configToText(*on.config), "/x/t.toml");
+  REQUIRE_MESSAGE(back.ok(), errorLines(back));
+  CHECK(back.config->sampling.settledDamonWindowNs == 1'500'000'000);
+  // Without a settled wait nothing would ever pause: the key would be read for nothing.
+  CompileOutcome alone =
+      compileConfigText("[sampling]\nsettled_damon_window = \"1s\"\n", "/x/t.toml");
+  REQUIRE(alone.errors.size() == 1);
+  CHECK(alone.errors[0].keyPath == "sampling.settled_damon_window");
+  CHECK(alone.errors[0].line == 2);
+  CHECK(alone.errors[0].column == 24);
+  CHECK(alone.errors[0].message.find("daemon.settled_interval is off") != std::string::npos);
+  CompileOutcome longer = compileConfigText(
+      "[daemon]\nsettled_interval = \"4s\"\n[sampling]\nsettled_damon_window = \"4s\"\n",
+      "/x/t.toml");
+  REQUIRE(longer.errors.size() == 1);
+  CHECK(longer.errors[0].line == 4);
+  CHECK(longer.errors[0].message.find("not shorter than daemon.settled_interval (4s)") !=
+        std::string::npos);
+}
+
 TEST_CASE("a 25-digit metrics port is a file:line:column error, not an exception") {
   CompileOutcome out = compileConfigText(
       "[daemon]\nmetrics_listen = \"127.0.0.1:1234567890123456789012345\"\n", "/x/t.toml");

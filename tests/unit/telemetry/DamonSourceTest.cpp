@@ -766,6 +766,103 @@ TEST_CASE("without a settled budget, settling changes nothing") {
   src.stop();
 }
 
+namespace {
+
+// The write log from index `from` on, joined by newlines.
+std::string logFrom(const FakeDamonFs& fs, size_t from) {
+  std::string out;
+  for (size_t i = from; i < fs.log.size(); ++i)
+    out += fs.log[i] + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a kernel with contexts/0/pause: the kdamond pauses and resumes by commit") {
+  // 7.3 in the rig: the kernel tunes the intervals, the context has a pause file.
+  FakeDamonFs fs;
+  fs.intervalsGoal = true;
+  fs.pauseFile = true;
+  fs.tunedSampleUs = "4000";
+  fs.tunedAggrUs = "200000";
+  DamonSource src(settledConfig(1.0), fs);
+  REQUIRE(src.start().ok());
+  CHECK(src.pauseLeadNs() == 300'000'000);  // three aggregations of 100 ms
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
+  kdamondTicks(fs, 0);
+  REQUIRE(src.drain(1 * kSec).ok());  // reads the tuned pair: 4 ms / 200 ms
+  CHECK(src.pauseLeadNs() == 600'000'000);
+  size_t mark = fs.log.size();
+  REQUIRE(src.setPaused(true).ok());
+  // The tuned pair read back before the commit, which re-reads both interval files.
+  CHECK(logFrom(fs, mark) ==
+        "0/state <- update_tuned_intervals\n0/contexts/0/pause <- Y\n0/state <- commit\n");
+  CHECK(fs.committedPause == "Y");
+  CHECK(fs.committedSampleUs == "4000");
+  CHECK(src.paused());
+  CHECK(src.state().find(" pauses=1 paused") != std::string::npos);
+  mark = fs.log.size();
+  REQUIRE(src.setPaused(true).ok());  // idempotent: nothing written
+  CHECK(fs.log.size() == mark);
+  REQUIRE(src.setPaused(false).ok());
+  CHECK(logFrom(fs, mark) == "0/contexts/0/pause <- N\n0/state <- commit\n");
+  CHECK(fs.committedPause == "N");
+  CHECK_FALSE(src.paused());
+  CHECK(src.pauses() == 1);
+  CHECK(src.state().find(" pauses=1") != std::string::npos);
+  CHECK(src.state().find("paused") == std::string::npos);
+  src.stop();
+  CHECK(src.pauseLeadNs() == 0);  // no kdamond: nothing to pause
+  CHECK(src.setPaused(true).ok());
+  CHECK_FALSE(src.paused());
+}
+
+TEST_CASE("without contexts/0/pause a DAMON source cannot pause and writes nothing for it") {
+  FakeDamonFs fs;  // 6.12: no pause file
+  DamonSource src(config(), fs);
+  REQUIRE(src.start().ok());
+  CHECK(src.pauseLeadNs() == 0);
+  const size_t mark = fs.log.size();
+  auto st = src.setPaused(true);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().kind == ErrorKind::Unsupported);
+  CHECK(fs.log.size() == mark);
+  CHECK_FALSE(src.paused());
+  CHECK(src.setPaused(false).ok());
+  src.stop();
+}
+
+TEST_CASE("a failed pause leaves sampling on, a failed resume is retried by the next drain") {
+  FakeDamonFs fs;
+  fs.pauseFile = true;
+  DamonSource src(config(), fs);
+  REQUIRE(src.start().ok());
+  const std::string pause = std::string(FakeDamonFs::kRoot) + "/0/contexts/0/pause";
+  fs.failCommit = true;
+  REQUIRE_FALSE(src.setPaused(true).ok());
+  CHECK_FALSE(src.paused());
+  CHECK(fs.readAttr(pause).value() == "N");  // the file as the kernel still runs it
+  CHECK(src.state().find("(pause failed: ") != std::string::npos);
+  fs.failCommit = false;
+  REQUIRE(src.setPaused(true).ok());
+  CHECK(fs.committedPause == "Y");
+  CHECK(src.state().find("failed") == std::string::npos);
+  fs.failCommit = true;
+  REQUIRE_FALSE(src.setPaused(false).ok());
+  CHECK(src.paused());
+  CHECK(src.state().find("(resume failed: ") != std::string::npos);
+  // Still failing: the drain says so instead of reading a paused kdamond's nothing.
+  CHECK_FALSE(src.drain(1 * kSec).ok());
+  fs.failCommit = false;
+  fs.regions = {{0x7f0000000000, 0x7f0000400000, 5, 1}};
+  auto batch = src.drain(2 * kSec);
+  REQUIRE(batch.ok());
+  CHECK(fs.committedPause == "N");
+  CHECK_FALSE(src.paused());
+  CHECK(batch->size() == 2);
+  src.stop();
+}
+
 TEST_CASE("the CPU budget: unmeasurable is said, without a budget nothing is read") {
   FakeDamonFs fs;
   DamonSource src(budgeted(), fs);

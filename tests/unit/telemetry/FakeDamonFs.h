@@ -42,6 +42,10 @@ class FakeDamonFs : public DamonFs {
   /// tuned intervals); empty: the files keep what they hold.
   std::string tunedSampleUs, tunedAggrUs;
   int tunedIntervalsUpdates = 0;  // successful `update_tuned_intervals` writes
+  /// The kernel can pause a context (7.3): contexts/N/pause, "N" whenever nr_contexts makes the
+  /// contexts anew, kstrtobool input.
+  bool pauseFile = false;
+  std::string committedPause;  // contexts/0/pause as the last commit read it
 
   const TempTree& tree() const { return tree_; }
 
@@ -156,6 +160,7 @@ class FakeDamonFs : public DamonFs {
         if (intervalsGoal)
           for (const char* f : {"access_bp", "aggrs", "min_sample_us", "max_sample_us"})
             tree_.file(c + "/monitoring_attrs/intervals/intervals_goal/" + f, "0\n");
+        if (pauseFile) tree_.file(c + "/pause", "N\n");
         tree_.file(c + "/targets/nr_targets", "0\n");
         tree_.file(c + "/schemes/nr_schemes", "0\n");
       });
@@ -213,6 +218,7 @@ class FakeDamonFs : public DamonFs {
           return Error::sys(EINVAL, "commit", abs);
         committedSampleUs =
             readAttr(dir + "/contexts/0/monitoring_attrs/intervals/sample_us").valueOr("");
+        committedPause = readAttr(dir + "/contexts/0/pause").valueOr("");
         ++commits;
         return Ok{};
       } else {
@@ -221,6 +227,8 @@ class FakeDamonFs : public DamonFs {
       tree_.file(abs, data + "\n");
       return Ok{};
     }
+    if (name == "pause" && data != "Y" && data != "N" && data != "1" && data != "0")
+      return Error::sys(EINVAL, "kstrtobool", abs);
     return root_.write(abs, data);
   }
 
