@@ -84,7 +84,9 @@ std::string statusText(uint64_t tickNo, const policy::CompiledConfig& c) {
          " workloads" + (c.daemon.dryRun ? ", dry run" : "");
 }
 
-std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds) {
+// `intervalNs`: daemon.interval, so the line names only a settled wait that is longer.
+std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds,
+                         uint64_t intervalNs) {
   std::string line = "tick " + std::to_string(tickNo) + ":";
   for (const WorkloadReport& w : r.workloads) {
     const uint64_t hot = w.hotFastBytes + w.hotSlowBytes;
@@ -113,7 +115,7 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   if (r.rangesRelocated) line += " relocated=" + std::to_string(r.rangesRelocated);
   // Placement settled (Engine::tick, "Settling"): the bytes the last ticks' plans moved.
   if (r.settled) line += " settled (window " + formatBytes(r.settleWindowBytes) + ")";
-  if (r.settled && r.nextIntervalNs > 0)
+  if (r.settled && r.nextIntervalNs > intervalNs)
     line += " next tick in " + policy::formatDuration(r.nextIntervalNs);
   // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.
   const policy::ArbiterStats& a = r.arbiter;
@@ -461,7 +463,7 @@ class Daemon {
       log_.error("tick " + std::to_string(tickNo_) + ": " + report.error().describe());
       metrics_->tickFailed();
     } else {
-      publishReport(report.value(), wall);
+      publishReport(report.value(), wall, interval);
     }
     metrics_->totals(engine_->totals(), engine_->heat().recordStats().pingPongHeld);
     if (auto vm = sys::readVmstat(root_); vm) {
@@ -476,12 +478,12 @@ class Daemon {
   }
 
   // A tick's report: its problems, scope changes and progress logged, its metrics set.
-  void publishReport(const TickReport& report, double wallSeconds) {
+  void publishReport(const TickReport& report, double wallSeconds, uint64_t intervalNs) {
     for (const std::string& p : report.problems)
       log_.warning(p);
     for (const std::string& c : report.scopeChanges)
       log_.info(c);
-    log_.info(progressLine(tickNo_, report, processCpuSeconds()));
+    log_.info(progressLine(tickNo_, report, processCpuSeconds(), intervalNs));
     publishTopology(report.topology, *sink_);
     metrics_->migrateOffload(migrateOffloadCounters(report.topology.caps));
     metrics_->tick(report, snapshotSources(*engine_, root_), wallSeconds,
