@@ -197,6 +197,12 @@ std::vector<MetricDef> samplerMetrics() {
               "period, DAMON doubled its kdamond's sampling interval (kdamond CPU from "
               "/proc/PID/stat plus tierd's draining; at most max_sample_us and aggr_us / 5).",
               {source()}),
+      counter(kSamplerPausedSeconds, "tierd_sampler_paused_seconds_total", "seconds",
+              "Seconds hotness sources spent paused during settled waits "
+              "(sampling.settled_damon_window: a DAMON context's pause, its kdamond asleep), "
+              "summed over the sampled processes. Grows by about daemon.settled_interval minus "
+              "the lead before each tick per settled wait and source; 0 where nothing pauses.",
+              {}),
       gauge(kPlacementSettled, "tierd_placement_settled", "boolean",
             "1 while the engine judges placement settled (the plans of the last 10 ticks moved "
             "at most sampling.settle_trickle_percent of the hot bytes, with samples seen and no "

@@ -65,6 +65,7 @@ enum class MetricId : size_t {
   SamplerOpenPerfEvents,
   SamplerSourceRetries,
   SamplerBudgetBackoffs,
+  SamplerPausedSeconds,
   PlacementSettled,
   TickInterval,
   HotnessHotBytes,
@@ -132,6 +133,7 @@ inline constexpr GaugeHandle kSamplerInterval{MetricId::SamplerInterval};
 inline constexpr GaugeHandle kSamplerOpenPerfEvents{MetricId::SamplerOpenPerfEvents};
 inline constexpr CounterHandle kSamplerSourceRetries{MetricId::SamplerSourceRetries};
 inline constexpr CounterHandle kSamplerBudgetBackoffs{MetricId::SamplerBudgetBackoffs};
+inline constexpr CounterHandle kSamplerPausedSeconds{MetricId::SamplerPausedSeconds};
 inline constexpr GaugeHandle kPlacementSettled{MetricId::PlacementSettled};
 inline constexpr GaugeHandle kTickInterval{MetricId::TickInterval};
 inline constexpr GaugeHandle kHotnessHotBytes{MetricId::HotnessHotBytes};

@@ -43,6 +43,7 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   sink.add(kSamplerSourceRetries, {}, step % 7 == 0 ? 1 : 0);
   sink.set(kPlacementSettled, {}, step % 20 >= 10 ? 1 : 0);
   sink.set(kTickInterval, {}, step % 20 >= 10 ? 4 : 1);
+  sink.add(kSamplerPausedSeconds, {}, step % 20 >= 10 ? 1 : 0);
   sink.add(kArbiterPingpongHolds, {}, step % 3 == 0 ? 1 : 0);
   for (const char* reason :
        {"budget", "no_room", "quota", "not_allowed", "not_closer", "fill_no_room"})

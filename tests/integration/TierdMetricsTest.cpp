@@ -321,6 +321,7 @@ TEST_CASE("after ticks that moved memory, every family that counts moves has rea
       {"tierd_sampler_open_perf_events", "perf sources only"},
       {"tierd_sampler_source_retries_total", "no source failed"},
       {"tierd_sampler_budget_backoffs_total", "a scripted source has no CPU budget to exceed"},
+      {"tierd_sampler_paused_seconds_total", "no settled wait: daemon.settled_interval is off"},
       {"tierd_placement_settled", "1 only 10 ticks after the last move: a gauge, 0 while moving"},
       {"tierd_daemon_errors_total", "a clean run: nothing failed"},
       {"tierd_config_reloads_total", "no SIGHUP"},

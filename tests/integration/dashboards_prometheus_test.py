@@ -49,6 +49,7 @@ MAY_BE_ZERO = {
     "tierd_sampler_period_events": "0 for sources that are not perf sources",
     "tierd_sampler_interval_seconds": "only DAMON reports a sampling interval",
     "tierd_config_reloads_total": "no SIGHUP in this run",
+    "tierd_placement_settled": "1 only 10 ticks after the last moves: 0 while the model run moves",
     "tierd_metrics_rejected_updates_total": "must be 0: no update is dropped",
     'tierd_hotness_hot_bytes{workload="$workload",tier="slow"}':
         "hot bytes left on the slow tier: 0 once the hot set is promoted",

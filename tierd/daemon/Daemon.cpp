@@ -511,9 +511,9 @@ class Daemon {
   // signal; they are resumed before this returns, so every tick drains sampling sources.
   void waitPaused(uint64_t dueNs, uint64_t waitNs) {
     std::vector<std::string> problems;
-    if (const uint64_t lead = engine_->pauseSampling(waitNs, problems); lead) {
+    if (const uint64_t lead = engine_->pauseSampling(monotonicNs(), waitNs, problems); lead) {
       sleepUntil(dueNs - lead);
-      engine_->resumeSampling(problems);
+      engine_->resumeSampling(monotonicNs(), problems);
     }
     for (const std::string& p : problems)
       log_.warning(p);

@@ -98,6 +98,7 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
   sink_.add(kMigrateIdentityCheckFailures, {}, 0);
   sink_.add(kScopePidReuses, {}, 0);
   sink_.add(kSamplerSourceRetries, {}, 0);
+  sink_.add(kSamplerPausedSeconds, {}, 0);
   for (const std::string& err : labelValues(telemetry::MetricId::DaemonErrors, "errno"))
     sink_.add(kDaemonErrors, {"migrate", err}, 0);
   for (const char* c : {"sampler", "scope", "topology", "metrics"})
@@ -253,6 +254,7 @@ void DaemonMetrics::totals(const EngineTotals& t, uint64_t pingPongHeldTotal) {
   sink_.add(kMigrateIdentityCheckFailures, {},
             inc(t.identityChecksFailed, lastTotals_.identityChecksFailed));
   sink_.add(kMigrateThpSplitAfterMove, {}, inc(t.thpSplitAfterMove, lastTotals_.thpSplitAfterMove));
+  sink_.add(kSamplerPausedSeconds, {}, inc(t.samplingPausedNs, lastTotals_.samplingPausedNs) / 1e9);
   lastTotals_ = t;
   sink_.add(kArbiterPingpongHolds, {}, inc(pingPongHeldTotal, lastPingPong_));
   lastPingPong_ = pingPongHeldTotal;

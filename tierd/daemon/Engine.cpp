@@ -222,7 +222,8 @@ Engine::~Engine() {
   shutdown();
 }
 
-uint64_t Engine::pauseSampling(uint64_t waitNs, std::vector<std::string>& problems) {
+uint64_t Engine::pauseSampling(uint64_t nowNs, uint64_t waitNs,
+                               std::vector<std::string>& problems) {
   const uint64_t window = config_->sampling.settledDamonWindowNs;
   if (window == 0) return 0;
   uint64_t lead = window;
@@ -250,13 +251,15 @@ uint64_t Engine::pauseSampling(uint64_t waitNs, std::vector<std::string>& proble
     }
     proc.paused = paused = true;
   }
+  if (paused) pausedAtNs_ = nowNs;
   return paused ? lead : 0;
 }
 
-void Engine::resumeSampling(std::vector<std::string>& problems) {
+void Engine::resumeSampling(uint64_t nowNs, std::vector<std::string>& problems) {
   for (auto& [pid, proc] : procs_) {
     if (!proc.paused) continue;
     proc.paused = false;
+    totals_.samplingPausedNs += nowNs > pausedAtNs_ ? nowNs - pausedAtNs_ : 0;
     if (!proc.source) continue;
     if (Status st = proc.source->setPaused(false); !st)
       problems.push_back("pid " + std::to_string(pid) + ": resume: " + st.error().describe());

@@ -229,6 +229,9 @@ struct EngineTotals {
   uint64_t thpSplitAfterMove = 0;  ///< sum of TickReport::thpSplitAfterMove
   uint64_t locatesReused = 0;      ///< sum of TickReport::locatesReused
   uint64_t rangesRelocated = 0;    ///< sum of TickReport::rangesRelocated
+  /// ns hotness sources spent paused in settled waits (Engine::pauseSampling to
+  /// resumeSampling), summed over the paused sources
+  uint64_t samplingPausedNs = 0;
 };
 
 /// See the file comment.
@@ -313,17 +316,19 @@ class Engine {
   /// interval (each scan reads three files per kdamond, ~1 ms each under the rig's TCG).
   static constexpr uint64_t kDamosRescanTicks = 10;
 
-  /// Before a settled wait of `waitNs` (TickReport::nextIntervalNs of the tick just done):
+  /// At `nowNs` (monotonic), before a settled wait of `waitNs` (TickReport::nextIntervalNs of
+  /// the tick just done):
   /// with sampling.settled_damon_window > 0, pauses every source that can pause
   /// (HotnessSource::pauseLeadNs() > 0) and returns the lead: the longest of the window and
   /// the sources' leads, how long before the next tick resumeSampling() must run. 0 (nothing
   /// paused) when the key is 0, no source can pause, or the lead is not shorter than the wait.
   /// A source that cannot pause, or whose pause fails, samples on; each such problem is
   /// appended to `problems` once per process (a failed pause: each time).
-  uint64_t pauseSampling(uint64_t waitNs, std::vector<std::string>& problems);
-  /// Resumes every source pauseSampling() paused; failures are appended to `problems` (the
-  /// source's next drain() retries). Idempotent.
-  void resumeSampling(std::vector<std::string>& problems);
+  uint64_t pauseSampling(uint64_t nowNs, uint64_t waitNs, std::vector<std::string>& problems);
+  /// At `nowNs`, resumes every source pauseSampling() paused and adds the time each was paused
+  /// to EngineTotals::samplingPausedNs; failures are appended to `problems` (the source's next
+  /// drain() retries). Idempotent.
+  void resumeSampling(uint64_t nowNs, std::vector<std::string>& problems);
 
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
   void shutdown();
@@ -494,6 +499,7 @@ class Engine {
   /// weighted source's rates at this tick cover min(now - then, next) of time (drainSources).
   uint64_t lastTickNs_ = 0;
   uint64_t lastNextIntervalNs_ = 0;
+  uint64_t pausedAtNs_ = 0;  ///< when pauseSampling() last paused a source
 };
 
 }  // namespace tierd::daemon

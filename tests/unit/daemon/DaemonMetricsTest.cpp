@@ -53,6 +53,7 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   CHECK(s.has("tierd_migrate_identity_check_failures_total", {}));
   CHECK(s.has("tierd_scope_pid_reuses_total", {}));
   CHECK(s.has("tierd_sampler_source_retries_total", {}));
+  CHECK(s.has("tierd_sampler_paused_seconds_total", {}));
   // The call-latency histogram exists per direction with no observation yet.
   CHECK(s.seriesCount("tierd_migrate_call_duration_seconds") == 2);
   CHECK(s.has("tierd_migrate_call_duration_seconds", {"promote"}));
@@ -166,10 +167,12 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   t.pidReuses = 1;
   t.identityChecksFailed = 2;
   t.thpSplitAfterMove = 6;
+  t.samplingPausedNs = 2'500'000'000;
   m.totals(t, 3);
   t.sourceErrors = 5;
   t.sourceRetries = 4;
   t.thpSplitAfterMove = 9;
+  t.samplingPausedNs = 7'500'000'000;
   m.totals(t, 4);
   CHECK(s.value("tierd_daemon_errors_total", {"sampler", "other"}) == 5);
   CHECK(s.value("tierd_daemon_errors_total", {"migrate", "other"}) == 1);
@@ -177,6 +180,7 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   CHECK(s.value("tierd_scope_pid_reuses_total", {}) == 1);
   CHECK(s.value("tierd_migrate_identity_check_failures_total", {}) == 2);
   CHECK(s.value("tierd_migrate_thp_split_after_move_total", {}) == 9);
+  CHECK(s.value("tierd_sampler_paused_seconds_total", {}) == doctest::Approx(7.5));
   // Regions the guard started holding; ping-pong moves are counted from real moves (below).
   CHECK(s.value("tierd_arbiter_pingpong_holds_total", {}) == 4);
   CHECK(s.value("tierd_arbiter_pingpong_moves_total", {"demote"}) == 0);

@@ -407,36 +407,39 @@ TEST_CASE("a settled wait pauses the sources that can pause, for the wait less t
   std::vector<std::string> problems;
   pause->leadNs = 300'000'000;
   // sampling.settled_damon_window 0: nothing paused, nothing asked.
-  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  CHECK(rig.engine->pauseSampling(0, 4 * kSecond, problems) == 0);
   CHECK(pause->calls.empty());
   // 1 s: the source sleeps until 1 s before the tick, then samples again.
   withWindow(1000);
-  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == kSecond);
+  CHECK(rig.engine->pauseSampling(0, 4 * kSecond, problems) == kSecond);
   CHECK(pause->paused);
-  rig.engine->resumeSampling(problems);
-  rig.engine->resumeSampling(problems);  // idempotent: resumed once
+  rig.engine->resumeSampling(3 * kSecond, problems);
+  rig.engine->resumeSampling(3 * kSecond, problems);  // idempotent: resumed once
   CHECK(pause->calls == "PR");
+  CHECK(rig.engine->totals().samplingPausedNs == 3 * kSecond);  // paused at 0, resumed at 3 s
   CHECK_FALSE(pause->paused);
   // The source needs longer than the window: its lead wins.
   pause->leadNs = 2 * kSecond;
-  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 2 * kSecond);
-  rig.engine->resumeSampling(problems);
+  CHECK(rig.engine->pauseSampling(0, 4 * kSecond, problems) == 2 * kSecond);
+  rig.engine->resumeSampling(3 * kSecond, problems);
   // A wait no longer than the lead: not paused at all.
-  CHECK(rig.engine->pauseSampling(2 * kSecond, problems) == 0);
+  CHECK(rig.engine->pauseSampling(0, 2 * kSecond, problems) == 0);
   CHECK(pause->calls == "PRPR");
   CHECK(problems.empty());
+  CHECK(rig.engine->totals().samplingPausedNs == 6 * kSecond);
   // A failed pause: said, nothing to resume, the source samples on.
   pause->fail = true;
-  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  CHECK(rig.engine->pauseSampling(0, 4 * kSecond, problems) == 0);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].find("pause: ") != std::string::npos);
-  rig.engine->resumeSampling(problems);
+  rig.engine->resumeSampling(3 * kSecond, problems);
   CHECK(pause->calls == "PRPRP");
+  CHECK(rig.engine->totals().samplingPausedNs == 6 * kSecond);  // nothing was paused
   // A failed resume: said (the source's next drain retries).
   pause->fail = false;
-  REQUIRE(rig.engine->pauseSampling(4 * kSecond, problems) == 2 * kSecond);
+  REQUIRE(rig.engine->pauseSampling(0, 4 * kSecond, problems) == 2 * kSecond);
   pause->fail = true;
-  rig.engine->resumeSampling(problems);
+  rig.engine->resumeSampling(3 * kSecond, problems);
   REQUIRE(problems.size() == 2);
   CHECK(problems[1].find("resume: ") != std::string::npos);
   pause->fail = false;
@@ -444,8 +447,8 @@ TEST_CASE("a settled wait pauses the sources that can pause, for the wait less t
   // A source that cannot pause: said once, never asked.
   pause->leadNs = 0;
   pause->calls.clear();
-  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
-  CHECK(rig.engine->pauseSampling(4 * kSecond, problems) == 0);
+  CHECK(rig.engine->pauseSampling(0, 4 * kSecond, problems) == 0);
+  CHECK(rig.engine->pauseSampling(0, 4 * kSecond, problems) == 0);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].find("cannot pause; it samples throughout") != std::string::npos);
   CHECK(pause->calls.empty());
