@@ -484,7 +484,9 @@ void DamonSource::setSettled(bool settled) {
 }
 
 uint64_t DamonSource::pauseLeadNs() const {
-  if (!pauseSupported_ || !created_ || targetGone_) return 0;
+  // A stopped source or a gone target still answers its lead: pausing it does nothing, and the
+  // engine does not warn that DAMON cannot pause.
+  if (!pauseSupported_) return 0;
   return 3 * std::max<uint64_t>(1, aggrUs_) * 1000;
 }
 
