@@ -766,18 +766,6 @@ TEST_CASE("without a settled budget, settling changes nothing") {
   src.stop();
 }
 
-namespace {
-
-// The write log from index `from` on, joined by newlines.
-std::string logFrom(const FakeDamonFs& fs, size_t from) {
-  std::string out;
-  for (size_t i = from; i < fs.log.size(); ++i)
-    out += fs.log[i] + "\n";
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("a kernel with contexts/0/pause: the kdamond pauses and resumes by commit") {
   // 7.3 in the rig: the kernel tunes the intervals, the context has a pause file.
   FakeDamonFs fs;
@@ -795,7 +783,7 @@ TEST_CASE("a kernel with contexts/0/pause: the kdamond pauses and resumes by com
   size_t mark = fs.log.size();
   REQUIRE(src.setPaused(true).ok());
   // The tuned pair read back before the commit, which re-reads both interval files.
-  CHECK(logFrom(fs, mark) ==
+  CHECK(joined({fs.log.begin() + static_cast<std::ptrdiff_t>(mark), fs.log.end()}) ==
         "0/state <- update_tuned_intervals\n0/contexts/0/pause <- Y\n0/state <- commit\n");
   CHECK(fs.committedPause == "Y");
   CHECK(fs.committedSampleUs == "4000");
@@ -805,7 +793,8 @@ TEST_CASE("a kernel with contexts/0/pause: the kdamond pauses and resumes by com
   REQUIRE(src.setPaused(true).ok());  // idempotent: nothing written
   CHECK(fs.log.size() == mark);
   REQUIRE(src.setPaused(false).ok());
-  CHECK(logFrom(fs, mark) == "0/contexts/0/pause <- N\n0/state <- commit\n");
+  CHECK(joined({fs.log.begin() + static_cast<std::ptrdiff_t>(mark), fs.log.end()}) ==
+        "0/contexts/0/pause <- N\n0/state <- commit\n");
   CHECK(fs.committedPause == "N");
   CHECK_FALSE(src.paused());
   CHECK(src.pauses() == 1);
