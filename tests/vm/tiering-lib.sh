@@ -180,6 +180,22 @@ tl_start_tierd() {
   tl_tpid=$!
 }
 
+# tl_config_set FILE TABLE KEY VALUE: prints the TOML config FILE with `KEY = VALUE` (VALUE as
+# written: quote a string) right under its [TABLE] header, the file's own KEY lines dropped; without
+# a [TABLE] it comes first, as its own table (a bench arm's variant of a shipped config).
+tl_config_set() {
+  if grep -q "^\[$2\]\$" "$1"; then
+    awk -v t="[$2]" -v k="$3" -v v="$4" '
+      index($0, k " = ") == 1 { next }
+      { print }
+      $0 == t { print k " = " v }' "$1"
+  else
+    echo "[$2]"
+    echo "$3 = $4"
+    cat "$1"
+  fi
+}
+
 # tl_tierd_progress: tierd's last tick line.
 tl_tierd_progress() {
   grep 'tierd: tick ' "$tl_tlog" | tail -n 1 | sed 's/^tierd: //'
