@@ -155,12 +155,11 @@ std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::M
   return out;
 }
 
-std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing,
-                                bool damos) {
+std::string numaBalancingTieringActive(std::optional<int> numaBalancing) {
   if (numaBalancing && (*numaBalancing & 2))
     return "kernel.numa_balancing=" + std::to_string(*numaBalancing) +
            " (NUMA_BALANCING_MEMORY_TIERING)";
-  return damos ? damosTieringActive(root) : "";
+  return "";
 }
 
 std::string damosTieringActive(const sys::SysRoot& root) {
@@ -757,7 +756,7 @@ void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& repo
   // scheme was seen, else every kDamosRescanTicks ticks: a kdamond created by someone else
   // changes nr_kdamonds (and cannot be while tierd's run: writing it fails), so what waits for the
   // rescan is only an existing kdamond given a migrate scheme or turned on again.
-  report.kernelTiering = kernelTieringActive(root_, topo.caps.numaBalancing, /*damos=*/false);
+  report.kernelTiering = numaBalancingTieringActive(topo.caps.numaBalancing);
   if (report.kernelTiering.empty()) {
     std::string nr = root_.readAttr("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").valueOr("");
     if (nr != damosKdamondsSeen_ || !damosTiering_.empty() ||

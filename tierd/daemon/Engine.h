@@ -81,13 +81,12 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 /// readable). The default reads through the engine's SysRoot; tests pass the fake kernel's.
 using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t pid)>;
 
-/// The kernel's own tiering running on this machine, read under `root`: "" when none, else what
-/// runs, e.g. "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)" or "kdamond 3 runs DAMOS
-/// migrate_hot". `numaBalancing` is /proc/sys/kernel/numa_balancing as the topology read it
-/// (topology::KernelCaps; bit 2, value 2 or 3: memory tiering;
-/// Documentation/admin-guide/sysctl/kernel.rst); with `damos`, then damosTieringActive(root).
-std::string kernelTieringActive(const sys::SysRoot& root, std::optional<int> numaBalancing,
-                                bool damos = true);
+/// NUMA balancing's memory tiering, from /proc/sys/kernel/numa_balancing as the topology read it
+/// (`numaBalancing`, topology::KernelCaps; bit 2, value 2 or 3: NUMA_BALANCING_MEMORY_TIERING;
+/// Documentation/admin-guide/sysctl/kernel.rst): "" when off or unknown, else
+/// "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)". The kernel's other tiering,
+/// DAMOS, is damosTieringActive()'s (Engine::checkKernelTiering asks it less often).
+std::string numaBalancingTieringActive(std::optional<int> numaBalancing);
 
 /// A running kdamond with a DAMOS migrate_hot or migrate_cold scheme, read under `root`
 /// (/sys/kernel/mm/damon/admin/kdamonds/{nr_kdamonds,N/state,N/contexts/0/schemes/M/action}; at
@@ -179,8 +178,9 @@ struct TickReport {
   /// time S, not sampled)"; "workload 'W': pid P gone (exited or no longer selected) after N
   /// samples; its heat and plans dropped (G gone so far)", G = EngineTotals::vanishedPids.
   std::vector<std::string> scopeChanges;
-  /// kernelTieringActive() this tick; when not "" and migration.allow_kernel_tiering is false,
-  /// nothing was moved (`kernelTieringHeld`).
+  /// The kernel's own tiering running this tick (numaBalancingTieringActive(), else
+  /// damosTieringActive(): "kdamond 3 runs DAMOS migrate_hot"), "" when none; when not "" and
+  /// migration.allow_kernel_tiering is false, nothing was moved (`kernelTieringHeld`).
   std::string kernelTiering;
   bool kernelTieringHeld = false;
   /// Per sampled process with something to say (HotnessSource::state), in pid order.
@@ -411,7 +411,7 @@ class Engine {
   /// report.sourceStates' regions, heat and hot bytes.
   void addWorkloads(policy::TickContext& ctx, std::vector<std::map<NodeId, NodeMemory>> memory,
                     TickReport& report);
-  /// Sets report.kernelTiering and kernelTieringHeld (kernelTieringActive, allow_kernel_tiering)
+  /// Sets report.kernelTiering and kernelTieringHeld (allow_kernel_tiering)
   /// and reports a change of what runs once, in report.problems.
   void checkKernelTiering(const topology::Topology& topo, TickReport& report);
   /// Executes `moves` (Migrator::execute) until `deadlineNs`, or a floor after `tickStartNs`
