@@ -81,6 +81,9 @@ struct SamplingConfig {
   uint64_t samplePeriod = 0;      ///< events between two samples (perf sample_period)
   std::string trace;              ///< recorded trace file for source = replay, else ""
   int damonMaxProcesses = 16;     ///< kdamonds tierd creates (one per sampled process), 1..64
+  /// damon_max_regions: DAMON's nr_regions/max of each kdamond tierd starts, 100..10000
+  /// (DamonConfig::maxRegions; nr_regions/min stays 100)
+  int damonMaxRegions = 1000;
   bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
   DamonRead damonRead = DamonRead::TriedRegions;  ///< damon_read: how region counts are read
   int kdamondNice = 0;  ///< kdamond_nice: setpriority(2) value of tierd's kdamonds, -20..19

@@ -618,6 +618,7 @@ void compileSampling(Compiler& c, Values& s, const std::string& path, const Comp
   out.cpuBudgetPercent = s["cpu_budget_percent"].d;
   out.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
   out.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);
+  out.damonMaxRegions = static_cast<int>(s["damon_max_regions"].i);
   out.disableDamonStat = s["damon_stat"].s == "disable";
   out.damonRead =
       s["damon_read"].s == "tracepoint" ? DamonRead::Tracepoint : DamonRead::TriedRegions;

@@ -70,6 +70,7 @@ toml::table toTable(const CompiledConfig& cfg) {
                        {"sample_period", static_cast<int64_t>(cfg.sampling.samplePeriod)}};
   if (!cfg.sampling.trace.empty()) sampling.insert("trace", cfg.sampling.trace);
   sampling.insert("damon_max_processes", static_cast<int64_t>(cfg.sampling.damonMaxProcesses));
+  sampling.insert("damon_max_regions", static_cast<int64_t>(cfg.sampling.damonMaxRegions));
   sampling.insert("damon_stat", cfg.sampling.disableDamonStat ? "disable" : "keep");
   sampling.insert("damon_read", damonReadName(cfg.sampling.damonRead));
   sampling.insert("kdamond_nice", static_cast<int64_t>(cfg.sampling.kdamondNice));

@@ -92,6 +92,17 @@ std::vector<KeySpec> samplingKeys() {
        "is free (nr_kdamonds 0) and records them in /run/tierd/damon.owner, so a tierd started "
        "after a crash reclaims them. Processes beyond it are not sampled (counted). Read at "
        "start."},
+      {"sampling", "damon_max_regions", ValueType::Integer, "1000", 100, 10000, "", false, false,
+       "regions",
+       "Most regions each of tierd's kdamonds keeps per process (DAMON's nr_regions/max; "
+       "Documentation/mm/damon/design.rst, \"Adaptive Target Regions Adjustment\"): each "
+       "aggregation DAMON merges neighbours whose access counts are alike and splits regions "
+       "while it has fewer than this (all of them below half of it, some above), so a process "
+       "is watched as about half this many regions (gups in the rig: ~480 of 1000), each "
+       "checked once a sample interval. The kdamond's CPU grows with the regions; the hot set "
+       "is told apart only down to the regions' size (a hot set scattered in N pieces needs "
+       "about 2N regions). At least tierd's nr_regions/min of 100. Read at start (each new "
+       "kdamond)."},
       {"sampling", "damon_stat", ValueType::Enum, "\"keep\"", 0, 0, "keep|disable", false, false,
        "",
        "DAMON_STAT (on by default in Debian's 7.3 kernel) holds DAMON exclusively, so no kdamond "

@@ -48,18 +48,18 @@ telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
 // DAMON monitoring attributes for one process: 2 ms sampling to start with (at DAMON's default
 // 5 ms every cold 2 MiB THP of a fast GUPS was seen accessed in every check, so all regions
 // looked equally hot; tests/vm/scenarios/hotness needed 2 ms too), then adapted to the access
-// ratio; 100 ms aggregation; 100..1000 adaptive regions; tried regions read once per second.
-// Denser regions (min_nr_regions = size / 2 or 4 MiB) cost more kdamond and tierd CPU under
-// emulation and converged more slowly; tried again on 2026-12-01 for a fleet of three 512 MiB
-// GUPS (one region per 2 MiB, up to 500): the hottest chunk still read only ~2x its process's
-// mean heat, and under load two of the three kdamonds gave one snapshot in 150 s.
+// ratio; 100 ms aggregation; 100..sampling.damon_max_regions (1000) adaptive regions; tried regions
+// read once per second. Denser regions (min_nr_regions = size / 2 or 4 MiB) cost more kdamond and
+// tierd CPU under emulation and converged more slowly; tried again on 2026-12-01 for a fleet of
+// three 512 MiB GUPS (one region per 2 MiB, up to 500): the hottest chunk still read only ~2x its
+// process's mean heat, and under load two of the three kdamonds gave one snapshot in 150 s.
 telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   telemetry::DamonConfig c;
   c.sampleUs = 2000;
   c.aggrUs = 100000;
   c.updateUs = 1000000;
   c.minRegions = 100;
-  c.maxRegions = 1000;
+  c.maxRegions = static_cast<uint64_t>(config.sampling.damonMaxRegions);  // default 1000
   c.snapshotNs = 1'000'000'000;
   // A fast workload touches its cold pages within any fixed interval (REFERENCE.md section 5):
   // keep the share of checks that see an access between 5% and 30% so hot and cold stay apart.

@@ -65,6 +65,13 @@ TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
       policy::compileConfigText("[sampling]\nsettled_cpu_budget_percent = 5\n", "/x/tierd.toml");
   REQUIRE(settled.ok());
   CHECK(daemon::damonTuning(*settled.config).settledCpuBudget == doctest::Approx(0.05));
+  // sampling.damon_max_regions is DAMON's nr_regions/max; nr_regions/min stays 100.
+  CHECK(daemon::damonTuning(*empty.config).maxRegions == 1000);
+  policy::CompileOutcome fewer =
+      policy::compileConfigText("[sampling]\ndamon_max_regions = 400\n", "/x/tierd.toml");
+  REQUIRE(fewer.ok());
+  CHECK(daemon::damonTuning(*fewer.config).maxRegions == 400);
+  CHECK(daemon::damonTuning(*fewer.config).minRegions == 100);
 }
 
 TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise") {

@@ -223,12 +223,13 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   // damon_max_processes and damon_stat were left out of the printed config until kdamond_nice
   // joined them: a daemon printing its config (tierd --print-config) lost them.
   const std::string text =
-      "[sampling]\ndamon_max_processes = 3\ndamon_stat = \"disable\"\n"
+      "[sampling]\ndamon_max_processes = 3\ndamon_max_regions = 600\ndamon_stat = \"disable\"\n"
       "damon_read = \"tracepoint\"\nkdamond_nice = 19\nmax_sample_interval = \"1s\"\n"
       "settled_cpu_budget_percent = 2.5\nsettle_trickle_percent = 7.5\n";
   CompileOutcome a = compileConfigText(text, "/x/t.toml");
   REQUIRE_MESSAGE(a.ok(), errorLines(a));
   CHECK(a.config->sampling.damonMaxProcesses == 3);
+  CHECK(a.config->sampling.damonMaxRegions == 600);
   CHECK(a.config->sampling.disableDamonStat);
   CHECK(a.config->sampling.kdamondNice == 19);
   CHECK(a.config->sampling.maxSampleIntervalNs == 1'000'000'000);
@@ -257,6 +258,12 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
       compileConfigText("[sampling]\nsettle_trickle_percent = -1\n", "/x/t.toml");
   REQUIRE(negative.errors.size() == 1);
   CHECK(negative.errors[0].keyPath == "sampling.settle_trickle_percent");
+  CHECK(compileConfigText("", "/x/t.toml").config->sampling.damonMaxRegions == 1000);
+  // Under tierd's nr_regions/min of 100, DAMON would refuse the attributes at start.
+  CompileOutcome tooFew = compileConfigText("[sampling]\ndamon_max_regions = 99\n", "/x/t.toml");
+  REQUIRE(tooFew.errors.size() == 1);
+  CHECK(tooFew.errors[0].line == 2);
+  CHECK(tooFew.errors[0].keyPath == "sampling.damon_max_regions");
 }
 
 TEST_CASE("a string with newlines prints as an escaped basic string and round-trips exactly") {
