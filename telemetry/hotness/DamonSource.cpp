@@ -487,7 +487,7 @@ uint64_t DamonSource::pauseLeadNs() const {
   // A stopped source or a gone target still answers its lead: pausing it does nothing, and the
   // engine does not warn that DAMON cannot pause.
   if (!pauseSupported_) return 0;
-  return 2 * std::max<uint64_t>(1, aggrUs_) * 1000;
+  return 3 * std::max<uint64_t>(1, aggrUs_) * 1000;
 }
 
 Status DamonSource::setPaused(bool paused) {

@@ -329,9 +329,9 @@ class DamonSource final : public HotnessSource {
   void setSettled(bool settled) override;
   /// The last value setSettled() was given (false before the first call).
   bool settled() const { return settled_; }
-  /// Two aggregation intervals (aggr_us in effect) in ns, so the reading after a pause holds the
-  /// aggregation the pause cut short, finished after the resume with all its checks, and at
-  /// least one aggregation sampled wholly after it. 0 without contexts/0/pause (a kernel whose DAMON cannot pause a context) and before
+  /// Three aggregation intervals (aggr_us in effect) in ns, so the reading after a pause holds
+  /// at least two whole aggregations: the first one after a resume finishes what the pause cut
+  /// short. 0 without contexts/0/pause (a kernel whose DAMON cannot pause a context) and before
   /// start(); a stopped source or a gone target keeps its lead (setPaused() then does nothing).
   uint64_t pauseLeadNs() const override;
   /// Writes contexts/0/pause (Y or N) and commits it (`state` <- commit): paused, the kdamond

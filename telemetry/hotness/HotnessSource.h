@@ -66,8 +66,8 @@ class HotnessSource {
   virtual void setSettled(bool settled) { (void)settled; }
 
   /// How long before a tick this source must be sampling again for that tick's drain() to hold
-  /// a complete reading, ns (DamonSource: two aggregation intervals: the one a pause cut short
-  /// finishes, and one more); 0: the source cannot pause (the default; the perf sources, a DAMON kernel
+  /// a complete reading, ns (DamonSource: three aggregation intervals, so at least two whole
+  /// aggregations); 0: the source cannot pause (the default; the perf sources, a DAMON kernel
   /// without contexts/0/pause). Read by the engine before a settled wait
   /// (sampling.settled_damon_window).
   virtual uint64_t pauseLeadNs() const { return 0; }

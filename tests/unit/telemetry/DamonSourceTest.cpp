@@ -775,11 +775,11 @@ TEST_CASE("a kernel with contexts/0/pause: the kdamond pauses and resumes by com
   fs.tunedAggrUs = "200000";
   DamonSource src(settledConfig(1.0), fs);
   REQUIRE(src.start().ok());
-  CHECK(src.pauseLeadNs() == 200'000'000);  // two aggregations of 100 ms
+  CHECK(src.pauseLeadNs() == 300'000'000);  // three aggregations of 100 ms
   fs.regions = {{0x7f0000000000, 0x7f0000400000, 10, 1}};
   kdamondTicks(fs, 0);
   REQUIRE(src.drain(1 * kSec).ok());  // reads the tuned pair: 4 ms / 200 ms
-  CHECK(src.pauseLeadNs() == 400'000'000);
+  CHECK(src.pauseLeadNs() == 600'000'000);
   size_t mark = fs.log.size();
   REQUIRE(src.setPaused(true).ok());
   // The tuned pair read back before the commit, which re-reads both interval files.
