@@ -331,8 +331,10 @@ class DamonSource final : public HotnessSource {
   bool settled() const { return settled_; }
   /// Three aggregation intervals (aggr_us in effect) in ns, so the reading after a pause holds
   /// at least two whole aggregations: the first one after a resume finishes what the pause cut
-  /// short. 0 without contexts/0/pause (a kernel whose DAMON cannot pause a context) and before
-  /// start(); a stopped source or a gone target keeps its lead (setPaused() then does nothing).
+  /// short (in the rig, where an aggregation runs longer than aggr_us, one or two; with two
+  /// intervals, sometimes none: docs/tiering.md, "The paused kdamond"). 0 without contexts/0/pause
+  /// (a kernel whose DAMON cannot pause a context) and before start(); a stopped source or a gone
+  /// target keeps its lead (setPaused() then does nothing).
   uint64_t pauseLeadNs() const override;
   /// Writes contexts/0/pause (Y or N) and commits it (`state` <- commit): paused, the kdamond
   /// keeps its regions and their counts and only sleeps (Documentation/mm/damon/design.rst,
