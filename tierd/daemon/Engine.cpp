@@ -162,10 +162,12 @@ std::string numaBalancingTieringActive(std::optional<int> numaBalancing) {
   return "";
 }
 
-std::string damosTieringActive(const sys::SysRoot& root) {
+std::string damosTieringActive(const sys::SysRoot& root,
+                               std::optional<std::string_view> nrKdamonds) {
   const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
-  auto nr = root.readAttr(kd + "/nr_kdamonds");
-  auto n = nr ? sys::parseU64(nr.value(), kd) : Result<uint64_t>(nr.error());
+  const std::string nr =
+      nrKdamonds ? std::string(*nrKdamonds) : root.readAttr(kd + "/nr_kdamonds").valueOr("");
+  auto n = sys::parseU64(nr, kd);
   for (uint64_t k = 0; n && k < std::min<uint64_t>(n.value(), 256); ++k) {
     const std::string d = kd + "/" + std::to_string(k);
     if (root.readAttr(d + "/state").valueOr("") != "on") continue;
@@ -761,7 +763,7 @@ void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& repo
     std::string nr = root_.readAttr("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").valueOr("");
     if (nr != damosKdamondsSeen_ || !damosTiering_.empty() ||
         ++damosChecksSinceScan_ >= kDamosRescanTicks) {
-      damosTiering_ = damosTieringActive(root_);
+      damosTiering_ = damosTieringActive(root_, nr);
       damosKdamondsSeen_ = std::move(nr);
       damosChecksSinceScan_ = 0;
     }

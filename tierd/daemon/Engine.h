@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -91,8 +92,10 @@ std::string numaBalancingTieringActive(std::optional<int> numaBalancing);
 /// A running kdamond with a DAMOS migrate_hot or migrate_cold scheme, read under `root`
 /// (/sys/kernel/mm/damon/admin/kdamonds/{nr_kdamonds,N/state,N/contexts/0/schemes/M/action}; at
 /// most 256 kdamonds and schemes each): "kdamond N runs DAMOS ACTION", else "". tierd's own
-/// kdamonds only use `stat`.
-std::string damosTieringActive(const sys::SysRoot& root);
+/// kdamonds only use `stat`. `nrKdamonds`: nr_kdamonds as the caller already read it ("" when
+/// unreadable: then "" is the answer); without it the file is read here.
+std::string damosTieringActive(const sys::SysRoot& root,
+                               std::optional<std::string_view> nrKdamonds = std::nullopt);
 
 /// Resident memory of a workload on one NUMA node, bytes.
 struct NodeMemory {
