@@ -4,8 +4,9 @@
 Case 1 (a boot with a failed check): arms ideal and tierd of gups, tierd at 500 updates/s for 10 s
 and then 950; RUN_DIR/checks holds one "ok - " and one "FAIL - " line. Exit 0 (data intact); the
 JSON has tierd at 0.95x ideal, 90% of ideal from second 9 (the first 5-second window whose median
-reaches 900), the arm's lines after first_line only, and failed_checks naming the failed check;
-the table lists it below itself.
+reaches 900), the arm's lines after first_line only, tierd's node 0 share the mean of its share
+series over the last 30 s (ideal, without one: the last 5 s figure), and failed_checks naming the
+failed check; the table lists it below itself.
 Case 2 (every check passed, one arm's data not intact): failed_checks is [], the arm shows BAD
 and the exit status is 1.
 Runs in a temporary folder (bench-report writes build/bench/ under its working directory).
@@ -73,6 +74,8 @@ def main():
         os.makedirs(run_dir)
         arm(run_dir, "ideal", [1000] * 60, first_line=3)
         arm(run_dir, "tierd", [500] * 10 + [950] * 50)
+        # tierd's share series: the samples of the last 30 s (36, 48, 60) average 70%
+        write(os.path.join(run_dir, "share-tierd.tsv"), "12 10.0\n24 20.0\n36 50.0\n48 70.0\n60 90.0\n")
         write(os.path.join(run_dir, "checks"), f"ok - [ideal] the table is intact\nFAIL - {FAILED}\n")
         rc, doc, md = report(args.script, tmp, run_dir)
         arms = {a["name"]: a for a in doc["arms"]}
@@ -87,9 +90,15 @@ def main():
                arms["tierd"]["normalized_to_ideal"] == 0.95)
         expect(f"tierd at 90% of ideal from second {arms['tierd']['time_to_90pct_s']}",
                arms["tierd"]["time_to_90pct_s"] == 9)
+        expect(f"tierd's share from its series {arms['tierd']['fast_access_share']},"
+               f" last 5 s {arms['tierd']['fast_access_share_last_5s']}",
+               arms["tierd"]["fast_access_share"] == 0.7
+               and arms["tierd"]["fast_access_share_last_5s"] == 0.897)
+        expect(f"ideal's share without a series: last 5 s {arms['ideal']['fast_access_share']}",
+               arms["ideal"]["fast_access_share"] == 0.897)
         expect("the table lists the failed check",
                "1 of the rig's checks failed in this boot" in md and FAILED in md)
-        expect("the table's tierd row", "| tierd | 950 | - | 0.95 | 9 | - | 89.7% | 1 | 1.50 | 0.50 | 0.10 | ok |" in md)
+        expect("the table's tierd row", "| tierd | 950 | - | 0.95 | 9 | - | 70.0% | 1 | 1.50 | 0.50 | 0.10 | ok |" in md)
 
         run_dir = os.path.join(tmp, "run2")
         os.makedirs(run_dir)
