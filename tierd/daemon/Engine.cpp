@@ -162,12 +162,9 @@ std::string numaBalancingTieringActive(std::optional<int> numaBalancing) {
   return "";
 }
 
-std::string damosTieringActive(const sys::SysRoot& root,
-                               std::optional<std::string_view> nrKdamonds) {
+std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdamonds) {
   const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
-  const std::string nr =
-      nrKdamonds ? std::string(*nrKdamonds) : root.readAttr(kd + "/nr_kdamonds").valueOr("");
-  auto n = sys::parseU64(nr, kd);
+  auto n = sys::parseU64(nrKdamonds, kd);
   for (uint64_t k = 0; n && k < std::min<uint64_t>(n.value(), 256); ++k) {
     const std::string d = kd + "/" + std::to_string(k);
     if (root.readAttr(d + "/state").valueOr("") != "on") continue;

@@ -92,10 +92,9 @@ std::string numaBalancingTieringActive(std::optional<int> numaBalancing);
 /// A running kdamond with a DAMOS migrate_hot or migrate_cold scheme, read under `root`
 /// (/sys/kernel/mm/damon/admin/kdamonds/{nr_kdamonds,N/state,N/contexts/0/schemes/M/action}; at
 /// most 256 kdamonds and schemes each): "kdamond N runs DAMOS ACTION", else "". tierd's own
-/// kdamonds only use `stat`. `nrKdamonds`: nr_kdamonds as the caller already read it ("" when
-/// unreadable: then "" is the answer); without it the file is read here.
-std::string damosTieringActive(const sys::SysRoot& root,
-                               std::optional<std::string_view> nrKdamonds = std::nullopt);
+/// kdamonds only use `stat`. `nrKdamonds`: the nr_kdamonds file as the caller read it ("" when
+/// unreadable: then "" is the answer).
+std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdamonds);
 
 /// Resident memory of a workload on one NUMA node, bytes.
 struct NodeMemory {
