@@ -38,6 +38,20 @@ TEST_CASE("tierctl sizes are written as in tierd.toml: 1GiB, never 1G") {
   }
 }
 
+TEST_CASE("tierctl bench migrate --target-pool: reserve or empty, empty only for hugetlb-2M") {
+  Run bad = run("bench migrate --size 8MiB --page hugetlb-2M --from 0 --to 1 --target-pool none");
+  CHECK(bad.exitCode == 2);
+  CHECK(bad.out.find("--target-pool: must be reserve or empty, not 'none'") != std::string::npos);
+  // Checked before any node or pool is looked at: the same answer on a one-node machine.
+  Run thp = run("bench migrate --size 8MiB --page thp --from 0 --to 1 --target-pool empty");
+  CHECK(thp.exitCode == 1);
+  CHECK(thp.out.find("only hugetlb-2M destinations can come from outside the pool") !=
+        std::string::npos);
+  Run same = run("bench migrate --size 8MiB --page hugetlb-2M --from 0 --to 0 --target-pool empty");
+  CHECK(same.exitCode == 1);
+  CHECK(same.out.find("needs --to other than --from") != std::string::npos);
+}
+
 TEST_CASE("tierctl bench migrate --json: the documented fields, all methods, data intact") {
   auto j = runJson("bench migrate --size 8MiB --page 4k --from 0 --to 0 --runs 2 --json");
   CHECK(j.at("page") == "4k");
@@ -48,6 +62,7 @@ TEST_CASE("tierctl bench migrate --json: the documented fields, all methods, dat
   CHECK(j.at("to") == 0);
   CHECK(j.at("data_intact") == true);
   CHECK(j.at("source_fraction") == 1.0);
+  CHECK(j.at("target_pool") == "reserve");
   for (const char* m : {"tierd", "raw_single_call", "per_4k"}) {
     INFO(m);
     const auto& mj = j.at("methods").at(m);

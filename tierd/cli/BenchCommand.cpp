@@ -44,6 +44,7 @@ nlohmann::json migrateJson(const migrate::MigrateBenchOptions& o,
   j["data_intact"] = r.dataIntact;
   j["intact_per_run"] = r.intact;
   j["hugepages"] = r.hugepageNote;
+  j["target_pool"] = o.emptyTargetPool ? "empty" : "reserve";
   for (const auto& [name, m] : r.methods) {
     auto g = migrate::meanStd(m.gibPerS);
     auto c = migrate::meanStd(m.cpuSeconds);
@@ -111,7 +112,8 @@ int benchMigrate(const std::vector<std::string>& args, size_t begin) {
   const CommandSpec spec = {
       "tierctl bench migrate",
       "usage: tierctl bench migrate [--size 1GiB] [--page 4k|thp|hugetlb-2M|hugetlb-1G] "
-      "[--from N] [--to M] [--runs R] [--call-latency DURATION] [--json]\n\nMoves a first-touched "
+      "[--from N] [--to M] [--runs R] [--call-latency DURATION] [--target-pool reserve|empty] "
+      "[--json]\n\nMoves a first-touched "
       "anonymous buffer from node "
       "N to node M with "
       "tierd's migrator, one raw move_pages call and one address per 4 KiB, side by side; GiB/s "
@@ -127,6 +129,10 @@ int benchMigrate(const std::vector<std::string>& args, size_t begin) {
            "tierd's move_pages call latency target, as [migration] call_latency_target "
            "(default 20ms)",
            "DURATION"},
+          {"target-pool", true,
+           "reserve (default): free hugetlb pages on --to for the run; empty (hugetlb-2M): none, "
+           "so the kernel allocates each destination page outside the pool",
+           "reserve|empty"},
           kMigrateJsonOption,
           kSysRootOption,
       },
@@ -154,6 +160,11 @@ int benchMigrate(const std::vector<std::string>& args, size_t begin) {
   if (!latency || latency.value() == 0)
     return fail(spec, latency ? Error::input("must be > 0", "--call-latency") : latency.error(), 2);
   o.callLatencyTargetNs = latency.value();
+  const std::string pool = parsed->get("target-pool").value_or("reserve");
+  if (pool != "reserve" && pool != "empty")
+    return fail(spec, Error::input("must be reserve or empty, not '" + pool + "'", "--target-pool"),
+                2);
+  o.emptyTargetPool = pool == "empty";
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
   auto rep = migrate::runMigrateBench(o, root);
   if (!rep) return fail(spec, rep.error(), 1);

@@ -148,23 +148,17 @@ class HugepageReservation {
 
   /// Makes sure `need` free pages of `pageSize` exist on `node`.
   Status ensureFree(int node, uint64_t pageSize, uint64_t need) {
-    const std::string dir = "/sys/devices/system/node/node" + std::to_string(node) +
-                            "/hugepages/hugepages-" + std::to_string(pageSize / kKiB) + "kB/";
-    auto readCount = [&](const char* f) -> Result<uint64_t> {
-      auto t = root_.readAttr(dir + f);
-      if (!t) return t.error();
-      return sys::parseU64(t.value(), root_.path(dir + f));
-    };
-    auto free0 = readCount("free_hugepages");
+    const std::string dir = poolDir(node, pageSize);
+    auto free0 = readCount(dir, "free_hugepages");
     if (!free0) return free0.error();
     if (free0.value() >= need) return Ok{};
-    auto nr = readCount("nr_hugepages");
+    auto nr = readCount(dir, "nr_hugepages");
     if (!nr) return nr.error();
     const std::string nrPath = dir + "nr_hugepages";
     const uint64_t want = nr.value() + (need - free0.value());
     Status w = root_.write(nrPath, std::to_string(want));
     if (w) restore_.emplace_back(nrPath, std::to_string(nr.value()));
-    auto free1 = readCount("free_hugepages");
+    auto free1 = readCount(dir, "free_hugepages");
     if (!w || !free1 || free1.value() < need) {
       return Error::env("need " + std::to_string(need) + " free " + pageSizeName(pageSize) +
                             " hugetlb pages on node " + std::to_string(node) + ", have " +
@@ -178,9 +172,44 @@ class HugepageReservation {
              std::to_string(node) + " (restored to " + std::to_string(nr.value()) + " after)";
     return Ok{};
   }
+  /// Releases every free pool page of `pageSize` on `node` (nr_hugepages lowered by
+  /// free_hugepages), so that none is left for a migration to take there. nr_hugepages is
+  /// restored after even when nothing was free: a page migrated onto `node` as a temporary
+  /// folio joins its pool (mm/hugetlb.c move_hugetlb_state() hands the pool place over from the
+  /// source page), and the restore gives those places back.
+  Status emptyFree(int node, uint64_t pageSize) {
+    const std::string dir = poolDir(node, pageSize);
+    auto free0 = readCount(dir, "free_hugepages");
+    if (!free0) return free0.error();
+    auto nr = readCount(dir, "nr_hugepages");
+    if (!nr) return nr.error();
+    const std::string nrPath = dir + "nr_hugepages";
+    restore_.emplace_back(nrPath, std::to_string(nr.value()));
+    if (free0.value() == 0) return Ok{};
+    Status w = root_.write(nrPath, std::to_string(nr.value() - free0.value()));
+    auto free1 = readCount(dir, "free_hugepages");
+    if (!w || !free1 || free1.value() != 0)
+      return Error::env("cannot release the free " + pageSizeName(pageSize) +
+                            " hugetlb pages of node " + std::to_string(node),
+                        root_.path(nrPath));
+    note_ += (note_.empty() ? "" : "; ") + std::string("released ") +
+             std::to_string(free0.value()) + " free x " + pageSizeName(pageSize) + " on node " +
+             std::to_string(node) + " (restored to " + std::to_string(nr.value()) + " after)";
+    return Ok{};
+  }
   const std::string& note() const { return note_; }
 
  private:
+  static std::string poolDir(int node, uint64_t pageSize) {
+    return "/sys/devices/system/node/node" + std::to_string(node) + "/hugepages/hugepages-" +
+           std::to_string(pageSize / kKiB) + "kB/";
+  }
+  Result<uint64_t> readCount(const std::string& dir, const char* file) const {
+    auto t = root_.readAttr(dir + file);
+    if (!t) return t.error();
+    return sys::parseU64(t.value(), root_.path(dir + file));
+  }
+
   sys::SysRoot root_;
   std::vector<std::pair<std::string, std::string>> restore_;
   std::string note_;
@@ -256,6 +285,11 @@ namespace {
 // memory on both nodes.
 Status checkMigrateBench(const MigrateBenchOptions& opts) {
   if (opts.runs < 1) return Error::input("runs must be >= 1", "--runs");
+  if (opts.emptyTargetPool && opts.page != BenchPage::Hugetlb2M)
+    return Error::input("only hugetlb-2M destinations can come from outside the pool",
+                        "--target-pool empty");
+  if (opts.emptyTargetPool && opts.from == opts.to)
+    return Error::input("needs --to other than --from", "--target-pool empty");
   if (numa_available() < 0) return Error::env("libnuma: NUMA is not available", "numa_available");
   if (auto cpu = threadSystemCpuNs(); !cpu) return cpu.error().within("kernel CPU time");
   for (int n : {opts.from, opts.to})
@@ -321,7 +355,10 @@ Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
       return Error::input("size must be a multiple of " + pageSizeName(psz), "--size");
     Status s = reservation.ensureFree(opts.from, psz, opts.sizeBytes / psz);
     if (!s) return s.error();
-    if (opts.to != opts.from) {
+    if (opts.to != opts.from && opts.emptyTargetPool) {
+      s = reservation.emptyFree(opts.to, psz);
+      if (!s) return s.error();
+    } else if (opts.to != opts.from) {
       s = reservation.ensureFree(opts.to, psz, opts.sizeBytes / psz);
       if (!s) return s.error();
     }

@@ -72,6 +72,12 @@ struct MigrateBenchOptions {
   /// tierd's MigratorConfig::callLatencyTargetNs for the run, ns (default: the daemon's, 20 ms;
   /// [migration] call_latency_target).
   uint64_t callLatencyTargetNs = MigratorConfig{}.callLatencyTargetNs;
+  /// hugetlb-2M only (`--target-pool empty`): leave no free pool page on `to` for the run (its
+  /// nr_hugepages lowered by its free_hugepages, restored after), so that the kernel allocates
+  /// every destination page from the buddy allocator as a temporary hugetlb folio
+  /// (mm/hugetlb.c alloc_migrate_hugetlb_folio(); gigantic pages never are). Default false: `to`
+  /// gets the free pool pages the run needs, as `from` always does.
+  bool emptyTargetPool = false;
 };
 
 /// Result of `tierctl bench migrate`.
@@ -91,8 +97,9 @@ struct MigrateBenchReport {
 /// 4 KiB address), moving it back untimed between methods when from != to, and verifies the
 /// checksum after each. hugetlb sizes are reserved on the nodes through
 /// /sys/devices/system/node/nodeN/hugepages/hugepages-<kB>kB/nr_hugepages (under `root`) and the
-/// previous values restored. Errors: Environment (THP disabled, not enough huge pages, mmap
-/// failed) with what to do.
+/// previous values restored; with `emptyTargetPool` the free pages of `to` are released instead.
+/// Errors: Input (`emptyTargetPool` with a page kind other than hugetlb-2M); Environment (THP
+/// disabled, not enough huge pages, mmap failed) with what to do.
 Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
                                            const sys::SysRoot& root);
 
