@@ -332,17 +332,17 @@ std::vector<MetricDef> systemMetrics() {
       counter(kConfigReloads, "tierd_config_reloads_total", "reloads",
               "Config reloads (SIGHUP); on failure the last good config stays.",
               {{"result", LabelDomain::Fixed, {"success", "failure"}, "outcome of the reload"}}),
-      gauge(
-          kKernelCapability, "tierd_kernel_capability_available", "boolean",
-          "1 when the kernel or hardware offers a capability tierd can use, else 0 (read-only "
-          "probes at start and on topology refresh).",
-          {{"capability",
-            LabelDomain::Fixed,
-            {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
-             "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs", "perf_software",
-             "move_pages", "kernel_folio_copy_chunked", "kernel_pages_stat_batched",
-             "kernel_migrate_offload", "kernel_migrate_offload_move_pages"},
-            "what is available"}}),
+      gauge(kKernelCapability, "tierd_kernel_capability_available", "boolean",
+            "1 when the kernel or hardware offers a capability tierd can use, else 0 (read-only "
+            "probes at start and on topology refresh).",
+            {{"capability",
+              LabelDomain::Fixed,
+              {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
+               "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs",
+               "perf_software", "move_pages", "kernel_folio_copy_chunked",
+               "kernel_pages_stat_batched", "kernel_migrate_offload",
+               "kernel_migrate_offload_move_pages", "kernel_migrate_offload_hugetlb"},
+              "what is available"}}),
       counter(kKernelVmstatEvents, "tierd_kernel_vmstat_events_total", "events",
               "Increase of the kernel's own migration counters in /proc/vmstat since tierd "
               "started (pgmigrate_*, pgpromote_*, pgdemote_* and numa_pages_migrated count base "
@@ -352,7 +352,8 @@ std::vector<MetricDef> systemMetrics() {
               "Increase since tierd started of the copy-offload counters of a kernel with "
               "kernel-patches/ patch 3 (/sys/kernel/mm/migrate_offload/counters/): batches and "
               "folios handed to the copy engine, bytes it copied, folios the CPU copied after "
-              "the engine was given them (fallbacks). Absent on other kernels.",
+              "the engine was given them (fallbacks), and with patch 6 the hugetlb folios among "
+              "the copied ones (hugetlb_folios). Absent on other kernels.",
               {{"counter", LabelDomain::Fixed, migrateOffloadCounterNames(),
                 "file of migrate_offload/counters/"}}),
       gauge(kBuildInfo, "tierd_build_info", "info", "Always 1; labels describe the build.",
@@ -404,7 +405,8 @@ const MetricDef* findMetric(std::string_view name) {
 }
 
 const std::vector<std::string>& migrateOffloadCounterNames() {
-  static const std::vector<std::string> kNames = {"batches", "folios", "bytes", "fallbacks"};
+  static const std::vector<std::string> kNames = {"batches", "folios", "bytes", "fallbacks",
+                                                  "hugetlb_folios"};
   return kNames;
 }
 

@@ -175,7 +175,8 @@ const MetricDef* findMetric(std::string_view name);
 const std::vector<std::string>& vmstatCounterNames();
 
 /// The counters of /sys/kernel/mm/migrate_offload/counters/ (kernel-patches/ patch 3) exported
-/// as deltas by tierd_kernel_migrate_offload_events_total: batches, folios, bytes, fallbacks.
+/// as deltas by tierd_kernel_migrate_offload_events_total: batches, folios, bytes, fallbacks, and
+/// hugetlb_folios (patch 6; absent before it).
 const std::vector<std::string>& migrateOffloadCounterNames();
 
 /// Label values of tierd_build_info: {version} (CMake PROJECT_VERSION).

@@ -47,6 +47,8 @@ void publishTopology(const topology::Topology& topo, telemetry::MetricsSink& sin
   flag("kernel_migrate_offload", c.migrateOffload.has_value());
   flag("kernel_migrate_offload_move_pages",
        c.migrateOffload && c.migrateOffload->movePagesOffloaded());
+  // Patch 6 by its counter: hugetlb folios are offloaded too.
+  flag("kernel_migrate_offload_hugetlb", c.migrateOffload && c.migrateOffload->hugetlbOffloaded());
 }
 
 std::map<std::string, int64_t> migrateOffloadCounters(const topology::Capabilities& caps) {
@@ -60,6 +62,7 @@ std::map<std::string, int64_t> migrateOffloadCounters(const topology::Capabiliti
   put("folios", m.folios);
   put("bytes", m.bytes);
   put("fallbacks", m.fallbacks);
+  put("hugetlb_folios", m.hugetlbFolios);
   return out;
 }
 

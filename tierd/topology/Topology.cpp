@@ -276,6 +276,9 @@ std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
   m.folios = counter("folios");
   m.bytes = counter("bytes");
   m.fallbacks = counter("fallbacks");
+  // Patch 6's counter: absent before it, so absence is not warned about.
+  if (auto h = readOptInt<int64_t>(root, kOffloadDir + "/counters/hugetlb_folios"); h && *h >= 0)
+    m.hugetlbFolios = static_cast<uint64_t>(*h);
   return m;
 }
 

@@ -115,6 +115,12 @@ struct MigrateOffload {
   /// `counters/{batches,folios,bytes,fallbacks}`: totals since boot; nullopt if unreadable.
   /// fallbacks counts folios the engine was given and the CPU then copied.
   std::optional<uint64_t> batches, folios, bytes, fallbacks;
+  /// Patch 6 (hugetlb folios offloaded too), probed by its `counters/hugetlb_folios`: the hugetlb
+  /// folios the engine copied since boot (also counted in `folios`); nullopt on a kernel without
+  /// the patch (no warning: patch 3 alone is a complete kernel).
+  std::optional<uint64_t> hugetlbFolios;
+  /// True when the kernel offloads the copy of hugetlb folios (patch 6: the counter exists).
+  bool hugetlbOffloaded() const { return hugetlbFolios.has_value(); }
   /// True when tierd's own moves go to the engine: offload enabled and move_pages(2)'s reason
   /// (MR_SYSCALL, named "syscall_or_cpuset") among `reasons`.
   bool movePagesOffloaded() const;

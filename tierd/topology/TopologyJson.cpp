@@ -52,6 +52,7 @@ std::string migrateOffloadText(const std::optional<MigrateOffload>& m) {
   s += ", engine " + (m->engine.empty() ? std::string("unknown") : m->engine);
   if (m->threads) s += ", " + std::to_string(*m->threads) + " threads";
   if (m->minBatchBytes) s += ", min batch " + formatBytes(*m->minBatchBytes);
+  if (m->hugetlbOffloaded()) s += ", hugetlb too";
   s += "; tierd's moves offloaded: ";
   if (m->movePagesOffloaded())
     s += "yes";
@@ -72,11 +73,13 @@ nlohmann::ordered_json migrateOffloadJson(const std::optional<MigrateOffload>& m
           {"min_batch_bytes", optJson(m->minBatchBytes)},
           {"reasons", m->reasons},
           {"move_pages_offloaded", m->movePagesOffloaded()},
+          {"hugetlb", m->hugetlbOffloaded()},
           {"counters",
            {{"batches", optJson(m->batches)},
             {"folios", optJson(m->folios)},
             {"bytes", optJson(m->bytes)},
-            {"fallbacks", optJson(m->fallbacks)}}}};
+            {"fallbacks", optJson(m->fallbacks)},
+            {"hugetlb_folios", optJson(m->hugetlbFolios)}}}};
 }
 
 }  // namespace

@@ -83,10 +83,16 @@ TEST_CASE("publishTopology exports memory nodes per tier, hugetlb pools and capa
   publishTopology(t, s);
   CHECK(cap("kernel_migrate_offload") == 1);
   CHECK(cap("kernel_migrate_offload_move_pages") == 0);
+  CHECK(cap("kernel_migrate_offload_hugetlb") == 0);
   t.caps.migrateOffload->reasons.push_back("syscall_or_cpuset");
   publishTopology(t, s);
   CHECK(cap("kernel_migrate_offload_move_pages") == 1);
   // Unreadable counters (folios, fallbacks here) are left out, not exported as 0.
   CHECK(migrateOffloadCounters(t.caps) ==
         std::map<std::string, int64_t>{{"batches", 3}, {"bytes", 6 << 20}});
+  // Patch 6: the hugetlb_folios counter exists, so hugetlb folios are offloaded too.
+  t.caps.migrateOffload->hugetlbFolios = 1;
+  publishTopology(t, s);
+  CHECK(cap("kernel_migrate_offload_hugetlb") == 1);
+  CHECK(migrateOffloadCounters(t.caps).at("hugetlb_folios") == 1);
 }

@@ -373,6 +373,9 @@ TEST_CASE("migrate_offload (kernel-patches/ patch 3) is read from its sysfs fold
   CHECK(m.bytes == 7516192768ULL);
   CHECK(m.fallbacks == 0);
   CHECK_FALSE(m.movePagesOffloaded());
+  // Patches 3-5 without patch 6: no hugetlb_folios counter, no warning for it.
+  CHECK_FALSE(m.hugetlbFolios.has_value());
+  CHECK_FALSE(m.hugetlbOffloaded());
   CHECK(t->warnings.empty());
   CHECK(contains(topologyToText(t.value()),
                  "off, engine threads, 2 threads, min batch 2.0 MiB; "
@@ -394,7 +397,22 @@ TEST_CASE("migrate_offload (kernel-patches/ patch 3) is read from its sysfs fold
   CHECK(j["engine"] == "threads");
   CHECK(j["move_pages_offloaded"] == true);
   CHECK(j["counters"]["bytes"] == 7516192768ULL);
+  CHECK(j["hugetlb"] == false);
+  CHECK(j["counters"]["hugetlb_folios"].is_null());
   CHECK(contains(topologyToText(t.value()), "tierd's moves offloaded: yes"));
+  CHECK_FALSE(contains(topologyToText(t.value()), "hugetlb too"));
+
+  // Patch 6: hugetlb folios are offloaded too, probed by their counter ("%ld\n").
+  f.put(mo + "/counters/hugetlb_folios", "2\n");
+  t = f.read();
+  REQUIRE(t.ok());
+  CHECK(t->caps.migrateOffload->hugetlbFolios == 2);
+  CHECK(t->caps.migrateOffload->hugetlbOffloaded());
+  j = topologyToJson(t.value())["capabilities"]["migrate_offload"];
+  CHECK(j["hugetlb"] == true);
+  CHECK(j["counters"]["hugetlb_folios"] == 2);
+  CHECK(contains(topologyToText(t.value()), "min batch 2.0 MiB, hugetlb too; tierd's moves"));
+  CHECK(t->warnings.empty());
 
   // A malformed or missing file leaves its field unknown and warns; the rest still reads.
   f.put(mo + "/threads", "many\n");
