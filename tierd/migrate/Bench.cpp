@@ -355,11 +355,9 @@ Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
       return Error::input("size must be a multiple of " + pageSizeName(psz), "--size");
     Status s = reservation.ensureFree(opts.from, psz, opts.sizeBytes / psz);
     if (!s) return s.error();
-    if (opts.to != opts.from && opts.emptyTargetPool) {
-      s = reservation.emptyFree(opts.to, psz);
-      if (!s) return s.error();
-    } else if (opts.to != opts.from) {
-      s = reservation.ensureFree(opts.to, psz, opts.sizeBytes / psz);
+    if (opts.to != opts.from) {
+      s = opts.emptyTargetPool ? reservation.emptyFree(opts.to, psz)
+                               : reservation.ensureFree(opts.to, psz, opts.sizeBytes / psz);
       if (!s) return s.error();
     }
   }

@@ -264,10 +264,11 @@ std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
     m.reasons = words(r.value());
   else
     warn("reasons");
-  auto counter = [&](const char* name) -> std::optional<uint64_t> {
+  // `optional`: a counter a later patch added, whose absence is no fault (no warning).
+  auto counter = [&](const char* name, bool optional = false) -> std::optional<uint64_t> {
     auto v = readOptInt<int64_t>(root, kOffloadDir + "/counters/" + name);
     if (!v || *v < 0) {
-      warn(std::string("counters/") + name);
+      if (!optional) warn(std::string("counters/") + name);
       return std::nullopt;
     }
     return static_cast<uint64_t>(*v);
@@ -276,9 +277,7 @@ std::optional<MigrateOffload> readMigrateOffload(const sys::SysRoot& root,
   m.folios = counter("folios");
   m.bytes = counter("bytes");
   m.fallbacks = counter("fallbacks");
-  // Patch 6's counter: absent before it, so absence is not warned about.
-  if (auto h = readOptInt<int64_t>(root, kOffloadDir + "/counters/hugetlb_folios"); h && *h >= 0)
-    m.hugetlbFolios = static_cast<uint64_t>(*h);
+  m.hugetlbFolios = counter("hugetlb_folios", /*optional=*/true);  // patch 6
   return m;
 }
 
