@@ -7,7 +7,7 @@
 #   /usr/share/tierd/grafana/provisioning/...        Grafana provisioning examples
 #   /etc/tierd/profiles/*.toml                       config profiles (config/profiles/), conffiles
 #   /usr/share/doc/tierd/examples/                   example configs (config/tierd-*.toml)
-#   /usr/share/doc/tierd/                            README.md and docs/*.md
+#   /usr/share/doc/tierd/                            README.md and docs/*.md but benchmarks.md
 # Paths under /lib and /etc are absolute on purpose (Debian bookworm layout).
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 
@@ -38,7 +38,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/ DESTINATION share/tierd/dash
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/provisioning/
         DESTINATION share/tierd/grafana/provisioning)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/tierd)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/tierd FILES_MATCHING PATTERN "*.md")
+# docs/benchmarks.md and its plots in docs/bench/ are the rig's emulation measurements, for the
+# developers who run scripts/bench, not documentation of the installed product.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/tierd FILES_MATCHING PATTERN "*.md"
+        PATTERN "benchmarks.md" EXCLUDE PATTERN "bench" EXCLUDE)
 
 # Maintainer scripts: reload systemd's unit files; stop the service before removal. The service
 # is not enabled or started by installing: the operator reviews /etc/tierd/tierd.toml first.

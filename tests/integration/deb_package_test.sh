@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the .deb from an already built tree with cpack into a temp dir (the build dir is left
 # alone) and checks with dpkg-deb that it holds the binaries, the unit, the default config as a
-# conffile (when config/tierd.toml exists), the dashboards and the docs. Never installs it.
+# conffile (when config/tierd.toml exists), the dashboards and the docs (not the benchmark tables).
+# Never installs it.
 # Usage: deb_package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -26,6 +27,10 @@ need 'usr/share/tierd/grafana/provisioning/datasources/tierd-prometheus.yaml'
 need 'usr/share/doc/tierd/README.md'
 need 'usr/share/doc/tierd/metrics.md'
 need 'usr/share/doc/tierd/service.md'
+# The rig's benchmark tables and plots are not product documentation.
+if grep -qE ' \./usr/share/doc/tierd/(benchmarks\.md|bench/)' "$tmp/contents"; then
+  echo "UNWANTED: benchmark tables or plots under /usr/share/doc/tierd"; fail=1
+fi
 grep -qE '^-rwxr-xr-x \./usr/bin/tierd$' "$tmp/contents" || { echo "tierd is not 0755"; fail=1; }
 dpkg-deb -e "$deb" "$tmp/control"
 if [ -f "$src/config/tierd.toml" ]; then
