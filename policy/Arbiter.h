@@ -12,10 +12,10 @@
 ///  2. promotions, hottest first across all workloads, each only if its workload stays within
 ///     fast_quota and a fast node keeps its share of the headroom afterwards; when room or quota
 ///     is missing, a promotion may be paired with demotions of the same workload's fast-tier
-///     regions whose heat is below 1/kExchangeRatio of its heat (ranking against capacity,
-///     REFERENCE.md section 5); then the fill candidates (warm regions below the cut) of workloads
-///     with a fill_headroom, warmest first, under the same limits, never by an exchange, and only
-///     while a fast node keeps its share of that fill_headroom free too;
+///     regions whose heat is below 1/kExchangeRatio of its heat (ranking against capacity, not a
+///     fixed threshold: HeatModel.h); then the fill candidates (warm regions below the cut) of
+///     workloads with a fill_headroom, warmest first, under the same limits, never by an exchange,
+///     and only while a fast node keeps its share of that fill_headroom free too;
 ///  3. never more into a node than it can take: free bytes for base pages, free bytes and free
 ///     blocks of PMD order (/proc/buddyinfo, when known) for THP, free hugetlb pages of the
 ///     region's size for hugetlb regions. Never a node outside the task's cpuset.mems

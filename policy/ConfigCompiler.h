@@ -9,7 +9,8 @@
 /// Profiles are found as `<dir>/NAME.toml` in CompileOptions::profileDirs, first match wins
 /// (default: `<directory of the config>/profiles`, then `/etc/tierd/profiles`).
 ///
-/// Follows oomd's front end -> intermediate form -> compiler shape (STYLE.md): toml++ parses,
+/// Follows oomd's front end -> intermediate form -> compiler shape (oomd's config/ConfigTypes.h and
+/// ConfigCompiler.cpp): toml++ parses,
 /// this file validates and builds the immutable value. No exception escapes.
 
 #include <sys/types.h>

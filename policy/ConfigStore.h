@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// The last good config wins (DESIGN.md principle 5). A ConfigStore holds the config the daemon
-/// runs with; a reload compiles the new file aside and stages it, and the daemon swaps it in at
-/// the next tick boundary with applyPending(). A reload that fails leaves both the running and
-/// any staged config untouched, returns every error, and is counted (metric
+/// The last good config wins (docs/architecture.md, principle 5). A ConfigStore holds the config
+/// the daemon runs with; a reload compiles the new file aside and stages it, and the daemon swaps
+/// it in at the next tick boundary with applyPending(). A reload that fails leaves both the running
+/// and any staged config untouched, returns every error, and is counted (metric
 /// tierd_config_reloads_total{result="ok|failed"}).
 ///
 /// Threads: requestReload() may run on any thread (e.g. a signal-handling thread after SIGHUP);

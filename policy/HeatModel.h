@@ -2,15 +2,16 @@
 /// \file
 /// HeatModel: how hot each region of each workload is, from access samples.
 ///
-/// Why: huge pages are the unit of migration (DESIGN.md principle 3), so heat is kept per 2 MiB
-/// region (per 1 GiB for 1 GiB hugetlb pages), not per sample address. Each region holds an
-/// exponentially decayed count of the samples that fell into it:
+/// Why: huge pages are the unit of migration (docs/architecture.md, principle 3), so heat is kept
+/// per 2 MiB region (per 1 GiB for 1 GiB hugetlb pages), not per sample address. Each region holds
+/// an exponentially decayed count of the samples that fell into it:
 ///     heat(t) = heat(t0) * 2^(-(t - t0) / half_life) + weight of each new sample,
 /// so a region that stops being sampled loses half its heat every half-life, and the heat of a
 /// region sampled at a steady rate r (samples/s) settles at r * half_life / ln 2. Decay is applied
 /// lazily (each region remembers the time its heat refers to), which makes ingest O(log n) per
 /// sample and decay exact however irregular the ticks. With huge pages even cold memory is
-/// touched often (REFERENCE.md section 5), so callers rank regions by heat against the fast
+/// touched often (a THP's cold 2 MiB is seen accessed in most of DAMON's 5 ms checks when any of
+/// it is touched every few ms: docs/tiering.md), so callers rank regions by heat against the fast
 /// tier's capacity instead of trusting a fixed threshold; thresholds are only floors.
 ///
 /// Time is always passed in (CLOCK_MONOTONIC ns); nothing here reads a clock. Memory is bounded:

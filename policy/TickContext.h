@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The immutable per-tick snapshot that policies and the arbiter decide over (DESIGN.md "One
-/// tick": clock -> topology and scopes -> samples -> heat model -> snapshot -> policies ->
+/// The immutable per-tick snapshot that policies and the arbiter decide over (docs/architecture.md,
+/// "One tick": clock -> topology and scopes -> samples -> heat model -> snapshot -> policies ->
 /// arbiter). tierd fills NodeFacts from tierd::topology (policy/ never includes topology headers)
 /// and the workloads' regions from the HeatModel plus the migrator's locate() answers.
 

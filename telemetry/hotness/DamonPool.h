@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// DamonPool: the kdamonds tierd owns, one per sampled process (DESIGN.md "HotnessSource").
+/// DamonPool: the kdamonds tierd owns, one per sampled process (behind HotnessSource).
 ///
 /// DAMON sysfs (Documentation/admin-guide/mm/damon/usage.rst) creates kdamond directories only by
 /// writing `kdamonds/nr_kdamonds`, which removes and recreates every one of them and fails while

@@ -16,7 +16,7 @@
 ///
 /// DAMON's checks saturate: a page touched every few ms reads as accessed in every 5 ms check, just
 /// like one touched a million times per second, so a fast workload's cold and hot regions look
-/// alike (REFERENCE.md section 5). With `adaptiveSampling` the source retunes sample_us after each
+/// alike (docs/tiering.md). With `adaptiveSampling` the source retunes sample_us after each
 /// snapshot so that the observed access ratio (sum of size x nr_accesses over size x checks per
 /// aggregation) stays between accessRatioLow and accessRatioHigh: halving the interval when most
 /// memory reads as accessed, doubling it when almost nothing does. It writes the new sample_us and

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Per-2 MiB heat (DESIGN.md principle 3: the unit of hotness is the 2 MiB region) and scoring a
-/// detected hot set against ground truth (tierd-gups writes its hot set to a file).
+/// Per-2 MiB heat (docs/architecture.md, principle 3: the unit of hotness is the 2 MiB region) and
+/// scoring a detected hot set against ground truth (tierd-gups writes its hot set to a file).
 ///
 /// Which regions are hot is decided from the heat distribution alone, never from the truth, in
 /// two steps:
@@ -10,14 +10,14 @@
 ///    |heat - median|): Hampel's identifier, a robust z-score above 3 (Leys et al. 2013,
 ///    "Detecting outliers: do not use standard deviation around the mean, use absolute deviation
 ///    around the median"); 1.4826 scales the MAD to a standard deviation for normal noise.
-///    Why: with huge pages cold memory still looks accessed in most DAMON checks (REFERENCE.md
-///    section 5: ~73% at 5 ms), so a fixed threshold on access frequency calls everything hot,
-///    while the hot set sits above the cold bulk. Median and MAD ignore the minority (the hot set
-///    itself, and rarely touched mappings such as libraries below the bulk), so neither a second
-///    cold mode nor the hot set's size moves the cut; a mean/stddev or Otsu cut is pulled by
-///    exactly those. It assumes the hot set is less than half of the regions with heat. When the
-///    heats do not spread (MAD 0, e.g. every region saturated) only regions above the median
-///    qualify: with nothing standing out nothing is called hot.
+///    Why: with huge pages cold memory still looks accessed in most DAMON checks (~73% at 5 ms
+///    for a GUPS table in the rig: docs/tiering.md), so a fixed threshold on access frequency calls
+///    everything hot, while the hot set sits above the cold bulk. Median and MAD ignore the
+///    minority (the hot set itself, and rarely touched mappings such as libraries below the bulk),
+///    so neither a second cold mode nor the hot set's size moves the cut; a mean/stddev or Otsu cut
+///    is pulled by exactly those. It assumes the hot set is less than half of the regions with
+///    heat. When the heats do not spread (MAD 0, e.g. every region saturated) only regions above
+///    the median qualify: with nothing standing out nothing is called hot.
 /// 2. Nearest level: the outliers include the hot set's neighbours, which a monitor with coarse
 ///    regions (DAMON's region boundaries are not 2 MiB aligned) or skid blurs toward hot. So the
 ///    regions are split in two by 1-D two-medians (Lloyd's iteration seeded with step 1): a region

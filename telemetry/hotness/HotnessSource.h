@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// HotnessSource: the seam between what observes memory accesses (perf_event PEBS/IBS or
-/// software events, DAMON, a recorded trace) and the heat model (DESIGN.md "Interfaces").
+/// software events, DAMON, a recorded trace) and the heat model (docs/architecture.md, the seams).
 /// Called from one thread (the tick engine); no method blocks for longer than a sysfs read.
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The metric catalog: the ONE place where tierd's Prometheus metric names, types, units, help
-/// texts and label sets are defined (DESIGN.md "Metrics"; the idea of dynolog's Metrics.cpp).
+/// texts and label sets are defined (names `tierd_<subsystem>_<what>_<unit>`, counters end in
+/// `_total`: docs/metrics.md; the idea of dynolog's Metrics.cpp).
 /// Exporters, docs/metrics.md (`tierctl metrics --catalog --markdown`), the dashboard tests and
 /// every caller use it; nothing else spells a metric name.
 ///

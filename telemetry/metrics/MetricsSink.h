@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// MetricsSink: where tierd's numbers go (DESIGN.md "Interfaces"). Callers use the typed handles
-/// of Catalog.h, so a counter can only be added to, a gauge only set and a histogram only
+/// MetricsSink: where tierd's numbers go (docs/architecture.md, the seams). Callers use the typed
+/// handles of Catalog.h, so a counter can only be added to, a gauge only set and a histogram only
 /// observed. Label values are passed positionally in the catalog's label order and are checked
 /// against their bounded domain before reaching an implementation: an update with an unknown
 /// label value, a wrong label count, a negative counter delta or a non-finite value is dropped

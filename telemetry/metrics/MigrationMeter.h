@@ -39,7 +39,7 @@ struct MovePagesCallStats {
 
 /// The `result` label of a negative move_pages status (per-page errno, given positive):
 /// EBUSY -> busy; ENOENT, EFAULT, ESRCH -> gone; EACCES, EPERM -> denied; ENOMEM -> no_memory;
-/// anything else -> failed (REFERENCE.md section 2).
+/// anything else -> failed (the per-page status errnos of move_pages(2)).
 std::string migrateResultLabel(int err);
 
 /// The `result` label of a migrator outcome: its kMoveOutcomes metricLabel

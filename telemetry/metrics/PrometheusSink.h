@@ -5,8 +5,8 @@
 /// prometheus-cpp Exposer (civetweb). Optional HTTP basic auth with credentials from a file only
 /// its owner can read. Every catalog family is exposed from the first scrape on: a family with no
 /// series yet (a histogram before its first observation, workload metrics without workloads)
-/// is served as its # HELP and # TYPE lines. No TLS: Debian 12's civetweb crashes on TLS
-/// (REFERENCE.md section 6); put a TLS proxy in front when the exporter leaves the host.
+/// is served as its # HELP and # TYPE lines. No TLS: Debian 12's civetweb (built against OpenSSL
+/// 1.1's symbols) crashes on TLS; put a TLS proxy in front when the exporter leaves the host.
 
 #include <map>
 #include <memory>

@@ -1,7 +1,7 @@
 // tierd-model-exporter: tierd's tick engine moving memory for real on the model kernel, with the
 // daemon's metrics (DaemonMetrics) served by the production Prometheus exporter. Used where a
 // test must see observations of real moves rather than declared zeros or demo values
-// (TierdMetricsTest.cpp, dashboards_prometheus_test.py; issue 13 item 24).
+// (TierdMetricsTest.cpp, dashboards_prometheus_test.py).
 //   tierd-model-exporter --fixtures DIR [--listen 127.0.0.1:0] [--warmup-ticks N]
 //                        [--max-seconds N]
 // The machine: the rig guest's captured two-node topology (DIR/topology/qemu-2node, copied to a

@@ -2,7 +2,7 @@
 //
 // Reads the hot-set file written by tierd-gups ("pid N", then one "start-end" hex range per
 // line), asks move_pages(2) with nodes=NULL for the node of one address per 2 MiB chunk (one per
-// THP; REFERENCE.md section 2), and prints one line:
+// THP: move_pages(2) answers -EBUSY for a THP's later subpages), and prints one line:
 //   hot_bytes=N on_fast_bytes=N hot_on_fast_pct=P not_present=N
 // where "fast" is the node set given with --fast (default 0). Exit 0 on success, 1 when the
 // process or the file cannot be read or parsed.

@@ -1,5 +1,5 @@
 // tierd-poison: a poisoned page fails its own migration cleanly while the rest of the batch moves
-// (issue 14: kernel-patches/7.3 patch 1 changes the machine-check-safe copy of migration, patch 3
+// (kernel-patches/7.3 patch 1 changes the machine-check-safe copy of migration, patch 3
 // hands the copy to an engine). Run in the rig on every kernel (scenarios migrate and
 // migrate-offload).
 //

@@ -1,4 +1,4 @@
-// `tierctl bench migrate|locate`: the field's standard measurements (REFERENCE.md section 1),
+// `tierctl bench migrate|locate`: the field's standard measurements (tierd/migrate/Bench.h),
 // side by side with the naive method in the same run. JSON fields: docs/migrate.md.
 #include <cstdio>
 #include <iostream>

@@ -1,5 +1,5 @@
 // tierctl bench tick: CPU ms of the daemon's tick for one synthetic process with many VMAs of
-// THP, when nothing changed and after a change of its mappings (issue 16, "The cost side").
+// THP, when nothing changed and after a change of its mappings.
 // The measuring run is tierd/daemon/TickBench.h; this file parses options and prints.
 // JSON fields: docs/migrate.md.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// tierctl sampling --probe: which hotness source this machine can use and why (issue 5).
+// tierctl sampling --probe: which hotness source this machine can use and why.
 #include <unistd.h>
 
 #include <iostream>

@@ -1,11 +1,11 @@
 #pragma once
 /// \file
-/// The clocks tierd reads, in one place. Pure logic never reads them (DESIGN.md: time is passed
-/// in); the edges do (the daemon's loop, commands, benches, the production page system) and hand
-/// the value on. Every timestamp in tierd (samples, ticks, deadlines, log rate limits) is on
-/// monotonicNs()'s base, CLOCK_MONOTONIC, the clock perf samples are stamped with
-/// (attr.clockid). clock_gettime cannot fail for these clock ids on Linux; getrusage can, so
-/// threadSystemCpuNs returns a Result.
+/// The clocks tierd reads, in one place. Pure logic never reads them (docs/architecture.md,
+/// principle 1: time is passed in); the edges do (the daemon's loop, commands, benches, the
+/// production page system) and hand the value on. Every timestamp in tierd (samples, ticks,
+/// deadlines, log rate limits) is on monotonicNs()'s base, CLOCK_MONOTONIC, the clock perf samples
+/// are stamped with (attr.clockid). clock_gettime cannot fail for these clock ids on Linux;
+/// getrusage can, so threadSystemCpuNs returns a Result.
 
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// What a migration did, per planned MoveRange and per batch (DESIGN.md "Interfaces": Migrator),
+/// What a migration did, per planned MoveRange and per batch (the Migrator seam),
 /// and where pages live (Migrator::locate). These cross from tierd/migrate back to policy (busy
 /// pages back off, gone ranges are dropped), to metrics and to tierctl. Plain data.
 
@@ -17,7 +17,7 @@
 namespace tierd {
 
 /// The fate of one page address given to the migrator, from move_pages(2)'s per-page status
-/// (REFERENCE.md section 2) or from the migrator's own decisions.
+/// (the man page; mm/migrate.c) or from the migrator's own decisions.
 enum class MoveOutcome {
   Moved,         ///< status == target after the call, and the page was elsewhere before
   AlreadyThere,  ///< the page was on the target node already (not sent to the kernel)

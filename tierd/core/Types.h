@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// The types that cross module seams (DESIGN.md "Interfaces"): samples from telemetry/hotness to
-/// policy, and planned moves from policy to tierd/migrate. Plain data, no behaviour.
+/// The types that cross module seams (docs/architecture.md, the seams): samples from
+/// telemetry/hotness to policy, and planned moves from policy to tierd/migrate. Plain data, no
+/// behaviour.
 
 #include <sys/types.h>
 #include <cstdint>

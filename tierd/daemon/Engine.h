@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Engine: one tick of the tiering loop (DESIGN.md "One tick"), wiring the seams together:
+/// Engine: one tick of the tiering loop (docs/architecture.md, "One tick"), wiring the seams
+/// together:
 ///   topology (tierd/topology) and scopes (tierd/scope) refresh -> samples drain
 ///   (telemetry::HotnessSource per process) -> heat model (policy::HeatModel) -> page locations
 ///   (Migrator::locate, one query per huge page) -> snapshot (policy::TickContext) -> arbiter

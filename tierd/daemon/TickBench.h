@@ -1,9 +1,9 @@
 #pragma once
 /// \file
 /// `tierctl bench tick`: the CPU cost of the daemon's tick for one process with many VMAs of THP
-/// (issue 16, "The cost side"), on this host. A forked child maps `sizeBytes` of anonymous
-/// memory as `vmas` separate read-write VMAs (2 MiB aligned, MADV_HUGEPAGE, PROT_NONE gaps
-/// between them so the kernel cannot merge them), touches every page and waits. The production
+/// (docs/tiering.md, "What a tick costs"), on this host. A forked child maps `sizeBytes` of
+/// anonymous memory as `vmas` separate read-write VMAs (2 MiB aligned, MADV_HUGEPAGE, PROT_NONE
+/// gaps between them so the kernel cannot merge them), touches every page and waits. The production
 /// Engine (Engine::tick, with the SysRoot-backed topology and scope providers, the production
 /// MovePagesMigrator on the live kernel and the smaps/numa_maps/maps readers) then ticks with a
 /// `pids = [child]` workload, in dry run: nothing is moved, whatever the machine's nodes.

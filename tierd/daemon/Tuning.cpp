@@ -61,7 +61,7 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   c.minRegions = 100;
   c.maxRegions = static_cast<uint64_t>(config.sampling.damonMaxRegions);  // default 1000
   c.snapshotNs = 1'000'000'000;
-  // A fast workload touches its cold pages within any fixed interval (REFERENCE.md section 5):
+  // A fast workload touches its cold pages within any fixed interval (docs/tiering.md):
   // keep the share of checks that see an access between 5% and 30% so hot and cold stay apart.
   c.adaptiveSampling = true;
   c.minSampleUs = 500;

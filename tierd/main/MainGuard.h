@@ -1,10 +1,11 @@
 #pragma once
 /// \file
 /// The top-level exception handler of tierd's and tierctl's main(). No exception is meant to
-/// leave a module (STYLE.md), but a std::bad_alloc, or a library that throws (prometheus-cpp's
-/// Exposer, std::filesystem, nlohmann::json), must not end the process in std::terminate: that
-/// prints an unhelpful "terminate called after ..." and skips every destructor, so the engine
-/// would never stop its hotness sources (a kdamond left running after tierd is gone).
+/// leave a module (docs/architecture.md, principle 6), but a std::bad_alloc, or a library that
+/// throws (prometheus-cpp's Exposer, std::filesystem, nlohmann::json), must not end the process in
+/// std::terminate: that prints an unhelpful "terminate called after ..." and skips every
+/// destructor, so the engine would never stop its hotness sources (a kdamond left running after
+/// tierd is gone).
 
 #include <functional>
 #include <ostream>

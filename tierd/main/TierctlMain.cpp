@@ -1,4 +1,4 @@
-// tierctl: the operator's command-line tool (DESIGN.md "Command line"). The commands and their
+// tierctl: the operator's command-line tool (README.md). The commands and their
 // table live in tierd/cli (Command.h).
 #include <iostream>
 #include <string>

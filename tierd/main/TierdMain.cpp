@@ -1,4 +1,4 @@
-// tierd: the memory-tiering daemon (DESIGN.md "Command line").
+// tierd: the memory-tiering daemon (docs/service.md).
 #include <iostream>
 #include <string>
 #include <vector>

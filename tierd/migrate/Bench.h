@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// The field's standard migration measurements (REFERENCE.md section 1), run on this process's
+/// The field's standard migration measurements (move_pages() of a GiB buffer, GiB/s as mean and
+/// stddev over runs, as the linux-mm migration-offload series report them), run on this process's
 /// own anonymous memory: `tierctl bench migrate` and `tierctl bench locate`. Methods are compared
 /// side by side in the same run on the same buffer; JSON fields are documented in docs/migrate.md.
 

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The Migrator seam (DESIGN.md "Interfaces") and the narrower PageSystem seam under it.
+/// The Migrator seam (docs/architecture.md, the seams) and the narrower PageSystem seam under it.
 ///
 /// Migrator: what the tick engine, tierctl and tests call. `execute` moves a batch of planned
 /// ranges, bounded by a deadline and a stop flag checked between move_pages calls; `locate`

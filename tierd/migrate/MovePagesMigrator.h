@@ -11,10 +11,11 @@
 ///      (KernelPageSize), one per PMD THP where the VMA's AnonHugePages covers all its resident
 ///      memory (Rss); where it covers only part, the head address of each aligned 2 MiB chunk, then
 ///      (after the heads) the chunk's other base pages re-queried and sent only if still elsewhere;
-///      one per base page elsewhere (REFERENCE.md section 2: one address per THP; never assume 4
-///      KiB). Parts of a range with no VMA are Gone and drop the range. Base-page VMAs with Rss 0
-///      are NotPresent without a call; sparse ones (Rss < half the VMA) send only the pages
-///      /proc/PID/pagemap shows mapped (parts larger than locateMaxScanBytes: NotAttempted).
+///      one per base page elsewhere (one address per THP: move_pages(2) answers -EBUSY for its
+///      later subpages; never assume 4 KiB). Parts of a range with no VMA are Gone and drop the
+///      range. Base-page VMAs with Rss 0 are NotPresent without a call; sparse ones (Rss < half the
+///      VMA) send only the pages /proc/PID/pagemap shows mapped (parts larger than
+///      locateMaxScanBytes: NotAttempted).
 ///   2. Queries up to maxPagesPerCall pages at a time (move_pages nodes=NULL, cheap: pages already
 ///      on the target are AlreadyThere and not sent, -ENOENT pages are NotPresent), then moves the
 ///      rest in calls sized to a latency target: bytes per call = latency target / measured ns

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Process identity: a pid is a number the kernel reuses (REFERENCE.md section 2), so tierd
+/// Process identity: a pid is a number the kernel reuses, so tierd
 /// names a process by (pid, start time) and, on the live system, also holds a pidfd.
 ///
 ///   /proc/PID/stat   field 22 `starttime`: clock ticks after boot at which the process started

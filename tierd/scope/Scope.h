@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// ScopeProvider: which processes belong to each configured workload (DESIGN.md "Interfaces").
+/// ScopeProvider: which processes belong to each configured workload (docs/architecture.md).
 /// A workload is selected by a cgroup path (cgroup v2, or v1 through its memory/pids hierarchy),
 /// a pid list, or a command name. tierd never moves memory of a process outside these scopes.
 /// The engine asks a ScopeProvider; SysRootScopeProvider answers from the kernel's files, the

@@ -3,17 +3,17 @@
 /// FakePageSystem: the kernel side of migration as a model, for tests and golden logs. It keeps a
 /// page table (pid, page) -> node with per-VMA page size (base, PMD THP, hugetlb), per-node free
 /// capacity per page size and per-process Mems_allowed, and answers move_pages(2) the way
-/// mm/migrate.c does (REFERENCE.md section 2): per page -EFAULT without a VMA or for the zero
-/// page, -ENOENT for a not-present page, -EBUSY for a second address of a huge page already
-/// handled in the same call; the pages array is handled in node groups (runs of entries with the
-/// same target, do_pages_move), and the call fails at the first failing group: -ENOMEM when the
-/// target has no free page of that size (the group's earlier pages stay moved, its statuses and
-/// those of later groups are not written; never a per-page -ENOMEM), -EACCES for a target outside
-/// the task's Mems_allowed, -ENODEV for a node that does not exist (earlier groups stay moved,
-/// with their statuses); -ESRCH for the whole call once the process exited, a positive return
-/// with the unreached status entries left unwritten for scripted partial calls. It renders maps,
-/// smaps and numa_maps from the same table. Time is simulated: each call advances the clock (and
-/// the thread's kernel CPU time) by a fixed cost, and sleeps jump the clock.
+/// mm/migrate.c does (do_pages_move, add_page_for_migration): per page -EFAULT without a VMA or for
+/// the zero page, -ENOENT for a not-present page, -EBUSY for a second address of a huge page
+/// already handled in the same call; the pages array is handled in node groups (runs of entries
+/// with the same target, do_pages_move), and the call fails at the first failing group: -ENOMEM
+/// when the target has no free page of that size (the group's earlier pages stay moved, its
+/// statuses and those of later groups are not written; never a per-page -ENOMEM), -EACCES for a
+/// target outside the task's Mems_allowed, -ENODEV for a node that does not exist (earlier groups
+/// stay moved, with their statuses); -ESRCH for the whole call once the process exited, a positive
+/// return with the unreached status entries left unwritten for scripted partial calls. It renders
+/// maps, smaps and numa_maps from the same table. Time is simulated: each call advances the clock
+/// (and the thread's kernel CPU time) by a fixed cost, and sleeps jump the clock.
 ///
 /// ModelKernelMigrator: the real MovePagesMigrator engine running on a FakePageSystem. Every
 /// operation is appended to an ordered log of strings for golden tests.

@@ -1,9 +1,9 @@
 #pragma once
 /// \file
 /// SysRoot: every /proc, /sys and cgroupfs path tierd reads or writes is resolved under one root
-/// directory (DESIGN.md principle 2). Production uses "/" ; tests point it at a checked-in
-/// fixture tree (tests/fixtures/...) so the real parsers run on real layouts. Set from the
-/// hidden `--sys-root DIR` option of tierd and tierctl.
+/// directory (docs/architecture.md, principle 2). Production uses "/" ; tests point it at a
+/// checked-in fixture tree (tests/fixtures/...) so the real parsers run on real layouts. Set from
+/// the hidden `--sys-root DIR` option of tierd and tierctl.
 
 #include <string>
 #include <vector>

@@ -580,7 +580,8 @@ void explainCpuLess(Topology& topo, Node& n, const std::vector<Node*>& cpuNodes)
   if (nearest <= local)
     topo.warnings.push_back("node " + std::to_string(n.id) +
                             " has no CPUs but local distance; treated as slow, check firmware");
-  // A CPU-less node closer by number than a remote DRAM node is still slow (REFERENCE.md §7).
+  // A CPU-less node closer by number than a remote DRAM node is still slow (CXL hosts in the
+  // field).
   for (Node* d : cpuNodes) {
     auto dd = nearCpu->distance.find(d->id);
     if (d != nearCpu && d->hasMemory && dd != nearCpu->distance.end() && dd->second > nearest) {

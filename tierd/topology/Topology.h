@@ -4,7 +4,7 @@
 /// pools, distances, the kernel's memory tiers, HMAT performance, and which nodes tierd treats as
 /// the fast tier (DRAM) and the slow tier (CXL), with the reason in words.
 ///
-/// Everything is read under a SysRoot (DESIGN.md principle 2) from these kernel files:
+/// Everything is read under a SysRoot (docs/architecture.md, principle 2) from these kernel files:
 ///   /sys/devices/system/node/{possible,online,has_cpu,has_memory}
 ///   /sys/devices/system/node/nodeN/{cpulist,meminfo,distance}
 ///   /sys/devices/system/node/nodeN/hugepages/hugepages-<size>kB/{nr,free}_hugepages

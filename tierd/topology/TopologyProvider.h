@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// TopologyProvider: where the tick engine gets the machine's topology, once per tick (DESIGN.md
-/// "Interfaces"). Production reads the kernel's files under a SysRoot (readTopology, Topology.h);
-/// the simulator answers from its modelled machine (tierd/simulate/Simulator.cpp), so it need not
-/// write node meminfo files for the engine to read back.
+/// TopologyProvider: where the tick engine gets the machine's topology, once per tick
+/// (docs/architecture.md, the seams). Production reads the kernel's files under a SysRoot
+/// (readTopology, Topology.h); the simulator answers from its modelled machine
+/// (tierd/simulate/Simulator.cpp), so it need not write node meminfo files for the engine to read
+/// back.
 
 #include <cstdint>
 #include <optional>

@@ -776,7 +776,7 @@ TEST_CASE("a source that failed is tried again, backing off, until it starts") {
 
 TEST_CASE("auto sampling on a PEBS host: byte-exact PEBS records of a tick promote in the model") {
   // The daemon's own choice and factory: a Sapphire Rapids PMU in the tree, auto sampling.
-  // libpfm4 encodes events of a PMU this machine lacks only when asked to (REFERENCE.md 6).
+  // libpfm4 encodes events of a PMU this machine lacks only when asked to (LIBPFM_ENCODE_INACTIVE).
   ::setenv("LIBPFM_ENCODE_INACTIVE", "1", 1);
   telemetry::testing::FakePerfEventOpener opener;
   std::unique_ptr<telemetry::SysRootDamonFs> damonFs;

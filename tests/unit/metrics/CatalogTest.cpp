@@ -62,7 +62,7 @@ TEST_CASE("catalog labels are bounded and never per-host or per-process") {
   }
 }
 
-TEST_CASE("catalog includes the families issue 7 requires") {
+TEST_CASE("catalog includes the families the dashboards and docs rely on") {
   for (const char* name : {"tierd_migrate_bytes_total",
                            "tierd_migrate_pages_total",
                            "tierd_migrate_call_duration_seconds",

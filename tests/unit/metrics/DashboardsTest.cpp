@@ -190,7 +190,7 @@ TEST_CASE("the workload dashboard's $workload variable comes from a catalog work
   CHECK(found);
 }
 
-TEST_CASE("the overview dashboard covers the panels issue 7 asks for") {
+TEST_CASE("the overview dashboard covers its required panels") {
   auto dash = loadDashboard("tierd-overview.json");
   std::vector<std::string> exprs;
   collectExprs(dash, exprs);

@@ -1,6 +1,7 @@
 // Encoding tests: libpfm4 encodes events of PMUs this machine lacks when LIBPFM_ENCODE_INACTIVE=1
 // is set before pfm_initialize (done below, before main). We check the perf_event_attr fields
-// the kernel will get. Expected values: REFERENCE.md section 6 and the Intel SDM event tables.
+// the kernel will get. Expected values: libpfm4's event tables (lib/events/intel_spr_events.h)
+// and the Intel SDM event tables.
 
 #include <doctest/doctest.h>
 
@@ -24,7 +25,7 @@ PmuInventory intelCpu() {
 }
 }  // namespace
 
-TEST_CASE("REFERENCE.md's two Sapphire Rapids encodings") {
+TEST_CASE("two Sapphire Rapids encodings") {
   REQUIRE(kEncodeInactive == 0);
   auto l3 = encodePfmEvent("spr::MEM_LOAD_RETIRED:L3_MISS:precise=3");
   REQUIRE(l3.ok());
