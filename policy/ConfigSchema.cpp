@@ -234,7 +234,7 @@ std::vector<KeySpec> workloadKeys() {
        "this many times the mean heat of the same process's regions (0 = off: any region above "
        "hot_threshold may fill free fast memory). With huge pages even cold regions are sampled "
        "often, so ranking against the process's own mean separates the hot set where a fixed "
-       "threshold cannot (REFERENCE.md section 5). Per process, not per workload: each process "
+       "threshold cannot. Per process, not per workload: each process "
        "is sampled at its own interval (DAMON: its own kdamond), so heat is compared within it."},
       {"workload", "fill_headroom", ValueType::BytesOrPercent, "\"100%\"", 0, 100, "", true, false,
        "",
