@@ -5,7 +5,8 @@
 # Sources, first found wins:
 #   1. $TIERD_GAPBS_DIR: a GAPBS checkout (Makefile and src/pr.cc); built there with `make pr bc
 #      converter` unless the three binaries are already newer than its sources;
-#   2. <repo>/../shared/third_party/gapbs/gapbs-*.tar.gz (a `git archive` with top folder gapbs/):
+#   2. a gapbs-*.tar.gz in $gapbs_beside, a folder beside the checkout (below; a `git archive`
+#      with top folder gapbs/):
 #      unpacked and built under ${TIERD_VM_CACHE:-<repo>/build/vm}/gapbs-HASH/, HASH = the first
 #      12 hex digits of the tarball's sha256 (so a new tarball builds afresh).
 # Prints the folder holding `pr`, `bc` and `converter` on stdout (progress on stderr). Exit
@@ -56,9 +57,11 @@ if [ -n "${TIERD_GAPBS_DIR:-}" ]; then
   exit 0
 fi
 
-tarball="$(find "$repo/../shared/third_party/gapbs" -maxdepth 1 -name 'gapbs-*.tar.gz' 2>/dev/null | sort | head -n1)" || true
+# Where a build machine keeps third-party sources beside the checkout; not part of the repository.
+gapbs_beside="$repo/../shared/third_party/gapbs"
+tarball="$(find "$gapbs_beside" -maxdepth 1 -name 'gapbs-*.tar.gz' 2>/dev/null | sort | head -n1)" || true
 if [ -z "$tarball" ]; then
-  echo "build-gapbs: no GAPBS: TIERD_GAPBS_DIR unset and no $repo/../shared/third_party/gapbs/gapbs-*.tar.gz" >&2
+  echo "build-gapbs: no GAPBS: TIERD_GAPBS_DIR unset and no $gapbs_beside/gapbs-*.tar.gz" >&2
   exit 3
 fi
 hash="$(sha256sum "$tarball" | cut -c1-12)"

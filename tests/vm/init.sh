@@ -64,9 +64,9 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 # (text_poke with an int3). Under QEMU's multi-threaded TCG such a rewrite can leave a vCPU
 # trapping on the int3 after the rewrite has finished: "Oops: int3" at __schedule+0x30c
 # (0f 1f 44 00 00, the disabled site), kernel panic. Seen in fleet-safety when its second tierd
-# removed the first's instances (2026-12-02), and, once /init itself enabled an event in an
-# instance of its own to keep the probe registered, at that very enable (CI, 2026-12-05, 2.9 s
-# into the boot). So run.sh enables sched:sched_process_exit on the kernel command line
+# removed the first's instances, and, once /init itself enabled an event in an
+# instance of its own to keep the probe registered, at that very enable (in CI, 2.9 s into the
+# boot). So run.sh enables sched:sched_process_exit on the kernel command line
 # (trace_event=): the kernel registers the probes while only the boot CPU runs (trace_init and
 # the early initcalls come before SMP bring-up), and none is unregistered or rewritten after.
 # Here only the top-level buffer that event writes to is shrunk to 4 KiB per CPU (nothing reads

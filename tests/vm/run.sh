@@ -22,7 +22,7 @@
 #                          damon_stat.enabled=N (off, the default) unless the scenario checks tierd
 #                          beside it (on)
 #   gapbs=PROGRAM...       GAPBS programs (e.g. "pr bc") built by build-gapbs.sh (from
-#                          $TIERD_GAPBS_DIR or ../shared/third_party/gapbs) and copied to
+#                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
@@ -46,7 +46,7 @@
 #   TIERD_VM_PARAMS  KEY=VALUE words handed to the scenarios (rig_param KEY DEFAULT in the guest;
 #                    scripts/bench passes the workload's parameters this way)
 #   TIERD_GAPBS_DIR  a GAPBS checkout (github.com/sbeamer/gapbs, not vendored) for `gapbs`,
-#                    instead of the tarball in ../shared/third_party/gapbs
+#                    instead of build-gapbs.sh's fallback tarball
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
 # scenario passed; 77 if none failed but one said it cannot run here (it exited 77: a skip). A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
@@ -298,7 +298,7 @@ boot() {
 }
 
 # reached_init LOG OUTDIR: the boot reached /init. Its console line is not enough alone: a kernel
-# message printed in the middle of it cuts it (CI, 2026-12-04: vm.metrics passed in the guest, rc 0,
+# message printed in the middle of it cuts it (seen in CI: vm.metrics passed in the guest, rc 0,
 # and was failed as "never reached /init"); /init also writes init-reached to the out share, which
 # boot() empties before every boot.
 reached_init() {
