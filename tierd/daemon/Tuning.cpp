@@ -50,7 +50,7 @@ telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
 // looked equally hot; tests/vm/scenarios/hotness needed 2 ms too), then adapted to the access
 // ratio; 100 ms aggregation; 100..sampling.damon_max_regions (1000) adaptive regions; tried regions
 // read once per second. Denser regions (min_nr_regions = size / 2 or 4 MiB) cost more kdamond and
-// tierd CPU under emulation and converged more slowly; tried again on 2026-12-01 for a fleet of
+// tierd CPU under emulation and converged more slowly; tried again for a fleet of
 // three 512 MiB GUPS (one region per 2 MiB, up to 500): the hottest chunk still read only ~2x its
 // process's mean heat, and under load two of the three kdamonds gave one snapshot in 150 s.
 telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
