@@ -120,6 +120,7 @@ Status PerfRing::drain(std::vector<PerfSample>& out, RingCounts& counts) {
       case PERF_RECORD_SAMPLE: {
         auto s = decodeSample(body, bodyLen, sampleType_);
         if (s) {
+          s->misc = hdr.misc;
           out.push_back(s.value());
           ++counts.samples;
         } else {

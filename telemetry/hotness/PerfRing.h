@@ -28,6 +28,7 @@ inline constexpr uint64_t kSupportedSampleType =
 
 /// One decoded PERF_RECORD_SAMPLE; fields not in sample_type stay 0.
 struct PerfSample {
+  uint16_t misc = 0;  ///< perf_event_header.misc: PERF_RECORD_MISC_CPUMODE_MASK bits say the mode
   uint64_t ip = 0;
   uint32_t pid = 0, tid = 0;
   uint64_t timeNs = 0;  ///< perf clock (CLOCK_MONOTONIC when attr.use_clockid is set)
@@ -47,6 +48,14 @@ struct RingCounts {
   uint64_t throttled = 0;  ///< PERF_RECORD_THROTTLE records
   uint64_t other = 0;      ///< records we skip (MMAP, COMM, UNTHROTTLE, ...)
 };
+
+/// Whether a record's header misc says user mode: PERF_RECORD_MISC_USER, or
+/// PERF_RECORD_MISC_CPUMODE_UNKNOWN (kept: nothing says the sample was not taken in user mode).
+/// Kernel, hypervisor and guest modes are not.
+inline bool isUserMode(uint16_t misc) {
+  const uint16_t mode = misc & PERF_RECORD_MISC_CPUMODE_MASK;
+  return mode == PERF_RECORD_MISC_USER || mode == PERF_RECORD_MISC_CPUMODE_UNKNOWN;
+}
 
 /// Decodes the body (after perf_event_header) of a PERF_RECORD_SAMPLE laid out for
 /// `sampleType`. Errors (Input) when the body is shorter than the layout needs.

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <numeric>
 
 #include "telemetry/hotness/PerfRing.h"
 #include "tierd/core/Clock.h"
@@ -37,6 +39,33 @@ Status checkFdBudget(uint64_t needed, uint64_t softLimit, uint64_t inUse) {
                     "RLIMIT_NOFILE");
 }
 
+uint64_t alignPeriod(uint64_t period, uint64_t multiple) {
+  if (multiple <= 1) return period;
+  return std::max(multiple, period - period % multiple);
+}
+
+std::string explainRefusal(const EventChoice& event, const perf_event_attr& attr) {
+  std::string why;
+  if (event.periodMultiple > 1 && !attr.freq && attr.sample_period % event.periodMultiple != 0)
+    why += "sample_period " + std::to_string(attr.sample_period) + " is not a multiple of " +
+           std::to_string(event.periodMultiple) + " (the driver refuses its low bits); ";
+  if (event.filterKernelInUser && (attr.exclude_kernel || attr.exclude_hv))
+    why += "exclude_kernel/exclude_hv without the PMU's swfilt format bit; ";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "the attr: type=%u config=%#llx config1=%#llx config2=%#llx sample_period=%llu "
+                "sample_type=%#llx precise_ip=%u exclude_kernel=%u exclude_hv=%u use_clockid=%u "
+                "inherit=%u",
+                attr.type, static_cast<unsigned long long>(attr.config),
+                static_cast<unsigned long long>(attr.config1),
+                static_cast<unsigned long long>(attr.config2),
+                static_cast<unsigned long long>(attr.sample_period),
+                static_cast<unsigned long long>(attr.sample_type), unsigned(attr.precise_ip),
+                unsigned(attr.exclude_kernel), unsigned(attr.exclude_hv),
+                unsigned(attr.use_clockid), unsigned(attr.inherit));
+  return why + buf;
+}
+
 uint64_t adaptPeriod(uint64_t period, double measured, double budget, uint64_t minPeriod,
                      uint64_t maxPeriod) {
   uint64_t next = period;
@@ -52,27 +81,90 @@ PerfSampler::PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener,
     : config_(std::move(config)),
       opener_(opener),
       root_(root),
-      filter_(root, config_.mapsRefreshNs) {}
+      filter_(root, config_.mapsRefreshNs) {
+  for (const auto& ev : config_.events)
+    periodMultiple_ = std::lcm(periodMultiple_, std::max<uint64_t>(1, ev.periodMultiple));
+  // Every period the kernel sees, first and adapted, keeps the drivers' alignment.
+  config_.minPeriod = std::max(periodMultiple_, alignPeriod(config_.minPeriod, periodMultiple_));
+  config_.maxPeriod = std::max(config_.minPeriod, alignPeriod(config_.maxPeriod, periodMultiple_));
+  config_.period = std::clamp(alignPeriod(config_.period, periodMultiple_), config_.minPeriod,
+                              config_.maxPeriod);
+}
+
+size_t PerfSampler::fdCount() const {
+  size_t n = 0;
+  for (const auto& r : rings_)
+    n += r.leaderFd >= 0 ? 2 : 1;
+  return n;
+}
 
 PerfSampler::~PerfSampler() {
   stop();
 }
 
-Result<int> PerfSampler::openOne(perf_event_attr attr, pid_t pid, int cpu, unsigned long flags) {
-  for (;;) {
-    attr.sample_type = config_.sampleType;
-    auto fd = opener_.open(attr, pid, cpu, -1, flags);
-    if (fd || fd.error().code != EINVAL) return fd;
-    // Not every PMU/kernel accepts every field: drop the optional ones one at a time.
-    uint64_t& st = config_.sampleType;
-    if (st & PERF_SAMPLE_PHYS_ADDR) {
-      st &= ~uint64_t{PERF_SAMPLE_PHYS_ADDR};
-    } else if (st & PERF_SAMPLE_WEIGHT_STRUCT) {
-      st = (st & ~uint64_t{PERF_SAMPLE_WEIGHT_STRUCT}) | PERF_SAMPLE_WEIGHT;
-    } else {
-      return fd;
+Result<int> PerfSampler::openOne(const EventChoice& event, perf_event_attr attr, pid_t pid, int cpu,
+                                 int groupFd, unsigned long flags) {
+  attr.sample_type = config_.sampleType;
+  auto fd = opener_.open(attr, pid, cpu, groupFd, flags);
+  if (fd || fd.error().code != EINVAL) return fd;
+  // EINVAL does not say which field: try without the optional sample fields, one at a time, and
+  // keep the first sample type that opens. If none does, the refusal was of something else.
+  struct Drop {
+    uint64_t bit, replacement;
+    const char* name;
+  };
+  uint64_t st = config_.sampleType;
+  std::vector<std::string> dropped;
+  for (Drop d : {Drop{PERF_SAMPLE_PHYS_ADDR, 0, "PHYS_ADDR"},
+                 Drop{PERF_SAMPLE_WEIGHT_STRUCT, PERF_SAMPLE_WEIGHT, "WEIGHT_STRUCT"}}) {
+    if ((st & d.bit) == 0) continue;
+    st = (st & ~d.bit) | d.replacement;
+    dropped.push_back(d.name);
+    attr.sample_type = st;
+    auto again = opener_.open(attr, pid, cpu, groupFd, flags);
+    if (again) {
+      config_.sampleType = st;
+      refused_.insert(refused_.end(), dropped.begin(), dropped.end());
+      return again;
     }
+    if (again.error().code != EINVAL) return again;
   }
+  attr.sample_type = config_.sampleType;
+  std::string tried;
+  for (const auto& d : dropped)
+    tried += (tried.empty() ? " (also without " : ", ") + d;
+  if (!tried.empty()) tried += ")";
+  return Error{
+      EINVAL, ErrorKind::Unsupported,
+      "perf_event_open refused the event with EINVAL" + tried + ": " + explainRefusal(event, attr),
+      "cpu " + std::to_string(cpu)};
+}
+
+Result<int> PerfSampler::openLeader(const EventChoice& event, pid_t pid, int cpu,
+                                    unsigned long flags) {
+  perf_event_attr leader = *event.groupLeader;
+  leader.size = sizeof leader;
+  leader.disabled = 1;
+  leader.sample_period = 0;  // counts; the member samples
+  leader.sample_type = 0;
+  leader.exclude_kernel = event.attr.exclude_kernel;
+  leader.exclude_hv = event.attr.exclude_hv;
+  auto fd = opener_.open(leader, pid, cpu, -1, flags);
+  if (!fd) return fd.error().within("its group leader mem-loads-aux");
+  return fd;
+}
+
+Status PerfSampler::enableRing(const Ring& r) {
+  if (auto s = opener_.enable(r.fd, true); !s) return s;
+  if (r.leaderFd >= 0) return opener_.enable(r.leaderFd, true);
+  return Ok{};
+}
+
+void PerfSampler::closeRing(const Ring& r) {
+  (void)opener_.enable(r.fd, false);
+  opener_.unmap(r.base, r.length);
+  opener_.close(r.fd);
+  if (r.leaderFd >= 0) opener_.close(r.leaderFd);
 }
 
 Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bool cgroupMode) {
@@ -83,8 +175,8 @@ Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bo
     attr.size = sizeof attr;
     attr.sample_period = config_.period;
     attr.disabled = 1;
-    attr.exclude_kernel = 1;
-    attr.exclude_hv = 1;
+    attr.exclude_kernel = ev.filterKernelInUser ? 0 : 1;
+    attr.exclude_hv = ev.filterKernelInUser ? 0 : 1;
     attr.use_clockid = 1;
     attr.clockid = CLOCK_MONOTONIC;
     attr.wakeup_events = 0;  // we poll; never woken
@@ -92,21 +184,40 @@ Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bo
     // mode opens each thread without inherit (and drain() picks up new threads); cgroup mode sees
     // every thread anyway.
     attr.inherit = 0;
+    const unsigned long flags = cgroupMode ? PERF_FLAG_PID_CGROUP : 0;
     for (const auto& [who, cpu] : targets) {
-      auto fd = openOne(attr, who, cpu, cgroupMode ? PERF_FLAG_PID_CGROUP : 0);
+      int leaderFd = -1;
+      if (ev.groupLeader) {
+        auto leader = openLeader(ev, who, cpu, flags);
+        if (!leader) {
+          if (!cgroupMode && leader.error().code == ESRCH) continue;  // thread exited meanwhile
+          return leader.error().within(ev.name);
+        }
+        leaderFd = leader.value();
+      }
+      auto fd = openOne(ev, attr, who, cpu, leaderFd, flags);
       if (!fd) {
+        if (leaderFd >= 0) opener_.close(leaderFd);
         if (!cgroupMode && fd.error().code == ESRCH) continue;  // thread exited meanwhile
+        if (fd.error().code == ENODATA && isLoadLatency(attr))
+          return Error{ENODATA, ErrorKind::Unsupported,
+                       "perf_event_open refused load latency (ENODATA): this PMU wants the "
+                       "mem-loads-aux event as group leader, but its sysfs events/mem-loads-aux "
+                       "was not found",
+                       ev.name};
         return fd.error().within(ev.name);
       }
       auto base = opener_.map(fd.value(), length);
       if (!base) {
         opener_.close(fd.value());
+        if (leaderFd >= 0) opener_.close(leaderFd);
         return base.error();
       }
-      rings_.push_back({fd.value(), base.value(), length, cgroupMode ? -1 : who});
+      rings_.push_back({fd.value(), base.value(), length, cgroupMode ? -1 : who, leaderFd,
+                        ev.filterKernelInUser});
       if (!cgroupMode) openedTids_.insert(who);
       if (started_) {  // a thread found after start: enable at once
-        if (auto s = opener_.enable(fd.value(), true); !s) return s;
+        if (auto s = enableRing(rings_.back()); !s) return s;
       }
     }
   }
@@ -138,9 +249,7 @@ void PerfSampler::closeExitedThreads() {
   std::vector<Ring> keep;
   for (const Ring& r : rings_) {
     if (r.tid >= 0 && exitedTids_.count(r.tid)) {
-      (void)opener_.enable(r.fd, false);
-      opener_.unmap(r.base, r.length);
-      opener_.close(r.fd);
+      closeRing(r);
     } else {
       keep.push_back(r);
     }
@@ -192,7 +301,10 @@ Status PerfSampler::start() {
   ::getrlimit(RLIMIT_NOFILE, &rl);
   uint64_t inUse = 0;
   if (auto fds = sys::SysRoot::live().list("/proc/self/fd"); fds) inUse = fds->size();
-  if (auto s = checkFdBudget(targets.size() * config_.events.size(), rl.rlim_cur, inUse); !s) {
+  uint64_t perTarget = 0;
+  for (const auto& ev : config_.events)
+    perTarget += ev.groupLeader ? 2 : 1;
+  if (auto s = checkFdBudget(targets.size() * perTarget, rl.rlim_cur, inUse); !s) {
     if (cgroupFd >= 0) ::close(cgroupFd);
     return s;
   }
@@ -206,7 +318,7 @@ Status PerfSampler::start() {
     return status;
   }
   for (const auto& r : rings_) {
-    if (auto s = opener_.enable(r.fd, true); !s) {
+    if (auto s = enableRing(r); !s) {
       stop();
       return s;
     }
@@ -222,11 +334,20 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
   std::vector<PerfSample> raw;
   RingCounts counts;
   Status firstError = Ok{};
+  uint64_t notUser = 0;
   for (const auto& r : rings_) {
     PerfRing ring(r.base, r.length, config_.sampleType);
+    const size_t before = raw.size();
     auto s = ring.drain(raw, counts);
     if (!s && firstError) firstError = s;
+    if (r.userOnly) {  // the driver could not exclude kernel samples: drop them here
+      auto kept = std::remove_if(raw.begin() + static_cast<std::ptrdiff_t>(before), raw.end(),
+                                 [](const PerfSample& p) { return !isUserMode(p.misc); });
+      notUser += static_cast<uint64_t>(raw.end() - kept);
+      raw.erase(kept, raw.end());
+    }
   }
+  stats_.discarded += notUser;
   closeExitedThreads();  // after their last records were read
   stats_.lost += counts.lost;
   lostSinceAdapt_ += counts.lost;
@@ -266,8 +387,9 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
     // Lost records mean we cannot keep up with the rate either: treat as over budget.
     const double pressure =
         lostSinceAdapt_ > 0 ? std::max(overhead_, 2 * config_.cpuBudget) : overhead_;
-    const uint64_t next = adaptPeriod(config_.period, pressure, config_.cpuBudget,
-                                      config_.minPeriod, config_.maxPeriod);
+    const uint64_t next = alignPeriod(adaptPeriod(config_.period, pressure, config_.cpuBudget,
+                                                  config_.minPeriod, config_.maxPeriod),
+                                      periodMultiple_);
     lostSinceAdapt_ = 0;
     if (next > config_.period) ++stats_.budgetBackoffs;
     if (next != config_.period) {
@@ -283,11 +405,8 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
 }
 
 void PerfSampler::stop() {
-  for (const auto& r : rings_) {
-    (void)opener_.enable(r.fd, false);
-    opener_.unmap(r.base, r.length);
-    opener_.close(r.fd);
-  }
+  for (const auto& r : rings_)
+    closeRing(r);
   rings_.clear();
   openedTids_.clear();
   exitedTids_.clear();

@@ -29,8 +29,11 @@
 
 namespace tierd::telemetry {
 
-/// Sample type we ask for first; PerfSampler drops PHYS_ADDR, then WEIGHT_STRUCT -> WEIGHT, when
-/// the kernel refuses (EINVAL) and reports what it got.
+/// Sample type we ask for first. When the kernel refuses an event (EINVAL), PerfSampler tries
+/// again without PHYS_ADDR, then with WEIGHT instead of WEIGHT_STRUCT; the first that opens is kept
+/// for every event and named in refusedSampleFields(). If none opens, the error names the attr
+/// fields and the driver rule the attr breaks where tierd knows it (explainRefusal()), and the
+/// sample type stays as asked.
 inline constexpr uint64_t kPreferredSampleType =
     PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_ADDR |
     PERF_SAMPLE_WEIGHT_STRUCT | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_PHYS_ADDR;
@@ -64,6 +67,15 @@ Status checkFdBudget(uint64_t needed, uint64_t softLimit, uint64_t inUse);
 uint64_t adaptPeriod(uint64_t period, double measured, double budget, uint64_t minPeriod,
                      uint64_t maxPeriod);
 
+/// Rounds `period` down to a multiple of `multiple` (>= 1), never below `multiple` itself: the
+/// period an event with EventChoice::periodMultiple may be given.
+uint64_t alignPeriod(uint64_t period, uint64_t multiple);
+
+/// Why the kernel may have refused `attr` for `event` with EINVAL: the driver rule it breaks where
+/// tierd knows one (IBS: a period with low bits set, excludes without swfilt), then every field
+/// set in the attr ("type=4 config=0x1cd config1=0x40 sample_period=10007 precise_ip=2 ...").
+std::string explainRefusal(const EventChoice& event, const perf_event_attr& attr);
+
 /// perf_event sampling source; see the file comment.
 class PerfSampler final : public HotnessSource {
  public:
@@ -85,8 +97,11 @@ class PerfSampler final : public HotnessSource {
   double overhead() const { return overhead_; }
   /// The sample_type the kernel accepted (after dropping PHYS_ADDR/WEIGHT_STRUCT if refused).
   uint64_t sampleType() const { return config_.sampleType; }
-  /// Number of perf fds open.
-  size_t fdCount() const { return rings_.size(); }
+  /// Number of perf fds open: sampling events and their group leaders.
+  size_t fdCount() const;
+  /// The optional sample_type fields the kernel refused and tierd dropped ("PHYS_ADDR",
+  /// "WEIGHT_STRUCT"), in the order they were dropped; empty when it took everything.
+  const std::vector<std::string>& refusedSampleFields() const { return refused_; }
 
   /// Perf events open now (rings mapped): one per event and CPU (cgroup mode) or per event and
   /// live thread (pid mode: a thread's events are closed once it has exited, so fds and locked
@@ -98,9 +113,18 @@ class PerfSampler final : public HotnessSource {
     int fd = -1;
     void* base = nullptr;
     size_t length = 0;
-    pid_t tid = -1;  ///< pid mode: the thread it samples (-1 in cgroup mode)
+    pid_t tid = -1;         ///< pid mode: the thread it samples (-1 in cgroup mode)
+    int leaderFd = -1;      ///< the counting group leader (mem-loads-aux), -1 when none
+    bool userOnly = false;  ///< drop samples not taken in user mode (EventChoice)
   };
-  Result<int> openOne(perf_event_attr attr, pid_t pid, int cpu, unsigned long flags);
+  Result<int> openOne(const EventChoice& event, perf_event_attr attr, pid_t pid, int cpu,
+                      int groupFd, unsigned long flags);
+  /// Opens `event`'s group leader on (pid, cpu): disabled, counting only.
+  Result<int> openLeader(const EventChoice& event, pid_t pid, int cpu, unsigned long flags);
+  /// Enables one ring's event, then its leader (a group counts once its leader is enabled).
+  Status enableRing(const Ring& ring);
+  /// Disables, unmaps and closes one ring and its leader.
+  void closeRing(const Ring& ring);
   /// Opens, maps (and, once started, enables) every event on each (pid or cgroup fd, cpu).
   Status openOn(const std::vector<std::pair<pid_t, int>>& targets, bool cgroupMode);
   /// pid mode: opens threads that appeared since the last scan (every mapsRefreshNs) and marks
@@ -123,6 +147,8 @@ class PerfSampler final : public HotnessSource {
   std::set<pid_t> exitedTids_;  ///< seen gone at the last scan; closed after this drain's reads
   uint64_t lastTaskScanNs_ = 0;
   uint64_t threadOpenFailures_ = 0;
+  uint64_t periodMultiple_ = 1;  ///< lcm of the events' EventChoice::periodMultiple
+  std::vector<std::string> refused_;
   bool started_ = false;
 };
 

@@ -2,6 +2,8 @@
 
 #include <perfmon/pfmlib_perf_event.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -50,6 +52,20 @@ Result<PmuInventory> readPmus(const sys::SysRoot& root) {
   auto names = root.list(dir);
   if (!names) return names.error();
   inv.devices = names.value();
+  // The core PMU's format/ and its mem-loads-aux event: the P-core PMU of a hybrid part, else
+  // `cpu`. Both are optional (an AMD `cpu` has no mem-loads-aux; a VM may show no format/).
+  auto readCore = [&](const std::string& core) {
+    const std::string base = dir + "/" + core;
+    if (auto fmt = root.list(base + "/format"); fmt) {
+      for (const auto& f : fmt.value())
+        if (auto spec = root.readAttr(base + "/format/" + f); spec)
+          inv.coreFormat[f] = spec.value();
+    }
+    if (root.exists(base + "/events/mem-loads-aux")) {
+      if (auto aux = root.readAttr(base + "/events/mem-loads-aux"); aux)
+        inv.memLoadsAux = aux.value();
+    }
+  };
   for (const auto& n : inv.devices) {
     if (n == "cpu") inv.hasCpu = true;
     if (n == "cpu_core" || n == "ibs_op") {
@@ -73,6 +89,7 @@ Result<PmuInventory> readPmus(const sys::SysRoot& root) {
       }
     }
   }
+  readCore(inv.hasCpuCore ? "cpu_core" : "cpu");
   return inv;
 }
 
@@ -96,6 +113,57 @@ Result<FormatField> parseFormatField(const std::string& spec, const std::string&
   if (f.lo > f.hi || f.hi > 63)
     return Error::input("bit range out of order or beyond 63 in '" + spec + "'", context);
   return f;
+}
+
+namespace {
+
+/// Sets `value` into the bits `f` names of attr's config words; false when it does not fit.
+bool setField(perf_event_attr& attr, const FormatField& f, uint64_t value) {
+  const int width = f.hi - f.lo + 1;
+  if (width < 64 && (value >> width) != 0) return false;
+  __u64* word = f.word == 0 ? &attr.config : f.word == 1 ? &attr.config1 : &attr.config2;
+  *word |= value << f.lo;
+  return true;
+}
+
+}  // namespace
+
+Result<perf_event_attr> encodeSysfsEvent(uint32_t type, const std::string& spec,
+                                         const std::map<std::string, std::string>& format,
+                                         const std::string& context) {
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = type;
+  std::string rest = spec;
+  while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' '))
+    rest.pop_back();
+  size_t pos = 0;
+  while (pos <= rest.size()) {
+    const size_t comma = std::min(rest.find(',', pos), rest.size());
+    const std::string term = rest.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (term.empty()) continue;
+    const size_t eq = term.find('=');
+    const std::string name = term.substr(0, eq);
+    uint64_t value = 1;
+    if (eq != std::string::npos) {
+      const std::string v = term.substr(eq + 1);
+      char* end = nullptr;
+      errno = 0;
+      value = std::strtoull(v.c_str(), &end, 0);
+      if (v.empty() || errno != 0 || *end != '\0')
+        return Error::input("term '" + term + "' has no number", context);
+    }
+    auto it = format.find(name);
+    if (it == format.end())
+      return Error::input("term '" + name + "' has no format/ field on this PMU", context);
+    auto f = parseFormatField(it->second, context + " format/" + name);
+    if (!f) return f.error();
+    if (!setField(attr, f.value(), value))
+      return Error::input("term '" + term + "' does not fit " + it->second, context);
+  }
+  return attr;
 }
 
 std::string intelPfmPmu(int family, int model, bool* hybrid) {
@@ -186,7 +254,18 @@ Result<perf_event_attr> ibsOpAttr(const PmuInventory& pmus, bool l3MissOnly) {
   if (l3MissOnly) {
     if (auto s = setBit("l3missonly"); !s) return s.error();
   }
+  // swfilt: the driver drops kernel (and hypervisor) samples itself; without the bit it refuses
+  // exclude_kernel/exclude_hv (perf_ibs_init()) and PerfSampler filters in user space.
+  if (pmus.ibsOpFormat.count("swfilt")) {
+    if (auto s = setBit("swfilt"); !s) return s.error();
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+  }
   return attr;
+}
+
+bool isLoadLatency(const perf_event_attr& attr) {
+  return (attr.config & 0xffff) == 0x01cd;
 }
 
 Result<std::vector<EventChoice>> chooseHardwareEvents(const CpuId& cpu, const PmuInventory& pmus,
@@ -201,10 +280,13 @@ Result<std::vector<EventChoice>> chooseHardwareEvents(const CpuId& cpu, const Pm
                    "IBS"};
     auto attr = ibsOpAttr(pmus, options.ibsL3MissOnly);
     if (!attr) return attr.error();
-    out.push_back({"ibs_op", attr.value(),
-                   "AMD IBS op sampling: every sampled load/store op with its data address and "
-                   "latency; type " +
-                       std::to_string(pmus.ibsOpType) + " from ibs_op/type"});
+    EventChoice ibs{"ibs_op", attr.value(),
+                    "AMD IBS op sampling: every sampled load/store op with its data address and "
+                    "latency; type " +
+                        std::to_string(pmus.ibsOpType) + " from ibs_op/type"};
+    ibs.periodMultiple = 16;  // perf_ibs_init(): the low 4 bits of the period must be clear
+    ibs.filterKernelInUser = pmus.ibsOpFormat.count("swfilt") == 0;
+    out.push_back(ibs);
     return out;
   }
   if (cpu.vendor != "GenuineIntel")
@@ -240,7 +322,17 @@ Result<std::vector<EventChoice>> chooseHardwareEvents(const CpuId& cpu, const Pm
     auto attr = encodePfmEvent(name);
     if (!attr) return attr.error();
     if (hybrid) attr->type = pmus.cpuCoreType;  // P-core PMU of a hybrid part
-    out.push_back({name, attr.value(), why + (hybrid ? " (cpu_core PMU)" : "")});
+    EventChoice choice{name, attr.value(), why + (hybrid ? " (cpu_core PMU)" : "")};
+    // Load latency where the PMU has mem-loads-aux: the kernel wants it as the group leader.
+    if (isLoadLatency(attr.value()) && !pmus.memLoadsAux.empty()) {
+      auto aux =
+          encodeSysfsEvent(attr->type, pmus.memLoadsAux, pmus.coreFormat,
+                           std::string(hybrid ? "cpu_core" : "cpu") + "/events/mem-loads-aux");
+      if (!aux) return aux.error();
+      choice.groupLeader = aux.value();
+      choice.why += "; led by mem-loads-aux (" + pmus.memLoadsAux + ")";
+    }
+    out.push_back(choice);
   }
   return out;
 }

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tierd/core/Result.h"
@@ -40,6 +42,14 @@ struct PmuInventory {
   bool hasIbsOp = false;             ///< `ibs_op`: AMD IBS op sampling
   uint32_t ibsOpType = 0;            ///< ibs_op/type
   std::map<std::string, std::string> ibsOpFormat;  ///< ibs_op/format/<name> -> "config:19"
+  /// The core PMU's (`cpu_core` where present, else `cpu`) format/<name> -> "config:0-7".
+  std::map<std::string, std::string> coreFormat;
+  /// The core PMU's events/mem-loads-aux ("event=0x03,umask=0x82"), "" when absent. The kernel
+  /// shows it only where PMU_FL_MEM_LOADS_AUX is set (arch/x86/events/intel/core.c,
+  /// mem_is_visible(): Sapphire Rapids, Granite Rapids, hybrid P-cores), and there a load-latency
+  /// event sampling DATA_SRC must have it as group leader or perf_event_open fails with ENODATA
+  /// (intel_pmu_hw_config()).
+  std::string memLoadsAux;
 };
 
 /// Reads /sys/bus/event_source/devices (missing directory = no event sources at all).
@@ -53,11 +63,36 @@ struct FormatField {
 /// Parses a sysfs PMU format spec; only a single contiguous range is accepted.
 Result<FormatField> parseFormatField(const std::string& spec, const std::string& context);
 
-/// One event tierd would open, with the reason it was chosen.
+/// Encodes a sysfs PMU event string ("event=0x03,umask=0x82": the kernel's events/<name>) with
+/// the PMU's format/ fields into the config words of an attr of PMU `type`. A term without a
+/// value means 1. Errors (Input) name the term: unknown field, a value wider than its field.
+Result<perf_event_attr> encodeSysfsEvent(uint32_t type, const std::string& spec,
+                                         const std::map<std::string, std::string>& format,
+                                         const std::string& context);
+
+/// One event tierd would open, with the reason it was chosen and the driver's rules for it.
 struct EventChoice {
-  std::string name;      ///< fully qualified libpfm4 string, or "ibs_op" for IBS
-  perf_event_attr attr;  ///< what the kernel gets (sample_period/sample_type set by PerfSampler)
+  EventChoice() = default;
+  /// An event with no driver rules beyond its attr.
+  EventChoice(std::string eventName, const perf_event_attr& eventAttr, std::string reason)
+      : name(std::move(eventName)), attr(eventAttr), why(std::move(reason)) {}
+
+  std::string name;        ///< fully qualified libpfm4 string, or "ibs_op" for IBS
+  perf_event_attr attr{};  ///< what the kernel gets (sample_period/sample_type set by PerfSampler)
   std::string why;
+  /// Every sample period this event gets is a multiple of this many events. IBS: 16, because
+  /// perf_ibs_init() and perf_ibs_check_period() (arch/x86/events/amd/ibs.c) refuse a period
+  /// with any of its low 4 bits set (EINVAL).
+  uint64_t periodMultiple = 1;
+  /// true where the driver cannot drop kernel samples itself (an IBS PMU whose format/ has no
+  /// `swfilt`, as on older kernels: perf_ibs_init() then refuses exclude_kernel/exclude_hv): the
+  /// attr keeps them clear and PerfSampler drops samples whose record header says kernel or
+  /// hypervisor mode.
+  bool filterKernelInUser = false;
+  /// A counting event that must lead this event's group: mem-loads-aux for load latency where
+  /// PmuInventory::memLoadsAux is set. PerfSampler opens it first on each CPU, disabled and
+  /// without sampling, and opens this event with it as group_fd.
+  std::optional<perf_event_attr> groupLeader;
 };
 
 /// Intel sampling style.
@@ -87,8 +122,13 @@ Status initPfm();
 Result<perf_event_attr> encodePfmEvent(const std::string& event);
 
 /// IBS op attr from the inventory: type = ibs_op/type, cnt_ctl set (count dispatched ops) when the
-/// format has it, l3missonly when asked and available.
+/// format has it, l3missonly when asked and available, swfilt (config2:0) with exclude_kernel and
+/// exclude_hv when the format has it (perf_ibs_init() refuses the excludes without it).
 Result<perf_event_attr> ibsOpAttr(const PmuInventory& pmus, bool l3MissOnly);
+
+/// Whether `attr` is Intel's load-latency event MEM_TRANS_RETIRED.LOAD_LATENCY (event 0xcd, umask
+/// 0x01: the kernel's is_mem_loads_event() for PMUs with mem-loads-aux).
+bool isLoadLatency(const perf_event_attr& attr);
 
 /// Chooses the hardware sampling events for this CPU and PMU inventory. Errors (Unsupported)
 /// explain why there is none: "no `cpu` PMU in /sys/bus/event_source/devices", unknown model...

@@ -7,8 +7,10 @@
 #include <linux/perf_event.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +30,7 @@ struct SampleFields {
   uint64_t weight = 0;  // WEIGHT_STRUCT: var1_dw in the low 32 bits
   uint64_t dataSrc = 0;
   uint64_t phys = 0;
+  uint16_t misc = PERF_RECORD_MISC_USER;  // header: the CPU mode the sample was taken in
 };
 
 inline void put64(std::vector<uint8_t>& b, uint64_t v) {
@@ -39,11 +42,13 @@ inline void put32(std::vector<uint8_t>& b, uint32_t v) {
     b.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
-inline std::vector<uint8_t> record(uint32_t type, const std::vector<uint8_t>& body) {
+inline std::vector<uint8_t> record(uint32_t type, const std::vector<uint8_t>& body,
+                                   uint16_t misc = 0) {
   // struct perf_event_header { u32 type; u16 misc; u16 size; }
   std::vector<uint8_t> r;
   put32(r, type);
-  const uint32_t sizeMisc = static_cast<uint32_t>(sizeof(perf_event_header) + body.size()) << 16;
+  const uint32_t sizeMisc =
+      (static_cast<uint32_t>(sizeof(perf_event_header) + body.size()) << 16) | misc;
   put32(r, sizeMisc);
   for (uint8_t x : body)
     r.push_back(x);
@@ -66,7 +71,7 @@ inline std::vector<uint8_t> sampleRecord(uint64_t sampleType, const SampleFields
   if (sampleType & (PERF_SAMPLE_WEIGHT | PERF_SAMPLE_WEIGHT_STRUCT)) put64(b, f.weight);
   if (sampleType & PERF_SAMPLE_DATA_SRC) put64(b, f.dataSrc);
   if (sampleType & PERF_SAMPLE_PHYS_ADDR) put64(b, f.phys);
-  return record(PERF_RECORD_SAMPLE, b);
+  return record(PERF_RECORD_SAMPLE, b, f.misc);
 }
 
 /// PERF_RECORD_LOST { u64 id; u64 lost; } (no sample_id_all).
@@ -129,20 +134,37 @@ class FakePerfEventOpener : public PerfEventOpener {
     pid_t pid;
     int cpu;
     unsigned long flags;
+    int groupFd = -1;
   };
   std::vector<Open> opens;
   std::vector<std::unique_ptr<FakeRing>> rings;
   std::vector<std::string> log;       // ordered operations
   uint64_t refuseSampleTypeBits = 0;  // open() fails with EINVAL while sample_type has these
   uint64_t startOffset = 0;
+  /// A driver's event_init: gets the open about to happen (and the opens so far, to find the
+  /// group leader by groupFd) and returns the errno the kernel would, 0 to accept.
+  std::function<int(const Open&, const std::vector<Open>&)> driver;
+  /// A driver's check_period (PERF_EVENT_IOC_PERIOD): the errno for (attr of fd, period), 0 = ok.
+  std::function<int(const perf_event_attr&, uint64_t)> checkPeriod;
 
-  Result<int> open(const perf_event_attr& attr, pid_t pid, int cpu, int,
+  /// The attr opened as `fd` (fds count from 1000 in open order).
+  const perf_event_attr& attrOf(int fd) const {
+    return opens.at(static_cast<size_t>(fd - 1000)).attr;
+  }
+
+  Result<int> open(const perf_event_attr& attr, pid_t pid, int cpu, int groupFd,
                    unsigned long flags) override {
     if (attr.sample_type & refuseSampleTypeBits) {
       log.push_back("open EINVAL");
       return Error::sys(EINVAL, "perf_event_open failed", "fake");
     }
-    opens.push_back({attr, pid, cpu, flags});
+    if (driver) {
+      if (int err = driver(Open{attr, pid, cpu, flags, groupFd}, opens); err != 0) {
+        log.push_back("open errno " + std::to_string(err));
+        return Error::sys(err, "perf_event_open failed", "fake");
+      }
+    }
+    opens.push_back({attr, pid, cpu, flags, groupFd});
     rings.push_back(nullptr);  // created by map() with the length asked for
     int fd = 1000 + static_cast<int>(rings.size()) - 1;
     log.push_back("open cpu " + std::to_string(cpu) + " -> " + std::to_string(fd));
@@ -165,6 +187,12 @@ class FakePerfEventOpener : public PerfEventOpener {
     return Ok{};
   }
   Status setPeriod(int fd, uint64_t period) override {
+    if (checkPeriod) {
+      if (int err = checkPeriod(attrOf(fd), period); err != 0) {
+        log.push_back("period errno " + std::to_string(err));
+        return Error::sys(err, "PERF_EVENT_IOC_PERIOD failed", "fake");
+      }
+    }
     log.push_back("period " + std::to_string(fd) + " " + std::to_string(period));
     return Ok{};
   }
