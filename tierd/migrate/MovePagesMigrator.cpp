@@ -520,8 +520,9 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::moveSubBatch(
   s.moveCallRecords.push_back(
       {st.range(send.front().range).direction, dt, sys_->threadKernelCpuNs() - cpu0, bytes});
   // A move call's -EACCES is do_pages_move's cpuset check (the query before it passed
-  // find_mm_struct's permission checks, which fail queries too: those are Denied).
-  if (ret == -ENOMEM || ret == -EACCES)
+  // find_mm_struct's permission checks, which fail queries too: those are Denied); its -ENODEV
+  // a target without memory (its memory blocks taken offline since the plan).
+  if (ret == -ENOMEM || ret == -EACCES || ret == -ENODEV)
     return groupFailed(st, pid, send, nodes, moved, static_cast<int>(-ret), busy);
   if (ret < 0) {
     callFailed(st, pid, send, -ret);
@@ -568,6 +569,12 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
   // migrated first (out_flush) with its statuses written, nothing from that entry on was
   // attempted. Pages to that node are NodeNotAllowed (for the rest of the batch); pages to other
   // nodes are sent again. Mems_allowed is re-read (the cpuset changed since planning).
+  //
+  // -ENODEV: the entry's node has no memory (node_state N_MEMORY: its memory blocks were taken
+  // offline since planning); handled at the same place as -EACCES (out_flush): the pending group
+  // was migrated first with its statuses written, nothing from that entry on was attempted. The
+  // pages of the failing group are counted failed (OtherError, errnoPages ENODEV); pages of later
+  // groups are sent again (one of them to the same node fails its call the same way).
   //
   // -ENOMEM: migrate_pages() gave up
   // at the first page it could not allocate on the target (a full node; a gigantic page is never
@@ -617,6 +624,15 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
   for (size_t i = 0; i < send.size(); ++i) {
     if (status[i] != kUntouched || now[i] < 0 || now[i] == nodes[i]) {
       classify(st, send[i], now[i], true, busy, live[i]);
+      continue;
+    }
+    if (err == ENODEV) {
+      if (i >= failing && i < groupEnd) {
+        st.add(send[i].range, MoveOutcome::OtherError, 1);
+        s.errnoPages[ENODEV] += 1;
+      } else {
+        again.push_back(send[i]);  // not attempted by the kernel
+      }
       continue;
     }
     if (err == EACCES) {

@@ -28,8 +28,9 @@
 ///   4. Every result is read, and every status the kernel wrote is kept: a failed call (ESRCH: the
 ///      process is gone, all its ranges drop; EPERM, or EACCES on a query: denied; others: the
 ///      call's pages are OtherError); a move call that failed at one node group (-ENOMEM, or
-///      -EACCES for a target outside the task's cpuset: NodeNotAllowed, the process and its
-///      ranges stay; see groupFailed; mm/migrate.c
+///      -EACCES for a target outside the task's cpuset: NodeNotAllowed, or -ENODEV for a target
+///      whose memory was taken offline: OtherError; the process and its ranges stay; see
+///      groupFailed; mm/migrate.c
 ///      do_pages_move returns at the first failing run of same-target entries, earlier runs stay
 ///      moved with their statuses, later runs are not attempted and are sent again); a positive
 ///      return (the entries the kernel left unwritten are re-queried to learn which moved); and

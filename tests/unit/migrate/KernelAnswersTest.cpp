@@ -1,7 +1,8 @@
 // MovePagesMigrator on answers the real 6.12 kernel gives, found in the QEMU rig
 // (tests/vm/scenarios/migrate-faults) and in mm/migrate.c: a whole call failing with -ENOMEM
 // after some of its pages moved (the model kernel now always answers so; the kernel never writes
-// a per-page -ENOMEM), -EACCES for a target outside the task's cpuset, -EINVAL for a process
+// a per-page -ENOMEM), -EACCES for a target outside the task's cpuset, -ENODEV for a target
+// whose memory was taken offline, -EINVAL for a process
 // that exited but is not reaped, and a pid reused by a new process (move_pages takes a pid: the
 // kernel answers for whoever holds it now).
 #include <doctest/doctest.h>
@@ -132,6 +133,54 @@ TEST_CASE("call-level -EACCES (target outside the cpuset): node_not_allowed, not
   CHECK(k.nodeOf(kPid, kBase + 20 * kKiB) == 2);
 }
 
+TEST_CASE(
+    "call-level -ENODEV (target node offlined): moved pages count as moved, the rest failed") {
+  ModelKernelMigrator m;
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 24 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 24 * kKiB, 0);
+  // Node 1's memory blocks are taken offline after planning (the first query), before the move
+  // call: node_state(1, N_MEMORY) is false from then on.
+  k.beforeCall(1, [&k] { k.setNodes({0, 2}); });
+  // One call [2,2 | 1,1 | 2,2]: group 1 moves, the entry for node 1 fails the call.
+  auto res = m.execute({range(kBase, 8 * kKiB, 2), range(kBase + 8 * kKiB, 8 * kKiB, 1),
+                        range(kBase + 16 * kKiB, 8 * kKiB, 2)},
+                       kNoDeadline);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::Moved] == 2);  // flushed before the error
+  CHECK(res.ranges[0].outcomes[MoveOutcome::OtherError] == 0);
+  CHECK(res.ranges[1].outcomes[MoveOutcome::OtherError] == 2);  // "failed"
+  CHECK(res.ranges[1].outcomes[MoveOutcome::Moved] == 0);
+  CHECK(res.ranges[2].outcomes[MoveOutcome::Moved] == 2);  // not attempted, sent again
+  for (const auto& r : res.ranges) {
+    CHECK_FALSE(r.dropped);
+    CHECK(r.outcomes[MoveOutcome::Gone] == 0);
+    CHECK(r.outcomes[MoveOutcome::Denied] == 0);
+  }
+  CHECK(res.stats.errnoCalls.at(ENODEV) == 1);
+  CHECK(res.stats.errnoPages.at(ENODEV) == 2);
+  CHECK(res.stats.bytesMoved == 16 * kKiB);
+  CHECK(k.nodeOf(kPid, kBase) == 2);
+  CHECK(k.nodeOf(kPid, kBase + 8 * kKiB) == 0);
+  CHECK(k.nodeOf(kPid, kBase + 20 * kKiB) == 2);
+}
+
+TEST_CASE("-ENODEV at the first entry of a call: nothing moved, other nodes' pages sent again") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 4;
+  ModelKernelMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.setNodes({0, 2});  // node 1 has no memory already at planning: the query does not tell
+  auto res =
+      m.execute({range(kBase, 8 * kKiB, 1), range(kBase + 8 * kKiB, 8 * kKiB, 2)}, kNoDeadline);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::OtherError] == 2);
+  CHECK(res.ranges[1].outcomes[MoveOutcome::Moved] == 2);
+  CHECK_FALSE(res.ranges[0].dropped);
+  CHECK(res.stats.errnoCalls.at(ENODEV) == 1);
+  CHECK(k.nodeOf(kPid, kBase + 12 * kKiB) == 2);
+}
+
 TEST_CASE("a target outside Mems_allowed read before the batch is not sent: no call, no error") {
   ModelKernelMigrator m;
   auto& k = m.kernel();
@@ -230,6 +279,23 @@ TEST_CASE("model kernel: a target outside the task's Mems_allowed fails the call
   int st = 0;
   CHECK(k.movePages(kPid, 1, &a, nullptr, &st, 0) == 0);
   CHECK(st == 1);
+}
+
+TEST_CASE("model kernel: a target node without memory fails the call with -ENODEV") {
+  // do_pages_move checks node_state(node, N_MEMORY) before the cpuset and jumps to out_flush as
+  // for -EACCES: the pending group is migrated with its statuses stored, the rest not attempted.
+  FakePageSystem k;
+  k.map(kPid, kBase, 16 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 16 * kKiB, 0);
+  k.setNodes({0, 2});
+  std::vector<int> status;
+  const long ret = moveDirect(k, {kBase, kBase + 4 * kKiB, kBase + 8 * kKiB, kBase + 12 * kKiB},
+                              {2, 2, 1, 2}, status);
+  CHECK(ret == -ENODEV);
+  CHECK(status == std::vector<int>{2, 2, INT32_MIN, INT32_MIN});
+  CHECK(k.nodeOf(kPid, kBase + 4 * kKiB) == 2);
+  CHECK(k.nodeOf(kPid, kBase + 8 * kKiB) == 0);
+  CHECK(k.nodeOf(kPid, kBase + 12 * kKiB) == 0);
 }
 
 TEST_CASE("model kernel: a reused pid answers for its new process, not the one that exited") {
