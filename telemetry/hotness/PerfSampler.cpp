@@ -91,6 +91,18 @@ PerfSampler::PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener,
                               config_.maxPeriod);
 }
 
+std::string PerfSampler::state() const {
+  char overhead[32];
+  std::snprintf(overhead, sizeof overhead, "%.1f%%", overhead_ * 100);
+  std::string out = "period=" + std::to_string(config_.period) + " overhead=" + overhead;
+  for (size_t i = 0; i < refused_.size(); ++i)
+    out += (i == 0 ? " dropped=" : ",") + refused_[i];
+  if (std::any_of(config_.events.begin(), config_.events.end(),
+                  [](const EventChoice& e) { return e.groupLeader.has_value(); }))
+    out += " leader=mem-loads-aux";
+  return out;
+}
+
 size_t PerfSampler::fdCount() const {
   size_t n = 0;
   for (const auto& r : rings_)

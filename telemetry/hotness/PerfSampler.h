@@ -88,6 +88,9 @@ class PerfSampler final : public HotnessSource {
   Result<std::vector<AccessSample>> drain(uint64_t untilNs) override;
   void stop() override;
   SourceStats stats() const override { return stats_; }
+  /// "period=10000 overhead=0.4%", then " dropped=PHYS_ADDR" when the kernel refused optional
+  /// sample fields, " leader=mem-loads-aux" when an event is opened in a group.
+  std::string state() const override;
 
   /// The configuration it was built with; its `period` is the one now in force.
   const PerfSamplerConfig& config() const { return config_; }

@@ -223,6 +223,7 @@ TEST_CASE("Sapphire Rapids: load latency opens in a group led by mem-loads-aux")
     CHECK((member.attr.sample_type & PERF_SAMPLE_DATA_SRC) != 0);
   }
   CHECK(s.fdCount() == 6);
+  CHECK(s.state() == "period=10007 overhead=0.0% leader=mem-loads-aux");
   // The leader is enabled after its member, so the group starts whole.
   const auto& log = opener.log;
   auto at = [&](const std::string& op) {
@@ -298,6 +299,7 @@ TEST_CASE("a refused optional sample field is named once the event opens without
   PerfSampler s(c, opener, sys::SysRoot(t.dir()));
   REQUIRE(s.start().ok());
   CHECK(s.refusedSampleFields() == std::vector<std::string>{"PHYS_ADDR"});
+  CHECK(s.state() == "period=10007 overhead=0.0% dropped=PHYS_ADDR");
   CHECK((s.sampleType() & PERF_SAMPLE_WEIGHT_STRUCT) != 0);  // kept: it was not the problem
 }
 
