@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds GAPBS's `pr`, `bc` and `converter` for the rig's gapbs and bench-gapbs scenarios,
 # unmodified (bench-gapbs writes its graph once to a file with `converter`).
-# GAPBS (github.com/sbeamer/gapbs, BSD-3-Clause) is not packaged by Debian and not vendored here.
+# GAPBS (github.com/sbeamer/gapbs, BSD-3-Clause) is not packaged by Debian and not vendored here;
+# its copyright and license notice, which applies to every GAPBS binary this builds, is kept in
+# tests/vm/GAPBS-LICENSE.
 # Sources, first found wins:
 #   1. $TIERD_GAPBS_DIR: a GAPBS checkout (Makefile and src/pr.cc); built there with `make pr bc
 #      converter` unless the three binaries are already newer than its sources;
