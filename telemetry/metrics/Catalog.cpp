@@ -521,9 +521,7 @@ std::string catalogMarkdown() {
     << "tierd exports these metrics in the Prometheus text format on `/metrics` "
        "(default `127.0.0.1:9464`). Names follow `tierd_<subsystem>_<what>_<unit>`; counters "
        "end in `_total`. There is no host label (Prometheus adds `instance`) and every label "
-       "value is bounded: fixed lists, configured workload names, node ids. The exporter library "
-       "(prometheus-cpp) also serves its own `exposer_*` metrics about the scrapes "
-       "themselves.\n\n"
+       "value is bounded: fixed lists, configured workload names, node ids.\n\n"
     << "| metric | type | unit | labels |\n|---|---|---|---|\n";
   for (const auto& m : catalog()) {
     std::string labels;

@@ -85,7 +85,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// An exception nothing handled (prometheus-cpp's Exposer throws, std::bad_alloc) ends in one line
+// An exception nothing handled (prometheus-cpp's registry throws, std::bad_alloc) ends in one line
 // and the exit code of an internal error (70, EX_SOFTWARE, as tierd's and tierctl's MainGuard),
 // not in std::terminate.
 int main(int argc, char** argv) {

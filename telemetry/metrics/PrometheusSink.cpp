@@ -2,20 +2,15 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 #include <variant>
 
@@ -35,14 +30,6 @@ prometheus::Labels toPromLabels(const MetricDef& def, const LabelValues& values)
   for (size_t i = 0; i < def.labels.size(); ++i)
     l[def.labels[i].name] = values[i];
   return l;
-}
-
-// Compares without an early exit so the time taken does not reveal the matching prefix.
-bool constantTimeEquals(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  return diff == 0;
 }
 
 // The registry's families in catalog order, with an empty family (HELP and TYPE only) for every
@@ -128,46 +115,6 @@ Result<std::pair<std::string, int>> parseListenAddress(const std::string& addres
   return std::make_pair(host, static_cast<int>(*port));
 }
 
-namespace {
-
-// Binds (and closes) a socket like civetweb will, to report the real errno (EADDRINUSE,
-// EADDRNOTAVAIL, EACCES) instead of civetweb's generic exception text.
-Status probeBind(const std::string& host, int port, const std::string& address) {
-  bool v6 = host.find(':') != std::string::npos;
-  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return Error::fromErrno("cannot create a socket", "metrics listen address " + address);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  int rc;
-  if (v6) {
-    sockaddr_in6 sa{};
-    sa.sin6_family = AF_INET6;
-    sa.sin6_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET6, host.c_str(), &sa.sin6_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  } else {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  }
-  int err = errno;
-  ::close(fd);
-  if (rc == 0) return Ok{};
-  std::string hint = err == EADDRINUSE
-                         ? "another process (or another tierd) already listens there; "
-                           "stop it or set another metrics listen address"
-                     : err == EADDRNOTAVAIL ? "no interface of this host has that address"
-                                            : "cannot listen there";
-  Error e = Error::sys(err, hint, "metrics listen address " + address);
-  e.kind = ErrorKind::Environment;
-  return e;
-}
-
-}  // namespace
-
 PrometheusSink::PrometheusSink()
     : registry_(std::make_shared<prometheus::Registry>()),
       exposed_(std::make_shared<CatalogCollectable>(registry_)),
@@ -202,39 +149,18 @@ Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ExporterOpti
     if (!c) return c.error();
     creds = c.value();
   }
-  auto probe = probeBind(hp->first, hp->second, options.listenAddress);
-  if (!probe) return probe.error();
-
   auto sink = std::make_unique<PrometheusSink>();
-  try {
-    std::string ports = hp->first.find(':') != std::string::npos
-                            ? "[" + hp->first + "]:" + std::to_string(hp->second)
-                            : hp->first + ":" + std::to_string(hp->second);
-    sink->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", ports, "num_threads", std::to_string(options.threads)});
-    if (creds) {
-      auto c = *creds;
-      sink->exposer_->RegisterAuth(
-          [c](const std::string& user, const std::string& password) {
-            bool u = constantTimeEquals(user, c.user);
-            bool p = constantTimeEquals(password, c.password);
-            return u && p;
-          },
-          "tierd");
-    }
-    sink->exposer_->RegisterCollectable(sink->exposed_);
-  } catch (const std::exception& e) {
-    return Error::env(std::string("the metrics exporter could not start: ") + e.what() +
-                          " (is the address in use?)",
-                      "metrics listen address " + options.listenAddress);
-  }
+  PrometheusSink* self = sink.get();
+  auto server = MetricsHttpServer::start(
+      hp->first, hp->second, options.listenAddress, std::move(creds),
+      [self] { return self->render(); }, options.limits);
+  if (!server) return server.error();
+  sink->server_ = std::move(server.value());
   return sink;
 }
 
 int PrometheusSink::port() const {
-  if (!exposer_) return 0;
-  auto ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+  return server_ ? server_->port() : 0;
 }
 
 std::string PrometheusSink::render() const {

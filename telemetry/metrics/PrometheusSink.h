@@ -2,11 +2,13 @@
 /// \file
 /// PrometheusSink: the production MetricsSink. Every catalog metric is a prometheus-cpp family
 /// in one registry, served in the text format on http://<listen address>/metrics by a
-/// prometheus-cpp Exposer (civetweb). Optional HTTP basic auth with credentials from a file only
-/// its owner can read. Every catalog family is exposed from the first scrape on: a family with no
-/// series yet (a histogram before its first observation, workload metrics without workloads)
-/// is served as its # HELP and # TYPE lines. No TLS: Debian 12's civetweb (built against OpenSSL
-/// 1.1's symbols) crashes on TLS; put a TLS proxy in front when the exporter leaves the host.
+/// MetricsHttpServer (one poll() loop with request and response timeouts and a connection cap,
+/// so stalled clients cannot starve the scrapes). Optional HTTP basic auth with credentials from a
+/// file only its owner can read. Every catalog family is exposed from the first scrape on: a family
+/// with no series yet (a histogram before its first observation, workload metrics without
+/// workloads) is served as its # HELP and # TYPE lines. No TLS (Debian 12's civetweb, built against
+/// OpenSSL 1.1's symbols, crashed on TLS, and tierd's own server has none); put a TLS proxy in
+/// front when the exporter leaves the host.
 
 #include <map>
 #include <memory>
@@ -14,12 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "telemetry/metrics/MetricsHttpServer.h"
 #include "telemetry/metrics/MetricsSink.h"
 #include "tierd/core/Result.h"
 
 namespace prometheus {
 class Collectable;
-class Exposer;
 class Registry;
 }  // namespace prometheus
 
@@ -32,14 +34,8 @@ struct ExporterOptions {
   /// File holding one line "user:password"; must be a regular file (no symlink) with no
   /// group/other permission bits, owned by root or the user running tierd. Empty: no auth.
   std::string basicAuthFile;
-  /// civetweb worker threads serving scrapes.
-  size_t threads = 2;
-};
-
-/// Basic auth credentials as read from ExporterOptions::basicAuthFile.
-struct BasicAuthCredentials {
-  std::string user;
-  std::string password;
+  /// Connection cap and request/response timeouts of the HTTP server.
+  HttpServerLimits limits;
 };
 
 /// Reads and checks a credentials file (see ExporterOptions::basicAuthFile). Errors: Environment
@@ -83,7 +79,7 @@ class PrometheusSink : public MetricsSink {
   std::shared_ptr<prometheus::Collectable> exposed_;  ///< registry_ plus the empty families
   std::unique_ptr<Families> families_;
   std::map<std::pair<size_t, LabelValues>, void*> series_;
-  std::unique_ptr<prometheus::Exposer> exposer_;  // destroyed first (joins civetweb threads)
+  std::unique_ptr<MetricsHttpServer> server_;  // destroyed first (joins the server thread)
 };
 
 }  // namespace tierd::telemetry
