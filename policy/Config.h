@@ -57,6 +57,9 @@ struct DaemonConfig {
   /// File with one line "user:password" that /metrics requires as HTTP basic auth ("" = none);
   /// absolute (a relative value is resolved against the config file's directory).
   std::string metricsBasicAuthFile;
+  /// metrics_listen may be a non-loopback address without metricsBasicAuthFile
+  /// (daemon.metrics_allow_unauthenticated_remote); else the compiler refuses such a config.
+  bool metricsAllowUnauthenticatedRemote = false;
   bool dryRun = false;  ///< decide and report, move nothing
   /// Longest reuse of a process's mappings and page locations, ns; 0 = read every tick
   /// (daemon.full_locate_interval; Engine "locate phase").

@@ -1,5 +1,6 @@
 #include "policy/ConfigCompiler.h"
 
+#include <arpa/inet.h>
 #include <toml++/toml.h>
 #include <algorithm>
 #include <cerrno>
@@ -573,6 +574,22 @@ SectionsIn readSections(Compiler& c, const toml::table& root, const std::string&
   return in;
 }
 
+// True when `address` ("host:port" or "[v6]:port", as checkAddress accepts) listens on loopback
+// only: 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104 or the name localhost.
+bool isLoopbackListen(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    in6_addr a6{};
+    if (inet_pton(AF_INET6, host.c_str(), &a6) != 1) return false;
+    if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+  }
+  in_addr a4{};
+  if (inet_pton(AF_INET, host.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  return host == "localhost";
+}
+
 // [daemon]; a relative metrics_basic_auth_file is relative to the config file's directory.
 void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig& out) {
   out.intervalNs = d["interval"].ns;
@@ -592,6 +609,15 @@ void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig
       c.error(path, d["metrics_basic_auth_file"].pos, "daemon.metrics_basic_auth_file",
               "the metrics exporter is off (metrics_listen = \"\"): nothing to protect");
   }
+  out.metricsAllowUnauthenticatedRemote = d["metrics_allow_unauthenticated_remote"].b;
+  if (!out.metricsListen.empty() && out.metricsBasicAuthFile.empty() &&
+      !out.metricsAllowUnauthenticatedRemote && !isLoopbackListen(out.metricsListen))
+    c.error(path, d["metrics_listen"].pos, "daemon.metrics_listen",
+            "'" + out.metricsListen +
+                "' is not a loopback address and metrics_basic_auth_file is not set: anyone who "
+                "reaches the port reads the metrics; set metrics_basic_auth_file, or "
+                "metrics_allow_unauthenticated_remote = true where a firewall limits who reaches "
+                "it");
 }
 
 // [tiers]: no node in both lists.

@@ -51,6 +51,8 @@ toml::table toTable(const CompiledConfig& cfg) {
                           {"settled_interval", formatDuration(cfg.daemon.settledIntervalNs)}});
   if (!cfg.daemon.metricsBasicAuthFile.empty())
     root["daemon"].as_table()->insert("metrics_basic_auth_file", cfg.daemon.metricsBasicAuthFile);
+  if (cfg.daemon.metricsAllowUnauthenticatedRemote)
+    root["daemon"].as_table()->insert("metrics_allow_unauthenticated_remote", true);
   toml::table tiers;
   if (!cfg.tiers.fastNodes.empty()) {
     toml::array a;

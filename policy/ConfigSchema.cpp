@@ -36,6 +36,12 @@ std::vector<KeySpec> daemonKeys() {
        "(no symlink) owned by root or tierd's user with no group or other permission bits "
        "(chmod 0600); the password is never written in the config. Read at start; a reload does "
        "not change it. Absent: no auth. Needs metrics_listen."},
+      {"daemon", "metrics_allow_unauthenticated_remote", ValueType::Bool, "false", 0, 0, "", false,
+       false, "",
+       "Allow metrics_listen on an address other than loopback (127.0.0.0/8, ::1) without "
+       "metrics_basic_auth_file. false: such a config is refused, since anyone who reaches the "
+       "port could read the metrics; set it to true only when a firewall or the unit's "
+       "IPAddressAllow already limits who reaches the port."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
       {"daemon", "full_locate_interval", ValueType::Duration, "\"10s\"", 0, 3600 * kS, "", false,

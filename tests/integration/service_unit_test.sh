@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Checks config/tierd.service with systemd's own tools:
+# Checks config/tierd.service:
+#   0. its IP allow list is localhost only, and it and docs/service.md say so and how tierd
+#      guards a wider one (a non-loopback metrics_listen needs basic auth or an explicit key);
+#   with systemd's own tools:
 #   1. `systemd-analyze verify` passes with no warnings (run on a temp copy whose ExecStart points
 #      at the built tierd, since the installed path /usr/bin/tierd need not exist here);
 #   2. `systemd-analyze security --offline` exposure stays at or below the recorded score
@@ -8,6 +11,22 @@
 # Exit 77 (skipped) when systemd-analyze is absent.
 set -euo pipefail
 unit=$1 tierd=$2 max=$3
+
+# The exporter's network exposure: the unit allows loopback only, and the unit and
+# docs/service.md state the same allow list and how tierd guards a wider one.
+docs=$(dirname "$unit")/../docs/service.md
+echo "== IP allow list: the unit and docs/service.md agree"
+allow=$(sed -n 's/^IPAddressAllow=//p' "$unit")
+grep -qx 'IPAddressDeny=any' "$unit" && [ "$allow" = localhost ] ||
+  { echo "FAIL: the unit must deny any address and allow localhost only (got '$allow')"; exit 1; }
+grep -qF "\`IPAddressAllow=$allow\`" "$docs" ||
+  { echo "FAIL: docs/service.md does not state IPAddressAllow=$allow"; exit 1; }
+for f in "$unit" "$docs"; do
+  grep -q 'metrics_allow_unauthenticated_remote' "$f" ||
+    { echo "FAIL: $f does not say that a non-loopback metrics_listen needs basic auth"; exit 1; }
+done
+echo "ok: localhost only, documented"
+
 command -v systemd-analyze >/dev/null || { echo "SKIP: systemd-analyze not installed"; exit 77; }
 [ -x "$tierd" ] || { echo "FAIL: $tierd is not an executable"; exit 1; }
 tmp=$(mktemp -d)

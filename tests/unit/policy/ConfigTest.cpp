@@ -357,6 +357,41 @@ TEST_CASE("a 25-digit metrics port is a file:line:column error, not an exception
   CHECK(compileConfigText("[daemon]\nmetrics_listen = \"127.0.0.1:65535\"\n", "/x/t.toml").ok());
 }
 
+TEST_CASE("metrics on a non-loopback address need basic auth or an explicit opt-in") {
+  for (const char* listen : {"0.0.0.0:9464", "[::]:9464", "10.1.2.3:9464", "[fe80::1]:9464",
+                             "[::ffff:10.0.0.1]:9464", "myhost:9464"}) {
+    INFO(listen);
+    CompileOutcome out = compileConfigText(
+        std::string("[daemon]\ninterval = \"1s\"\nmetrics_listen = \"") + listen + "\"\n",
+        "/x/t.toml");
+    REQUIRE(out.errors.size() == 1);
+    CHECK(out.errors[0].line == 3);
+    CHECK(out.errors[0].column == 18);
+    CHECK(out.errors[0].keyPath == "daemon.metrics_listen");
+    CHECK(out.errors[0].describe().find(std::string("/x/t.toml:3:18: daemon.metrics_listen: '") +
+                                        listen + "' is not a loopback address") == 0);
+    CHECK(out.errors[0].message.find("metrics_allow_unauthenticated_remote = true") !=
+          std::string::npos);
+  }
+  for (const char* listen : {"127.0.0.1:9464", "127.1.2.3:9100", "[::1]:9464",
+                             "[::ffff:127.0.0.1]:9464", "localhost:9464"}) {
+    INFO(listen);
+    CHECK(compileConfigText(std::string("[daemon]\nmetrics_listen = \"") + listen + "\"\n",
+                            "/x/t.toml")
+              .ok());
+  }
+  CompileOutcome allowed = compileConfigText(
+      "[daemon]\nmetrics_listen = \"0.0.0.0:9464\"\nmetrics_allow_unauthenticated_remote = true\n",
+      "/x/t.toml");
+  REQUIRE(allowed.ok());
+  CHECK(allowed.config->daemon.metricsAllowUnauthenticatedRemote);
+  CompileOutcome authed = compileConfigText(
+      "[daemon]\nmetrics_listen = \"[::]:9464\"\nmetrics_basic_auth_file = \"metrics.auth\"\n",
+      "/x/t.toml");
+  CHECK(authed.ok());
+  CHECK_FALSE(authed.config->daemon.metricsAllowUnauthenticatedRemote);
+}
+
 TEST_CASE("docs/configuration.md is the schema table rendered") {
   CHECK_MESSAGE(readText(kRepo + "/docs/configuration.md") == renderSchemaMarkdown(),
                 "regenerate with: build/bin/tierd --print-config-schema > docs/configuration.md");
