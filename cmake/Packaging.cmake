@@ -1,4 +1,5 @@
-# Install rules and the CPack .deb (`cmake --build build --target package` -> build/tierd_*.deb).
+# Install rules and the CPack .deb (`cmake --build build --target package` -> build/tierd_*.deb;
+# the package that ships: the release preset, below).
 # The package installs into the usual Debian places:
 #   /usr/bin/tierd, /usr/bin/tierctl                 binaries
 #   /lib/systemd/system/tierd.service                the unit (config/tierd.service)
@@ -7,8 +8,12 @@
 #   /usr/share/tierd/grafana/provisioning/...        Grafana provisioning examples
 #   /etc/tierd/profiles/*.toml                       config profiles (config/profiles/), conffiles
 #   /usr/share/doc/tierd/examples/                   example configs (config/tierd-*.toml)
-#   /usr/share/doc/tierd/                            README.md and docs/*.md but benchmarks.md
+#   /usr/share/doc/tierd/                            README.md and docs/*.md but benchmarks.md,
+#                                                    copyright (DEP-5), changelog.Debian.gz
 # Paths under /lib and /etc are absolute on purpose (Debian bookworm layout).
+# The release package: `cmake --preset release && cmake --build --preset release &&
+# cpack --preset release` (build-release/tierd_*.deb); lintian passes on it with no error
+# (tests/integration/deb_lintian_test.sh).
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 
 install(TARGETS tierd tierctl RUNTIME DESTINATION bin)
@@ -38,13 +43,26 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/ DESTINATION share/tierd/dash
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/provisioning/
         DESTINATION share/tierd/grafana/provisioning)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/tierd)
+# Debian's copyright file (machine-readable, DEP-5) and the package's changelog, compressed
+# without a timestamp (gzip -n) so the package is reproducible; re-run when the changelog changes.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION share/doc/tierd)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/packaging/changelog)
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/packaging)
+execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/packaging/changelog
+                OUTPUT_FILE ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz COMMAND_ERROR_IS_FATAL ANY)
+install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz DESTINATION share/doc/tierd)
+# lintian's overrides: only tags that do not apply to a package outside the Debian archive, each
+# with its reason (packaging/lintian-overrides).
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides DESTINATION share/lintian/overrides
+        RENAME tierd)
 # docs/benchmarks.md and its plots in docs/bench/ are the rig's emulation measurements, for the
 # developers who run scripts/bench, not documentation of the installed product.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/tierd FILES_MATCHING PATTERN "*.md"
         PATTERN "benchmarks.md" EXCLUDE PATTERN "bench" EXCLUDE)
 
-# Maintainer scripts: reload systemd's unit files; stop the service before removal. The service
-# is not enabled or started by installing: the operator reviews /etc/tierd/tierd.toml first.
+# Maintainer scripts: debhelper's systemd snippets (deb-systemd-helper, deb-systemd-invoke), as
+# dh_installsystemd --no-enable --no-start writes them. The service is not enabled or started by
+# installing: the operator reviews /etc/tierd/tierd.toml first; an upgrade restarts a running one.
 set(_tierd_control_extra ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/prerm
     ${PROJECT_SOURCE_DIR}/packaging/postrm)
 if(NOT _tierd_conffiles STREQUAL "")
@@ -55,10 +73,17 @@ endif()
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME tierd)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# Debian revision: the package's version is PROJECT_VERSION-1, the top entry of packaging/changelog
+# (a new version or revision needs a new changelog entry; the lintian test compares them).
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_PACKAGE_VENDOR "tierd")
-set(CPACK_PACKAGE_CONTACT "tierd maintainers <tierd@localhost>")
+# Also in packaging/changelog and packaging/copyright.
+set(CPACK_PACKAGE_CONTACT "tierd maintainers <maintainers@tierd.dev>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "memory-tiering daemon: moves hot pages to DRAM and cold pages to CXL memory")
+# The extended description (Debian's control field; lines of at most 79 characters).
+file(READ ${PROJECT_SOURCE_DIR}/packaging/description CPACK_DEBIAN_PACKAGE_DESCRIPTION)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/packaging/description)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

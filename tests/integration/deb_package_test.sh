@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the .deb from an already built tree with cpack into a temp dir (the build dir is left
 # alone) and checks with dpkg-deb that it holds the binaries, the unit, the default config as a
-# conffile (when config/tierd.toml exists), the dashboards and the docs (not the benchmark tables).
+# conffile (when config/tierd.toml exists), the dashboards, the docs (not the benchmark tables),
+# Debian's copyright and changelog, and maintainer scripts that use Debian's systemd helpers.
 # Never installs it.
 # Usage: deb_package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -27,6 +28,8 @@ need 'usr/share/tierd/grafana/provisioning/datasources/tierd-prometheus.yaml'
 need 'usr/share/doc/tierd/README.md'
 need 'usr/share/doc/tierd/metrics.md'
 need 'usr/share/doc/tierd/service.md'
+need 'usr/share/doc/tierd/copyright'
+need 'usr/share/doc/tierd/changelog.Debian.gz'
 # The rig's benchmark tables and plots are not product documentation.
 if grep -qE ' \./usr/share/doc/tierd/(benchmarks\.md|bench/)' "$tmp/contents"; then
   echo "UNWANTED: benchmark tables or plots under /usr/share/doc/tierd"; fail=1
@@ -47,5 +50,17 @@ for p in "$src"/config/profiles/*.toml; do
     echo "MISSING: /etc/tierd/profiles/$(basename "$p") in conffiles"; fail=1; }
 done
 for s in postinst prerm postrm; do [ -x "$tmp/control/$s" ] || { echo "MISSING: $s"; fail=1; }; done
+# systemd through Debian's helpers (as dh_installsystemd writes them): systemctl only for
+# daemon-reload; never enabled or started by installing.
+if grep -hE '^[^#]*systemctl' "$tmp/control/postinst" "$tmp/control/prerm" "$tmp/control/postrm" |
+  grep -vq 'daemon-reload'; then
+  echo "UNWANTED: a maintainer script calls systemctl for more than daemon-reload"; fail=1
+fi
+grep -q 'deb-systemd-helper update-state' "$tmp/control/postinst" || { echo "MISSING: deb-systemd-helper in postinst"; fail=1; }
+grep -q 'deb-systemd-invoke stop' "$tmp/control/prerm" || { echo "MISSING: deb-systemd-invoke in prerm"; fail=1; }
+if grep -qE 'deb-systemd-invoke (start|restart)|deb-systemd-helper enable' "$tmp/control/postinst" &&
+  ! grep -q 'was-enabled' "$tmp/control/postinst"; then
+  echo "UNWANTED: postinst enables or starts tierd on installation"; fail=1
+fi
 grep -E '^(Package|Version|Depends):' "$tmp/control/control"
 exit $fail
