@@ -51,9 +51,10 @@ std::string exclusiveHolderWhy(const std::string& holder) {
   return why;
 }
 
-Result<DamonOwnerRecord> parseDamonOwnerRecord(const std::string& line,
-                                               const std::string& context) {
-  DamonOwnerRecord r;
+namespace {
+
+// The first line: tierd_pid=P tierd_start=T boot_id=B nr_kdamonds=N.
+Status parseOwnerLine(const std::string& line, const std::string& context, DamonOwnerRecord& r) {
   std::istringstream in(line);
   std::string field;
   int seen = 0;
@@ -85,7 +86,80 @@ Result<DamonOwnerRecord> parseDamonOwnerRecord(const std::string& line,
   }
   if (seen != 15)
     return Error::input("needs tierd_pid, tierd_start, boot_id and nr_kdamonds", context);
+  return Ok{};
+}
+
+// A kdamond line: kdamond=I pid=K operations=O target=PID (K -1 when not running).
+Status parseSlotLine(const std::string& line, const std::string& context, DamonOwnerRecord& r) {
+  std::istringstream in(line);
+  std::string field;
+  int seen = 0, slot = -1;
+  DamonSlotRecord s;
+  while (in >> field) {
+    const size_t eq = field.find('=');
+    if (eq == std::string::npos)
+      return Error::input("expected key=value, got '" + field + "'", context);
+    const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+    if (key == "operations" && !value.empty()) {
+      s.operations = value;
+      seen |= 4;
+      continue;
+    }
+    if (key == "pid" && value == "-1") {
+      s.kdamondPid = -1;
+      seen |= 2;
+      continue;
+    }
+    auto n = sys::parseU64(value, context + ": " + key);
+    if (!n) return n.error();
+    if (key == "kdamond" && n.value() < static_cast<uint64_t>(r.nrKdamonds)) {
+      slot = static_cast<int>(n.value());
+      seen |= 1;
+    } else if (key == "pid" && n.value() > 0 && n.value() <= 4194304) {
+      s.kdamondPid = static_cast<pid_t>(n.value());
+      seen |= 2;
+    } else if (key == "target" && n.value() > 0 && n.value() <= 4194304) {
+      s.target = static_cast<pid_t>(n.value());
+      seen |= 8;
+    } else {
+      return Error::input("unknown or out-of-range field '" + field + "'", context);
+    }
+  }
+  if (seen != 15)
+    return Error::input("a kdamond line needs kdamond, pid, operations and target", context);
+  if (!r.slots.emplace(slot, s).second)
+    return Error::input("kdamond " + std::to_string(slot) + " recorded twice", context);
+  return Ok{};
+}
+
+}  // namespace
+
+Result<DamonOwnerRecord> parseDamonOwnerRecord(const std::string& text,
+                                               const std::string& context) {
+  DamonOwnerRecord r;
+  std::istringstream in(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (first) {
+      if (Status s = parseOwnerLine(line, context, r); !s) return s.error();
+      first = false;
+    } else if (line.find_first_not_of(" \t") != std::string::npos) {
+      if (Status s = parseSlotLine(line, context, r); !s) return s.error();
+    }
+  }
+  if (first) return Error::input("empty ownership record", context);
   return r;
+}
+
+std::string formatDamonOwnerRecord(const DamonOwnerRecord& rec) {
+  std::ostringstream out;
+  out << "tierd_pid=" << rec.pid << " tierd_start=" << rec.startTime << " boot_id=" << rec.bootId
+      << " nr_kdamonds=" << rec.nrKdamonds << "\n";
+  for (const auto& [slot, s] : rec.slots)
+    out << "kdamond=" << slot << " pid=" << s.kdamondPid << " operations=" << s.operations
+        << " target=" << s.target << "\n";
+  return out.str();
 }
 
 DamonPool::DamonPool(DamonFs& fs, DamonPoolConfig config)
@@ -122,11 +196,16 @@ Status DamonPool::writeRecord() {
     return Error::sys(errno, "cannot create the DAMON ownership folder", dir);
   auto boot = fs_.readAttr("/proc/sys/kernel/random/boot_id");
   if (!boot) return boot.error();
+  DamonOwnerRecord rec;
+  rec.pid = config_.selfPid;
+  rec.startTime = config_.selfStartTime;
+  rec.bootId = boot.value();
+  rec.nrKdamonds = config_.capacity;
+  rec.slots = slots_;
   const std::string tmp = config_.ownerFile + ".new";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << "tierd_pid=" << config_.selfPid << " tierd_start=" << config_.selfStartTime
-        << " boot_id=" << boot.value() << " nr_kdamonds=" << config_.capacity << "\n";
+    out << formatDamonOwnerRecord(rec);
     out.flush();
     if (!out) return Error::sys(EIO, "cannot write the DAMON ownership record", tmp);
   }
@@ -139,14 +218,56 @@ void DamonPool::removeRecord() {
   if (!config_.ownerFile.empty()) ::unlink(config_.ownerFile.c_str());
 }
 
+Status DamonPool::matchesRecord(int slot, const DamonOwnerRecord& rec) {
+  const std::string dir = kdamondDir(slot);
+  const auto line = rec.slots.find(slot);
+  const DamonSlotRecord* want = line == rec.slots.end() ? nullptr : &line->second;
+  auto state = fs_.readAttr(dir + "/state");
+  if (!state) return state.error();
+  const std::string ctx = dir + "/contexts/0";
+  const std::string ops = fs_.readAttr(ctx + "/operations").valueOr("");
+  const std::string target = fs_.readAttr(ctx + "/targets/0/pid_target").valueOr("");
+  const bool fresh = fs_.readAttr(dir + "/contexts/nr_contexts").valueOr("") == "0";
+  const std::string what = "kdamond " + std::to_string(slot) + " (state " + state.value() +
+                           (fresh ? ", no context" : ", operations " + ops + ", target " + target);
+  auto differs = [&](const std::string& why) {
+    return Error::env(
+        what + ") " + why + ": not the dead tierd's (pid " + std::to_string(rec.pid) + ")", dir);
+  };
+  const bool sameConfig =
+      want && !fresh && ops == want->operations && target == std::to_string(want->target);
+  if (state.value() == "on") {
+    const std::string pid = fs_.readAttr(dir + "/pid").valueOr("?");
+    if (!want || want->kdamondPid <= 0)
+      return differs("runs as pid " + pid + ", and the record has no kdamond running there");
+    if (pid != std::to_string(want->kdamondPid))
+      return differs("runs as pid " + pid + ", the record's ran as " +
+                     std::to_string(want->kdamondPid));
+    if (!sameConfig) return differs("is configured otherwise than recorded");
+    return Ok{};
+  }
+  if (fresh) {
+    // As nr_kdamonds makes them. One recorded running cannot be: only a new nr_kdamonds write
+    // empties a kdamond that was configured, so someone recreated them since.
+    if (want && want->kdamondPid > 0)
+      return differs("was made anew since the record's kdamond ran there");
+    return Ok{};
+  }
+  if (!want) return differs("is configured, and the record has no kdamond of its own there");
+  if (!sameConfig)
+    return differs("is configured otherwise than recorded (operations " + want->operations +
+                   ", target " + std::to_string(want->target) + ")");
+  return Ok{};
+}
+
 Result<int> DamonPool::reclaimOrphans() {
   if (config_.ownerFile.empty()) return 0;
   std::ifstream in(config_.ownerFile);
   if (!in) return 0;  // no record: nothing of ours was left behind
-  std::string line;
-  std::getline(in, line);
+  std::stringstream recorded;
+  recorded << in.rdbuf();
   in.close();
-  auto rec = parseDamonOwnerRecord(line, config_.ownerFile);
+  auto rec = parseDamonOwnerRecord(recorded.str(), config_.ownerFile);
   if (!rec) {
     removeRecord();
     return rec.error().within("DAMON ownership record removed");
@@ -181,6 +302,13 @@ Result<int> DamonPool::reclaimOrphans() {
                           ": someone changed DAMON since; left alone, record removed",
                       kKdamonds);
   }
+  // Every kdamond must be the dead tierd's: an administrator's that merely makes the count
+  // match is never turned off (writing nr_kdamonds would remove it).
+  for (int i = 0; i < rec->nrKdamonds; ++i)
+    if (Status m = matchesRecord(i, rec.value()); !m) {
+      removeRecord();
+      return m.error().within("DAMON left alone, ownership record removed");
+    }
   for (int i = 0; i < rec->nrKdamonds; ++i) {
     const std::string state = kdamondDir(i) + "/state";
     auto s = fs_.readAttr(state);
@@ -190,6 +318,13 @@ Result<int> DamonPool::reclaimOrphans() {
   if (Status w = fs_.write(kKdamonds + "/nr_kdamonds", "0"); !w) return w.error();
   removeRecord();
   return rec->nrKdamonds;
+}
+
+Status DamonPool::noteSlot(int slot, const DamonSlotRecord& what) {
+  if (slot < 0 || static_cast<size_t>(slot) >= used_.size() || !used_[slot])
+    return Error{0, ErrorKind::Internal, "slot not acquired", kdamondDir(slot)};
+  slots_[slot] = what;
+  return writeRecord();
 }
 
 Result<int> DamonPool::acquire() {
@@ -234,6 +369,14 @@ void DamonPool::release(int slot, bool mayTouch) {
     auto state = fs_.readAttr(kdamondDir(slot) + "/state");
     if (state && state.value() == "on") (void)fs_.write(kdamondDir(slot) + "/state", "off");
   }
+  // Off, it keeps its configuration; taken over, it is not ours to claim any more.
+  if (auto line = slots_.find(slot); line != slots_.end()) {
+    if (ours)
+      line->second.kdamondPid = -1;
+    else
+      slots_.erase(line);
+    if (inUse() > 0 || !ours) (void)writeRecord();
+  }
   if (inUse() > 0 || !ours) return;
   // The last one: remove ours (only while nr_kdamonds is still our count: all of them ours).
   // The record goes only once that worked, so that a failed removal can still be reclaimed.
@@ -241,6 +384,7 @@ void DamonPool::release(int slot, bool mayTouch) {
   removeRecord();
   created_ = false;
   lost_.clear();
+  slots_.clear();
 }
 
 }  // namespace tierd::telemetry

@@ -258,6 +258,9 @@ Status DamonSource::start() {
     stop();
     return e;
   };
+  // On record before it is configured, so that what a crash leaves half-written is ours by it.
+  DamonSlotRecord note{-1, "vaddr", config_.pid};
+  if (auto s = pool_->noteSlot(slot_, note); !s) return fail(s.error());
   if (auto s = w("contexts/nr_contexts", "1"); !s) return fail(s.error());
   auto avail = fs_.readAttr(kd("contexts/0/avail_operations"));
   if (!avail) return fail(avail.error());
@@ -330,6 +333,11 @@ Status DamonSource::start() {
   auto pid = fs_.readAttr(kd("pid"));
   if (!pid) return fail(pid.error());
   kdamondPid_ = pid.value();
+  // Its thread's pid identifies it as ours to a tierd that reclaims after a crash.
+  auto thread = tierd::parseU64InRange(kdamondPid_, 1, std::numeric_limits<pid_t>::max(), "pid");
+  if (!thread) return fail(Error::env("kdamond pid '" + kdamondPid_ + "' is not a pid", kd("pid")));
+  note.kdamondPid = static_cast<pid_t>(*thread);
+  if (auto s = pool_->noteSlot(slot_, note); !s) return fail(s.error());
   applyNice();
   if (!tracefs_.empty())
     if (auto s = openTraceOrFallBack(); !s) return fail(s.error());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "FakeDamonFs.h"
 #include "telemetry/hotness/DamonPool.h"
@@ -22,6 +23,15 @@ DamonConfig monitor(pid_t pid) {
   c.snapshotNs = 1000;
   return c;
 }
+
+/// A kdamond as a crash or an administrator leaves it.
+struct Kdamond {
+  int slot = 0;
+  pid_t target = 0;  ///< 0: no target
+  bool running = false;
+  std::string operations = "vaddr";
+  pid_t thread = 4343;  ///< kdamonds/N/pid while running
+};
 
 struct PoolRig {
   FakeDamonFs fs;
@@ -44,6 +54,46 @@ struct PoolRig {
     std::string line;
     std::getline(in, line);
     return line;
+  }
+  std::string text() const {
+    std::ifstream in(owner);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  void writeRecord(const std::string& text) const {
+    std::filesystem::create_directories(std::filesystem::path(owner).parent_path());
+    std::ofstream(owner) << text;
+  }
+  /// Makes `n` kdamonds (as writing nr_kdamonds does) and configures `kdamonds` as a source
+  /// would, through the fake's kernel answers; the log is cleared after.
+  void leaveKdamonds(int n, const std::vector<Kdamond>& kdamonds) {
+    const std::string root = std::string(FakeDamonFs::kRoot) + "/";
+    REQUIRE(fs.write(root + "nr_kdamonds", std::to_string(n)).ok());
+    for (const Kdamond& k : kdamonds) {
+      const std::string d = root + std::to_string(k.slot) + "/";
+      REQUIRE(fs.write(d + "contexts/nr_contexts", "1").ok());
+      REQUIRE(fs.write(d + "contexts/0/operations", k.operations).ok());
+      if (k.target) {
+        REQUIRE(fs.write(d + "contexts/0/targets/nr_targets", "1").ok());
+        REQUIRE(fs.write(d + "contexts/0/targets/0/pid_target", std::to_string(k.target)).ok());
+      }
+      if (k.running) {
+        REQUIRE(fs.write(d + "state", "on").ok());
+        fs.tree().file(d + "pid", std::to_string(k.thread) + "\n");
+      }
+    }
+    fs.log.clear();
+  }
+  /// Every kdamond's state, pid and context, to see that nothing changed.
+  std::string kdamondStates() {
+    std::string out = fs.readAttr(std::string(FakeDamonFs::kRoot) + "/nr_kdamonds").valueOr("?");
+    for (const auto& k : fs.list(FakeDamonFs::kRoot).valueOr({})) {
+      const std::string d = std::string(FakeDamonFs::kRoot) + "/" + k + "/";
+      for (const char* f : {"state", "pid", "contexts/nr_contexts", "contexts/0/operations"})
+        out += " " + fs.readAttr(d + f).valueOr("-");
+    }
+    return out;
   }
   bool has(const std::string& write) const {
     return std::find(fs.log.begin(), fs.log.end(), write) != fs.log.end();
@@ -105,30 +155,121 @@ TEST_CASE("a process beyond the pool's kdamonds is refused with the key to raise
   CHECK(b.start().ok());
 }
 
+TEST_CASE("the ownership record names each kdamond's pid, operations and target, start to stop") {
+  PoolRig r;
+  DamonPool pool(r.fs, r.config(2));
+  DamonSource a(monitor(501), r.fs, pool);
+  DamonSource b(monitor(502), r.fs, pool);
+  REQUIRE(a.start().ok());
+  CHECK(r.text() ==
+        "tierd_pid=100 tierd_start=5 boot_id=b00t nr_kdamonds=2\n"
+        "kdamond=0 pid=4242 operations=vaddr target=501\n");
+  REQUIRE(b.start().ok());
+  a.stop();  // off, still configured: its pid is gone from the record, the rest stays
+  CHECK(r.text() ==
+        "tierd_pid=100 tierd_start=5 boot_id=b00t nr_kdamonds=2\n"
+        "kdamond=0 pid=-1 operations=vaddr target=501\n"
+        "kdamond=1 pid=4242 operations=vaddr target=502\n");
+  auto parsed = parseDamonOwnerRecord(r.text(), "f");
+  REQUIRE(parsed.ok());
+  CHECK(formatDamonOwnerRecord(parsed.value()) == r.text());
+  b.stop();
+  CHECK_FALSE(std::filesystem::exists(r.owner));
+}
+
 TEST_CASE("kdamonds left running by a killed tierd are reclaimed at the next start") {
   PoolRig r;
-  {
-    // What SIGKILL leaves: the record and two running kdamonds (simulated by hand: a pool that
-    // is destroyed cleans up).
-    DamonPool dead(r.fs, r.config(2, 4000));
-    DamonSource a(monitor(501), r.fs, dead);
-    REQUIRE(a.start().ok());
-    r.fs.tree().file("/tmp/kept", r.record() + "\n");
-  }
-  REQUIRE(r.fs.write(std::string(FakeDamonFs::kRoot) + "/nr_kdamonds", "2").ok());
-  r.fs.tree().file(std::string(FakeDamonFs::kRoot) + "/0/state", "on\n");
-  std::filesystem::create_directories(std::filesystem::path(r.owner).parent_path());
-  std::filesystem::copy_file(r.fs.tree().dir() + "/tmp/kept", r.owner);
-  r.fs.log.clear();
+  // What SIGKILL leaves (a pool that is destroyed cleans up, so written as the kernel holds it):
+  // kdamond 0 running for 501, kdamond 1 stopped after monitoring 502, kdamond 2 never used.
+  r.leaveKdamonds(3, {{0, 501, true, "vaddr", 4242}, {1, 502, false}});
+  r.writeRecord(
+      "tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=3\n"
+      "kdamond=0 pid=4242 operations=vaddr target=501\n"
+      "kdamond=1 pid=-1 operations=vaddr target=502\n");
   // pid 4000 has no /proc entry: that tierd is gone.
   DamonPool fresh(r.fs, r.config(2));
   auto reclaimed = fresh.reclaimOrphans();
   REQUIRE_MESSAGE(reclaimed.ok(), reclaimed.error().describe());
-  CHECK(reclaimed.value() == 2);
+  CHECK(reclaimed.value() == 3);
   CHECK(r.fs.log == std::vector<std::string>{"0/state <- off", "nr_kdamonds <- 0"});
   CHECK_FALSE(std::filesystem::exists(r.owner));
   DamonSource again(monitor(501), r.fs, fresh);
   CHECK(again.start().ok());
+}
+
+TEST_CASE(
+    "a kdamond the target's exit stopped, or one a crash left half-configured, is reclaimed") {
+  PoolRig r;
+  r.leaveKdamonds(2, {{0, 501, true, "vaddr", 4242}});
+  r.fs.processGone = true;  // the kernel stopped kdamond 0 when 501 exited
+  // Kdamond 1: the record was written before its configuration, the crash came before any of it.
+  r.writeRecord(
+      "tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=2\n"
+      "kdamond=0 pid=4242 operations=vaddr target=501\n"
+      "kdamond=1 pid=-1 operations=vaddr target=502\n");
+  DamonPool fresh(r.fs, r.config(2));
+  auto reclaimed = fresh.reclaimOrphans();
+  REQUIRE_MESSAGE(reclaimed.ok(), reclaimed.error().describe());
+  CHECK(r.fs.log == std::vector<std::string>{"nr_kdamonds <- 0"});
+}
+
+TEST_CASE("an administrator's kdamonds that merely make nr_kdamonds match are left alone") {
+  const std::string dead =
+      "tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=2\n"
+      "kdamond=0 pid=4242 operations=vaddr target=501\n";
+  struct Case {
+    const char* name;
+    std::vector<Kdamond> kdamonds;
+    const char* says;
+  };
+  const Case cases[] = {
+      // After the crash: all turned off, nr_kdamonds written anew, one started for paddr.
+      {"a paddr kdamond where ours ran", {{0, 0, true, "paddr"}}, "runs as pid 4343"},
+      // The same operations and target, another thread: not the one the record names.
+      {"another thread with our target", {{0, 501, true}}, "runs as pid 4343"},
+      // Made anew, nothing configured yet: ours (recorded running) cannot look like that.
+      {"the kdamonds made anew", {}, "made anew"},
+      // Ours where the record says, and a configured one where we configured none.
+      {"one configured beside ours", {{0, 501, true, "vaddr", 4242}, {1, 600, false}}, "kdamond 1"},
+      {"one running beside ours", {{0, 501, true, "vaddr", 4242}, {1, 600, true}}, "kdamond 1"},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    PoolRig r;
+    r.leaveKdamonds(2, c.kdamonds);
+    r.writeRecord(dead);
+    const std::string before = r.kdamondStates();
+    DamonPool pool(r.fs, r.config(2));
+    auto reclaimed = pool.reclaimOrphans();
+    REQUIRE_FALSE(reclaimed.ok());
+    CHECK_MESSAGE(reclaimed.error().describe().find(c.says) != std::string::npos,
+                  reclaimed.error().describe());
+    CHECK(reclaimed.error().describe().find("DAMON left alone") != std::string::npos);
+    CHECK(r.fs.log.empty());
+    CHECK(r.kdamondStates() == before);
+    CHECK_FALSE(std::filesystem::exists(r.owner));  // said once, not at every start
+  }
+}
+
+TEST_CASE("a record of an older tierd (no kdamond lines): idle kdamonds reclaimed, running kept") {
+  {
+    PoolRig r;
+    r.leaveKdamonds(2, {});
+    r.writeRecord("tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=2\n");
+    DamonPool pool(r.fs, r.config(2));
+    auto reclaimed = pool.reclaimOrphans();
+    REQUIRE_MESSAGE(reclaimed.ok(), reclaimed.error().describe());
+    CHECK(reclaimed.value() == 2);
+  }
+  PoolRig r;
+  r.leaveKdamonds(2, {{0, 501, true}});
+  r.writeRecord("tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=2\n");
+  DamonPool pool(r.fs, r.config(2));
+  auto reclaimed = pool.reclaimOrphans();
+  REQUIRE_FALSE(reclaimed.ok());
+  CHECK(reclaimed.error().describe().find("no kdamond running there") != std::string::npos);
+  CHECK(r.fs.log.empty());
 }
 
 TEST_CASE("a record of a live tierd, or of a count that changed, leaves DAMON untouched") {

@@ -145,6 +145,12 @@ class FakeDamonFs : public DamonFs {
         make(dir + "/" + std::to_string(i));
     };
     if (name == "nr_kdamonds") {
+      // mm/damon/sysfs.c: -EBUSY while any kdamond runs.
+      for (const auto& e : fs::directory_iterator(root_.path(dir))) {
+        const std::string state = dir + "/" + e.path().filename().string() + "/state";
+        if (!processGone && e.is_directory() && root_.readAttr(state).valueOr("") == "on")
+          return Error::sys(EBUSY, "a kdamond runs", abs);
+      }
       recreate([&](const std::string& k) {
         tree_.file(k + "/state", "off\n");
         tree_.file(k + "/pid", "-1\n");
