@@ -12,7 +12,7 @@
 namespace tierd::telemetry {
 
 Status observeHeat(HotnessSource& source, pid_t pid, uint64_t seconds, RegionHeatMap& heat,
-                   SourceStats& stats) {
+                   SourceStats& stats, const std::atomic<bool>* stop) {
   const bool weighted = source.weightKind() == WeightKind::Weighted;
   const uint64_t end = monotonicNs() + seconds * 1000000000u;
   for (;;) {
@@ -23,7 +23,7 @@ Status observeHeat(HotnessSource& source, pid_t pid, uint64_t seconds, RegionHea
       return batch.error();
     }
     addSamples(heat, batch.value(), pid, weighted);
-    if (now >= end) break;
+    if (now >= end || (stop && stop->load())) break;
     timespec ts{0, static_cast<long>(kObservePollNs)};
     ::nanosleep(&ts, nullptr);
   }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <ostream>
 
@@ -22,10 +23,11 @@ inline constexpr uint64_t kObservePollNs = 100'000'000;
 /// Adds the samples of `pid` that a started `source` yields over `seconds` to `heat`: drains it
 /// every kObservePollNs on the monotonic clock, the last drain at or after the end, counting
 /// samples as the source's weightKind() says (Weighted, DAMON: by their nr_accesses; addSamples).
-/// Stops the source in every case; `stats` gets its statistics after a successful run.
+/// Stops the source in every case; `stats` gets its statistics after a successful run. A set
+/// `*stop` (a signal handler's) ends the observation after the next drain.
 /// Errors: the first failed drain (as the source gave it).
 Status observeHeat(HotnessSource& source, pid_t pid, uint64_t seconds, RegionHeatMap& heat,
-                   SourceStats& stats);
+                   SourceStats& stats, const std::atomic<bool>* stop = nullptr);
 
 /// Adds the samples of `pid` in a recorded trace to `heat` (all of it at once, weighted as its
 /// header's source would be live: weightKindOf(header.source)) and returns the replay's

@@ -164,12 +164,17 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     auto probe = telemetry::probeSampling(root, fs, ::geteuid() == 0);
     telemetry::SamplingTarget target;
     target.pid = pid;
-    auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr, damon);
+    // Before the source starts: a signal from now on stops it cleanly (its kdamond removed).
+    StopOnSignals signals;
+    telemetry::DamonPool pool(fs, tierctlDamonPool(root));
+    auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr, damon, &pool);
     if (!started) {
       return fail(spec, started.error(), 1);
     }
     o.sourceName = started->source->name();
-    if (Status s = telemetry::observeHeat(*started->source, pid, o.seconds, o.heat, o.stats); !s) {
+    if (Status s = telemetry::observeHeat(*started->source, pid, o.seconds, o.heat, o.stats,
+                                          &StopOnSignals::stopRequested());
+        !s) {
       std::cerr << "tierctl hotness: " << s.error().describe() << "\n";
       return 1;
     }

@@ -2,6 +2,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <fstream>
@@ -24,7 +25,8 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const telemetry::SamplingTarget& target,
                                       const std::string& only, telemetry::PerfEventOpener& opener,
                                       telemetry::DamonFs& fs, const sys::SysRoot& root,
-                                      std::ostream& log, const telemetry::DamonConfig& damon) {
+                                      std::ostream& log, const telemetry::DamonConfig& damon,
+                                      telemetry::DamonPool* damonPool) {
   std::string reasons;
   for (const auto& s : probe.sources) {
     if (!only.empty() && s.name != only) continue;
@@ -36,7 +38,7 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
       log << "skipping damon-vaddr: it monitors a pid, not a cgroup\n";
       continue;
     }
-    auto src = telemetry::makeSource(s.name, probe, target, opener, fs, root, damon);
+    auto src = telemetry::makeSource(s.name, probe, target, opener, fs, root, damon, {}, damonPool);
     if (!src) return src.error();
     if (auto st = src.value()->start(); !st) {
       log << "cannot start " << s.name << ": " << st.error().describe() << "\n";
@@ -52,6 +54,43 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
   return Error::env(
       "no hotness source could be started (" + reasons + "see tierctl sampling --probe)",
       "sampling");
+}
+
+namespace {
+std::atomic<bool> gStop{false};
+struct sigaction gOldInt, gOldTerm;
+extern "C" void onStopSignal(int) {
+  gStop.store(true);
+}
+}  // namespace
+
+telemetry::DamonPoolConfig tierctlDamonPool(const sys::SysRoot& root) {
+  telemetry::DamonPoolConfig c;
+  c.capacity = 1;
+  c.ownerFile = root.path("/run/tierd/damon.owner");
+  c.selfPid = ::getpid();
+  if (auto self = root.read("/proc/self/stat"))
+    c.selfStartTime = sys::parseStatStartTime(self.value(), "/proc/self/stat").valueOr(0);
+  return c;
+}
+
+StopOnSignals::StopOnSignals() {
+  gStop.store(false);
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: nanosleep returns at once
+  ::sigaction(SIGINT, &sa, &gOldInt);
+  ::sigaction(SIGTERM, &sa, &gOldTerm);
+}
+
+StopOnSignals::~StopOnSignals() {
+  ::sigaction(SIGINT, &gOldInt, nullptr);
+  ::sigaction(SIGTERM, &gOldTerm, nullptr);
+}
+
+const std::atomic<bool>& StopOnSignals::stopRequested() {
+  return gStop;
 }
 
 int recordCommand(const std::vector<std::string>& args, size_t begin) {
@@ -93,8 +132,11 @@ int recordCommand(const std::vector<std::string>& args, size_t begin) {
   telemetry::SysRootDamonFs fs(root);
   telemetry::LinuxPerfEventOpener opener;
   auto probe = telemetry::probeSampling(root, fs, ::geteuid() == 0);
+  // Before the source starts: a signal from now on stops it cleanly (its kdamond removed).
+  StopOnSignals signals;
+  telemetry::DamonPool pool(fs, tierctlDamonPool(root));
   auto started = startBestSource(probe, target, parsed->get("source").value_or(""), opener, fs,
-                                 root, std::cerr);
+                                 root, std::cerr, {}, &pool);
   if (!started) {
     return fail(spec, started.error(), 1);
   }
@@ -124,7 +166,7 @@ int recordCommand(const std::vector<std::string>& args, size_t begin) {
       break;
     }
     telemetry::writeTraceSamples(out, batch.value());
-    if (now >= end) break;
+    if (now >= end || StopOnSignals::stopRequested().load()) break;
     const uint64_t sleepNs = std::min<uint64_t>(intervalMs.value() * 1000000u, end - now);
     timespec ts{static_cast<time_t>(sleepNs / 1000000000u),
                 static_cast<long>(sleepNs % 1000000000u)};

@@ -1,0 +1,130 @@
+// What tierd and tierctl leave in DAMON, on a sysfs tree of plain files given as --sys-root (the
+// host's DAMON is never written): tierctl record and hotness remove their kdamond on SIGINT and
+// SIGTERM.
+// Every wait is bounded and polls (no fixed sleeps, no timing assertions).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void put(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+const std::string kKdamonds = "sys/kernel/mm/damon/admin/kdamonds";
+
+// A temporary --sys-root with DAMON sysfs as plain files (nr_kdamonds 0), a boot id and /run.
+struct Tree {
+  fs::path dir;
+  Tree() {
+    char tmpl[] = "/tmp/tierd-damon-recovery-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    put(dir / kKdamonds / "nr_kdamonds", "0\n");
+    put(dir / "proc/sys/kernel/random/boot_id", "b00t\n");
+    fs::create_directories(dir / "run");
+  }
+  ~Tree() { fs::remove_all(dir); }
+  fs::path owner() const { return dir / "run/tierd/damon.owner"; }
+  std::string attr(const std::string& rel) const {
+    std::string s = slurp(dir / rel);
+    while (!s.empty() && s.back() == '\n')
+      s.pop_back();
+    return s;
+  }
+  // The files of kdamond 0 that a DamonSource writes (a plain file stands for each).
+  void kdamondFiles() const {
+    const fs::path k = dir / kKdamonds / "0";
+    for (const char* f : {"contexts/nr_contexts", "contexts/0/operations",
+                          "contexts/0/monitoring_attrs/intervals/sample_us",
+                          "contexts/0/monitoring_attrs/intervals/aggr_us",
+                          "contexts/0/monitoring_attrs/intervals/update_us",
+                          "contexts/0/monitoring_attrs/nr_regions/min",
+                          "contexts/0/monitoring_attrs/nr_regions/max",
+                          "contexts/0/targets/nr_targets", "contexts/0/targets/0/pid_target",
+                          "contexts/0/schemes/nr_schemes", "contexts/0/schemes/0/action"})
+      put(k / f, "0\n");
+    for (const char* f : {"sz", "nr_accesses", "age"})
+      for (const char* m : {"min", "max"})
+        put(k / "contexts/0/schemes/0/access_pattern" / f / m, "0\n");
+    fs::create_directories(k / "contexts/0/schemes/0/tried_regions");
+    put(k / "contexts/0/avail_operations", "paddr\nvaddr\n");
+    put(k / "state", "off\n");
+    put(k / "pid", "4242\n");
+  }
+};
+
+}  // namespace
+
+// tierctl ARGS over the tree, signalled with `sig` once its kdamond exists: it must still be
+// running then, and must remove its kdamond and its ownership record before it exits.
+void signalledTierctl(const std::string& args, int sig) {
+  Tree t;
+  t.kdamondFiles();
+  const fs::path out = t.dir / "out";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(out.c_str(), "w", stderr);
+    (void)f;
+    const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl " + args + " --sys-root " +
+                            t.dir.string() + " --pid " + std::to_string(::getppid());
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null").c_str(), nullptr);
+    _exit(127);
+  }
+  bool created = false;
+  for (int i = 0; i < 6000 && !created; ++i) {
+    created = t.attr(kKdamonds + "/nr_kdamonds") == "1" && t.attr(kKdamonds + "/0/state") != "off";
+    if (!created) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE_MESSAGE(created, slurp(out));
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still sampling
+  CHECK(fs::exists(t.owner()));
+  CHECK(slurp(t.owner()).find("kdamond=0 pid=4242 operations=vaddr target=") != std::string::npos);
+  REQUIRE(kill(pid, sig) == 0);
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK_MESSAGE(WIFEXITED(status), slurp(out));
+  CHECK(t.attr(kKdamonds + "/nr_kdamonds") == "0");
+  CHECK_FALSE(fs::exists(t.owner()));
+}
+
+TEST_CASE("tierctl record removes its kdamond on SIGINT and SIGTERM") {
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    signalledTierctl("record --source damon-vaddr --seconds 3600 --out /dev/null", sig);
+  }
+}
+
+TEST_CASE("tierctl hotness removes its kdamond on SIGINT and SIGTERM") {
+  char tmpl[] = "/tmp/tierd-damon-truth-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  put(tmpl, "pid 1\n");
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    signalledTierctl(std::string("hotness --source damon --seconds 3600 --truth ") + tmpl, sig);
+  }
+  fs::remove(tmpl);
+}
