@@ -10,6 +10,8 @@
 #   /usr/share/doc/tierd/examples/                   example configs (config/tierd-*.toml)
 #   /usr/share/doc/tierd/                            README.md and docs/*.md but benchmarks.md,
 #                                                    copyright (DEP-5), changelog.Debian.gz
+#   /usr/share/man/man8/tierd.8.gz, tierctl.8.gz     manual pages (docs/man/), and
+#   /usr/share/man/man5/tierd.toml.5.gz              the config's
 # Paths under /lib and /etc are absolute on purpose (Debian bookworm layout).
 # The release package: `cmake --preset release && cmake --build --preset release &&
 # cpack --preset release` (build-release/tierd_*.deb); lintian passes on it with no error
@@ -51,6 +53,16 @@ file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/packaging)
 execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/packaging/changelog
                 OUTPUT_FILE ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz COMMAND_ERROR_IS_FATAL ANY)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz DESTINATION share/doc/tierd)
+# The manual pages tierd(8), tierctl(8), tierd.toml(5): docs/man/ (rendered by
+# `tierd --print-man-page`, kept in step by the man_pages_itest drift test), compressed like the
+# changelog.
+foreach(_page tierd.8 tierctl.8 tierd.toml.5)
+  string(REGEX REPLACE "^.*\\.([0-9])$" "\\1" _section ${_page})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/${_page})
+  execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/docs/man/${_page}
+                  OUTPUT_FILE ${CMAKE_BINARY_DIR}/packaging/${_page}.gz COMMAND_ERROR_IS_FATAL ANY)
+  install(FILES ${CMAKE_BINARY_DIR}/packaging/${_page}.gz DESTINATION share/man/man${_section})
+endforeach()
 # lintian's overrides: only tags that do not apply to a package outside the Debian archive, each
 # with its reason (packaging/lintian-overrides).
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides DESTINATION share/lintian/overrides
@@ -58,7 +70,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides DESTINATION shar
 # docs/benchmarks.md and its plots in docs/bench/ are the rig's emulation measurements, for the
 # developers who run scripts/bench, not documentation of the installed product.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/tierd FILES_MATCHING PATTERN "*.md"
-        PATTERN "benchmarks.md" EXCLUDE PATTERN "bench" EXCLUDE)
+        PATTERN "benchmarks.md" EXCLUDE PATTERN "bench" EXCLUDE PATTERN "man" EXCLUDE)
 
 # Maintainer scripts: debhelper's systemd snippets (deb-systemd-helper, deb-systemd-invoke), as
 # dh_installsystemd --no-enable --no-start writes them. The service is not enabled or started by
