@@ -1,6 +1,7 @@
 // What tierd and tierctl leave in DAMON, on a sysfs tree of plain files given as --sys-root (the
-// host's DAMON is never written): tierctl record and hotness remove their kdamond on SIGINT and
-// SIGTERM.
+// host's DAMON is never written): a start reclaims a killed tierd's kdamonds and tracefs
+// instances before its config is read; a dry run leaves DAMON_STAT as it is, a real run turns it
+// on again at its stop; tierctl record and hotness remove their kdamond on SIGINT and SIGTERM.
 // Every wait is bounded and polls (no fixed sleeps, no timing assertions).
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -74,7 +75,73 @@ struct Tree {
   }
 };
 
+int runTierd(const Tree& t, const std::string& config, const std::string& extra) {
+  const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --once --sys-root " +
+                          t.dir.string() + " --config " + config + " " + extra + " 2>" +
+                          (t.dir / "err").string();
+  return WEXITSTATUS(std::system(cmd.c_str()));
+}
+
+const char* kConfig = R"([daemon]
+interval = "100ms"
+metrics_listen = ""
+[sampling]
+damon_stat = "disable"
+[[workload]]
+name = "sleepers"
+command = "itest-sleeper"
+)";
+
 }  // namespace
+
+TEST_CASE(
+    "a start reclaims a killed tierd's kdamond and trace instance before reading its config") {
+  Tree t;
+  // What SIGKILL left: kdamond 0 running for 501, its record, its tracefs instance (whose
+  // kdamond is gone: /proc/4242 does not exist in the tree).
+  put(t.dir / kKdamonds / "nr_kdamonds", "1\n");
+  t.kdamondFiles();
+  put(t.dir / kKdamonds / "0/state", "on\n");
+  put(t.dir / kKdamonds / "0/contexts/nr_contexts", "1\n");
+  put(t.dir / kKdamonds / "0/contexts/0/operations", "vaddr\n");
+  put(t.dir / kKdamonds / "0/contexts/0/targets/0/pid_target", "501\n");
+  put(t.owner(),
+      "tierd_pid=4000 tierd_start=77 boot_id=b00t nr_kdamonds=1\n"
+      "kdamond=0 pid=4242 operations=vaddr target=501\n");
+  fs::create_directories(t.dir / "sys/kernel/tracing/instances/tierd-4242");
+  fs::create_directories(t.dir / "sys/kernel/tracing/instances/other-tracer");
+  // A config that does not load: the start ends there.
+  const fs::path bad = t.dir / "bad.toml";
+  put(bad, "[daemon]\nintervall = \"1s\"\n");
+  CHECK(runTierd(t, bad.string(), "") == 1);
+  const std::string err = slurp(t.dir / "err");
+  CHECK_MESSAGE(err.find("DAMON: reclaimed 1 kdamonds") != std::string::npos, err);
+  CHECK(err.find("daemon.intervall: unknown key") != std::string::npos);
+  CHECK(t.attr(kKdamonds + "/0/state") == "off");
+  CHECK(t.attr(kKdamonds + "/nr_kdamonds") == "0");
+  CHECK_FALSE(fs::exists(t.owner()));
+  // Removed with the default read mode (tried regions) too; another tracer's is left.
+  CHECK_FALSE(fs::exists(t.dir / "sys/kernel/tracing/instances/tierd-4242"));
+  CHECK(fs::exists(t.dir / "sys/kernel/tracing/instances/other-tracer"));
+}
+
+TEST_CASE("a dry run leaves DAMON_STAT on; a real run turns it off and on again at its stop") {
+  Tree t;
+  const fs::path enabled = t.dir / "sys/module/damon_stat/parameters/enabled";
+  put(enabled, "Y\n");
+  const fs::path config = t.dir / "tierd.toml";
+  put(config, kConfig);
+  CHECK(runTierd(t, config.string(), "--dry-run") == 0);
+  std::string err = slurp(t.dir / "err");
+  CHECK_MESSAGE(err.find("dry run: DAMON_STAT left on") != std::string::npos, err);
+  CHECK(t.attr("sys/module/damon_stat/parameters/enabled") == "Y");
+
+  CHECK(runTierd(t, config.string(), "") == 0);
+  err = slurp(t.dir / "err");
+  CHECK_MESSAGE(err.find("turned DAMON_STAT off") != std::string::npos, err);
+  CHECK(err.find("turned DAMON_STAT on again") != std::string::npos);
+  CHECK(t.attr("sys/module/damon_stat/parameters/enabled") == "Y");
+}
 
 // tierctl ARGS over the tree, signalled with `sig` once its kdamond exists: it must still be
 // running then, and must remove its kdamond and its ownership record before it exits.

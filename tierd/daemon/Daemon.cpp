@@ -17,6 +17,7 @@
 #include "policy/ConfigUnits.h"
 #include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/DamonSource.h"
+#include "telemetry/hotness/DamonTrace.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
 #include "telemetry/hotness/SourceNames.h"
@@ -209,8 +210,14 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
 
 namespace {
 
+// Where the DAMON ownership record lives (under the SysRoot): a tmpfs the unit keeps across
+// restarts (RuntimeDirectoryPreserve=yes) and a reboot empties.
+constexpr std::string_view kDamonOwnerFile = "/run/tierd/damon.owner";
+constexpr const char* kDamonStatEnabled = "/sys/module/damon_stat/parameters/enabled";
+
 // The running daemon: runDaemon()'s state and its steps. start() builds what the loop needs, in
-// this order: the config, the signal mask, the exporter, DAMON, the hotness source, the metrics
+// this order: DAMON's recovery (what a killed tierd left, before anything that can fail), the
+// config, the signal mask, the exporter, DAMON, the hotness source, the metrics
 // known before the first tick, the engine, the signal thread; false when tierd cannot start
 // (every reason logged). run() ticks until a stop (or --once / --ticks) and returns the exit
 // code. Members are declared in that order, so they are destroyed in reverse: the signal thread
@@ -222,9 +229,10 @@ class Daemon {
   Daemon& operator=(const Daemon&) = delete;
 
   bool start() {
+    root_ = sys::SysRoot(options_.sysRoot);
+    recoverDamon();
     if (!loadConfig()) return false;
     notifier_.emplace(service::ServiceNotifier::fromEnvironment());
-    root_ = sys::SysRoot(options_.sysRoot);
     // Before any thread starts (the exporter's too): the signal mask is inherited.
     auto waiter = SignalWaiter::create();
     if (!waiter) {
@@ -267,7 +275,8 @@ class Daemon {
       sleepUntil(tickStart + next);
     }
     (void)notifier_->stopping();
-    engine_->shutdown();
+    engine_->shutdown();  // our kdamonds off and removed: DAMON_STAT can start again
+    restoreDamonStat();
     logTotals();
     return 0;
   }
@@ -320,35 +329,65 @@ class Daemon {
     return true;
   }
 
-  // DAMON: kdamonds a killed tierd left running are reclaimed before anything is probed, and
-  // DAMON_STAT is turned off only where the config says so (sampling.damon_stat).
-  void prepareDamon() {
+  // What a killed tierd (or tierctl) left in the kernel, undone before anything that can fail
+  // (a broken config, a taken port) ends this start: its kdamonds, as far as the ownership
+  // record shows them ours (DamonPool.h), and the tracefs instances of kdamonds gone, whatever
+  // the read mode. Needs no config.
+  void recoverDamon() {
     damonFs_.emplace(root_);
-    opener_.emplace();
+    telemetry::DamonPool orphans(*damonFs_, damonPoolConfig(telemetry::kDefaultDamonKdamonds));
+    if (auto reclaimed = orphans.reclaimOrphans(); !reclaimed)
+      log_.warning("DAMON: " + reclaimed.error().describe());
+    else if (reclaimed.value() > 0)
+      log_.notice("DAMON: reclaimed " + std::to_string(reclaimed.value()) +
+                  " kdamonds left by a tierd that is gone (" +
+                  root_.path(std::string(kDamonOwnerFile)) + ")");
+    if (auto tracefs = telemetry::findTracefs(*damonFs_))
+      telemetry::removeStaleDamonTraceInstances(*damonFs_, *tracefs);
+  }
+
+  telemetry::DamonPoolConfig damonPoolConfig(int capacity) const {
     telemetry::DamonPoolConfig poolConfig;
-    poolConfig.capacity = initial_.sampling.damonMaxProcesses;
-    poolConfig.ownerFile = root_.path("/run/tierd/damon.owner");
+    poolConfig.capacity = capacity;
+    poolConfig.ownerFile = root_.path(std::string(kDamonOwnerFile));
     poolConfig.selfPid = ::getpid();
     if (auto self = root_.read("/proc/self/stat"))
       poolConfig.selfStartTime =
           sys::parseStatStartTime(self.value(), "/proc/self/stat").valueOr(0);
-    damonPool_.emplace(*damonFs_, poolConfig);
-    if (auto reclaimed = damonPool_->reclaimOrphans(); !reclaimed)
-      log_.warning("DAMON: " + reclaimed.error().describe());
-    else if (reclaimed.value() > 0)
-      log_.notice("DAMON: reclaimed " + std::to_string(reclaimed.value()) +
-                  " kdamonds left by a tierd that is gone (" + poolConfig.ownerFile + ")");
-    if (telemetry::exclusiveHolder(*damonFs_) == "damon_stat") {
-      if (initial_.sampling.disableDamonStat) {
-        const std::string param = "/sys/module/damon_stat/parameters/enabled";
-        if (Status st = damonFs_->write(param, "N"); st)
-          log_.notice("DAMON: turned DAMON_STAT off (sampling.damon_stat = \"disable\")");
-        else
-          log_.warning("DAMON: cannot turn DAMON_STAT off: " + st.error().describe());
-      } else {
-        log_.warning("DAMON: " + telemetry::exclusiveHolderWhy("damon_stat"));
-      }
+    return poolConfig;
+  }
+
+  // DAMON's pool, and DAMON_STAT turned off only where the config says so
+  // (sampling.damon_stat) and this is no dry run, which changes no kernel setting.
+  void prepareDamon() {
+    opener_.emplace();
+    damonPool_.emplace(*damonFs_, damonPoolConfig(initial_.sampling.damonMaxProcesses));
+    if (telemetry::exclusiveHolder(*damonFs_) != "damon_stat") return;
+    if (!initial_.sampling.disableDamonStat) {
+      log_.warning("DAMON: " + telemetry::exclusiveHolderWhy("damon_stat"));
+    } else if (initial_.daemon.dryRun) {
+      log_.warning(
+          "DAMON: dry run: DAMON_STAT left on (sampling.damon_stat = \"disable\" "
+          "turns it off for a real run only); " +
+          telemetry::exclusiveHolderWhy("damon_stat"));
+    } else if (Status st = damonFs_->write(kDamonStatEnabled, "N"); st) {
+      damonStatOff_ = true;
+      log_.notice(
+          "DAMON: turned DAMON_STAT off (sampling.damon_stat = \"disable\"; on again "
+          "when tierd stops)");
+    } else {
+      log_.warning("DAMON: cannot turn DAMON_STAT off: " + st.error().describe());
     }
+  }
+
+  // DAMON_STAT back on where prepareDamon() turned it off, once our kdamonds are gone.
+  void restoreDamonStat() {
+    if (!damonStatOff_) return;
+    damonStatOff_ = false;
+    if (Status st = damonFs_->write(kDamonStatEnabled, "Y"); st)
+      log_.notice("DAMON: turned DAMON_STAT on again");
+    else
+      log_.warning("DAMON: cannot turn DAMON_STAT on again: " + st.error().describe());
   }
 
   // The hotness source every scoped process gets (chooseSource over the sampling probe).
@@ -557,6 +596,7 @@ class Daemon {
   std::optional<telemetry::SysRootDamonFs> damonFs_;
   std::optional<telemetry::LinuxPerfEventOpener> opener_;
   std::optional<telemetry::DamonPool> damonPool_;
+  bool damonStatOff_ = false;  // prepareDamon() turned DAMON_STAT off: on again at the stop
   telemetry::SamplingProbe probe_;
   std::string why_;         // chooseSource's reason
   std::string sourceName_;  // "" when no source is available
