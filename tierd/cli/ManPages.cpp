@@ -192,6 +192,7 @@ std::string renderTierctlManPage() {
       << ".SH NAME\ntierctl \\- inspect memory tiers and move, locate and measure pages\n"
          ".SH SYNOPSIS\n.B tierctl\n\\fIcommand\\fR [\\fIoptions\\fR]\n"
          ".br\n.B tierctl\n\\fIcommand\\fR \\fB\\-\\-help\\fR\n"
+         ".br\n.B tierctl \\-\\-version\n"
          ".SH DESCRIPTION\n"
          "tierctl is the operator's tool beside \\fBtierd\\fR(8): it shows the machine's memory "
          "tiers as tierd sees them, where a process's pages are, moves them with tierd's "

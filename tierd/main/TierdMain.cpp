@@ -11,6 +11,7 @@
 #include "tierd/cli/ManPages.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/main/MainGuard.h"
+#include "tierd/main/Version.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ int tierdMain(int argc, char** argv) {
        "PAGE"},
       {"sys-root", true, "", "DIR"},
       {"keep-capabilities", false, ""},  // hidden: tests; see DaemonOptions::dropCapabilities
+      {"version", false, "print the version (tierd X.Y.Z) and exit"},
       {"help", false, "show this help"},
   };
   auto parsed = cli::parseArgs(args, 1, specs);
@@ -38,6 +40,10 @@ int tierdMain(int argc, char** argv) {
   }
   if (parsed->has("help")) {
     std::cout << "usage: tierd [options]\n\n" << cli::optionHelp(specs);
+    return 0;
+  }
+  if (parsed->has("version")) {
+    std::cout << service::versionLine();
     return 0;
   }
   if (parsed->has("print-config-schema")) {
