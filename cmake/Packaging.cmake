@@ -45,24 +45,28 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/ DESTINATION share/tierd/dash
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/provisioning/
         DESTINATION share/tierd/grafana/provisioning)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/tierd)
-# Debian's copyright file (machine-readable, DEP-5) and the package's changelog, compressed
-# without a timestamp (gzip -n) so the package is reproducible; re-run when the changelog changes.
-install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION share/doc/tierd)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/packaging/changelog)
+# Files the package installs compressed (gzip -9n: no name or timestamp, so the package is
+# reproducible), made at build time from the source file: build/packaging/NAME.gz.
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/packaging)
-execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/packaging/changelog
-                OUTPUT_FILE ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz COMMAND_ERROR_IS_FATAL ANY)
-install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.Debian.gz DESTINATION share/doc/tierd)
+set(_tierd_gzipped "")
+function(tierd_gzip source name destination)
+  set(_out ${CMAKE_BINARY_DIR}/packaging/${name}.gz)
+  add_custom_command(OUTPUT ${_out} COMMAND sh -c "gzip -9nc \"$1\" > \"$2\"" gzip ${source} ${_out}
+                     DEPENDS ${source} VERBATIM)
+  install(FILES ${_out} DESTINATION ${destination})
+  set(_tierd_gzipped ${_tierd_gzipped} ${_out} PARENT_SCOPE)
+endfunction()
+
+# Debian's copyright file (machine-readable, DEP-5) and the package's changelog.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION share/doc/tierd)
+tierd_gzip(${PROJECT_SOURCE_DIR}/packaging/changelog changelog.Debian share/doc/tierd)
 # The manual pages tierd(8), tierctl(8), tierd.toml(5): docs/man/ (rendered by
-# `tierd --print-man-page`, kept in step by the man_pages_itest drift test), compressed like the
-# changelog.
+# `tierd --print-man-page`, kept in step by the man_pages_itest drift test).
 foreach(_page tierd.8 tierctl.8 tierd.toml.5)
   string(REGEX REPLACE "^.*\\.([0-9])$" "\\1" _section ${_page})
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/${_page})
-  execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/docs/man/${_page}
-                  OUTPUT_FILE ${CMAKE_BINARY_DIR}/packaging/${_page}.gz COMMAND_ERROR_IS_FATAL ANY)
-  install(FILES ${CMAKE_BINARY_DIR}/packaging/${_page}.gz DESTINATION share/man/man${_section})
+  tierd_gzip(${PROJECT_SOURCE_DIR}/docs/man/${_page} ${_page} share/man/man${_section})
 endforeach()
+add_custom_target(tierd_package_files ALL DEPENDS ${_tierd_gzipped})
 # lintian's overrides: only tags that do not apply to a package outside the Debian archive, each
 # with its reason (packaging/lintian-overrides).
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides DESTINATION share/lintian/overrides
