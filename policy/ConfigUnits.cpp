@@ -12,12 +12,15 @@ namespace {
 struct UnitDef {
   const char* name;
   uint64_t factor;
+  const char* shortName = nullptr;  ///< also accepted on input ("G" for "GiB"); never printed
 };
 
-const UnitDef kByteUnits[] = {{"TiB", 1024ull * 1024 * 1024 * 1024},
-                              {"GiB", 1024ull * 1024 * 1024},
-                              {"MiB", 1024ull * 1024},
-                              {"KiB", 1024},
+// "4G" is "4GiB": the one-letter binary units operators type (free -g, numfmt --to=iec, the rig's
+// workload tools), accepted everywhere a byte size is, and printed as GiB.
+const UnitDef kByteUnits[] = {{"TiB", 1024ull * 1024 * 1024 * 1024, "T"},
+                              {"GiB", 1024ull * 1024 * 1024, "G"},
+                              {"MiB", 1024ull * 1024, "M"},
+                              {"KiB", 1024, "K"},
                               {"B", 1}};
 const UnitDef kDurationUnits[] = {{"h", 3600ull * 1000000000},
                                   {"m", 60ull * 1000000000},
@@ -49,7 +52,8 @@ Result<uint64_t> parseDigits(std::string_view digits) {
 std::string unitList(const UnitDef* units, size_t n) {
   std::string out;
   for (size_t i = 0; i < n; ++i)
-    out += std::string(i ? ", " : "") + units[i].name;
+    out += std::string(i ? ", " : "") + units[i].name +
+           (units[i].shortName ? std::string(" (") + units[i].shortName + ")" : "");
   return out;
 }
 
@@ -79,7 +83,8 @@ Result<uint64_t> parseWithUnits(std::string_view text, const UnitDef* units, siz
                             unitList(units, n) + ")",
                         "");
   for (size_t i = 0; i < n; ++i) {
-    if (suffix != units[i].name) continue;
+    if (suffix != units[i].name && (units[i].shortName == nullptr || suffix != units[i].shortName))
+      continue;
     auto v = parseDigits(digits);
     if (!v) return Error::input(std::string(what) + " " + quoted + " is too large", "");
     if (*v != 0 && *v > UINT64_MAX / units[i].factor)

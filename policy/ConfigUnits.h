@@ -22,8 +22,10 @@ namespace tierd::policy {
 /// The most nanoseconds a duration may have: INT64_MAX (about 292 years).
 inline constexpr uint64_t kMaxDurationNs = static_cast<uint64_t>(INT64_MAX);
 
-/// Parses a byte size ("2GiB" -> 2147483648). Errors: empty, no unit, unknown unit, more than
-/// `maxBytes` ("is too large (at most ...)"), overflow.
+/// Parses a byte size ("2GiB" -> 2147483648): digits and a binary unit, B, KiB, MiB, GiB or TiB,
+/// or their one-letter forms K, M, G, T ("4G" == "4GiB"). Errors: empty, no unit, unknown unit
+/// (SI "GB" and lower case "g" included), more than `maxBytes` ("is too large (at most ...)"),
+/// overflow.
 Result<uint64_t> parseByteSize(std::string_view text, uint64_t maxBytes = UINT64_MAX);
 /// Parses a duration into nanoseconds ("500ms" -> 500000000). Errors as parseByteSize, with the
 /// bound `maxNs`.

@@ -24,9 +24,15 @@ nlohmann::json runJson(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("tierctl sizes are written as in tierd.toml: 1GiB, never 1G") {
-  // The config's grammar (policy/ConfigUnits.h): binary units spelled out, no bare numbers.
-  for (const char* bad : {"1G", "8M", "4096", "2GB"}) {
+TEST_CASE(
+    "tierctl sizes are written as in tierd.toml: 8M is 8MiB; no bare numbers, SI, lower case") {
+  // The config's grammar (policy/ConfigUnits.h): binary units, long or one-letter.
+  for (const char* good : {"8M", "8MiB"}) {
+    CAPTURE(good);
+    Run l = run(std::string("bench locate --runs 0 --size ") + good);
+    CHECK(l.out.find("byte size") == std::string::npos);
+  }
+  for (const char* bad : {"4096", "2GB", "1g", "8m"}) {
     CAPTURE(bad);
     Run r = run(std::string("bench migrate --runs 0 --size ") + bad);
     CHECK(r.exitCode == 2);

@@ -35,7 +35,8 @@ Result<uint64_t> parseBoundedInteger(std::string_view text, uint64_t lo, uint64_
 Result<pid_t> parsePid(std::string_view text, const std::string& context);
 
 /// Parses a byte size in the config's grammar (policy::parseByteSize: digits and one of B, KiB,
-/// MiB, GiB, TiB) in lo..hi bytes. "1G" and "4096" are errors with the config's hint.
+/// MiB, GiB, TiB, or K, M, G, T for the same) in lo..hi bytes: "4G" is "4GiB". "4096", "4GB"
+/// and "4g" are errors with the config's hint.
 Result<uint64_t> parseSizeOption(std::string_view text, uint64_t lo, uint64_t hi,
                                  const std::string& context);
 

@@ -51,6 +51,28 @@ TEST_CASE("an option's size means what it means in tierd.toml") {
   CHECK_FALSE(one("size", "2GiB").size("size", 1, 1, 1ull << 30).ok());  // above hi
 }
 
+TEST_CASE("a size is what operators type: 4G and 4GiB are the same GiB, in options and config") {
+  const std::pair<const char*, uint64_t> same[] = {
+      {"4G", 4ull << 30}, {"4GiB", 4ull << 30}, {"64M", 64ull << 20},
+      {"3K", 3ull << 10}, {"2T", 2ull << 40},   {"2TiB", 2ull << 40},
+      {"0G", 0}};
+  for (const auto& [text, bytes] : same) {
+    CAPTURE(text);
+    CHECK(policy::parseByteSize(text).value() == bytes);
+    CHECK(one("size", text).size("size", 0, 0).value() == bytes);
+  }
+  // Printed in the long form; parsed back to the same value.
+  CHECK(policy::formatByteSize(4ull << 30) == "4GiB");
+  // Still refused: no unit, SI, lower case, a space, half-spelled units.
+  for (const char* bad : {"4096", "4GB", "4g", "4gib", "4 G", "4Gi", "4GiBs", "G"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(policy::parseByteSize(bad).ok());
+    CHECK_FALSE(one("size", bad).size("size", 0, 0).ok());
+  }
+  CHECK(policy::parseByteSize("17179869184G").error().message.find("too large") !=
+        std::string::npos);
+}
+
 TEST_CASE("an option's duration means what it means in tierd.toml") {
   for (const char* text : {"500ms", "30s", "2m", "1h", "7ns", "10us", "30", "1sec", "1.5s", "-1s",
                            "1 s", "9999999999h"}) {
