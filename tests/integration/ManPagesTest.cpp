@@ -56,7 +56,7 @@ TEST_CASE("docs/man/ holds the pages tierd --print-man-page renders (drift test)
   }
 }
 
-TEST_CASE("the pages carry every option of tierd --help, every tierctl command and every key") {
+TEST_CASE("the pages carry every option of tierd --help and every tierctl command and config key") {
   int rc = -1;
   const std::string tierdPage = capture(kBin + "/tierd --print-man-page tierd.8", rc);
   const std::string help = capture(kBin + "/tierd --help", rc);

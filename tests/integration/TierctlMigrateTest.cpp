@@ -25,7 +25,8 @@ nlohmann::json runJson(const std::string& args) {
 }  // namespace
 
 TEST_CASE(
-    "tierctl sizes are written as in tierd.toml: 8M is 8MiB; no bare numbers, SI, lower case") {
+    "tierctl sizes are written as in tierd.toml: 8M is 8MiB and no bare number or SI or lower "
+    "case") {
   // The config's grammar (policy/ConfigUnits.h): binary units, long or one-letter.
   for (const char* good : {"8M", "8MiB"}) {
     CAPTURE(good);

@@ -51,7 +51,7 @@ TEST_CASE("an option's size means what it means in tierd.toml") {
   CHECK_FALSE(one("size", "2GiB").size("size", 1, 1, 1ull << 30).ok());  // above hi
 }
 
-TEST_CASE("a size is what operators type: 4G and 4GiB are the same GiB, in options and config") {
+TEST_CASE("a size is what operators type: 4G and 4GiB are the same GiB in options and in config") {
   const std::pair<const char*, uint64_t> same[] = {
       {"4G", 4ull << 30}, {"4GiB", 4ull << 30}, {"64M", 64ull << 20},
       {"3K", 3ull << 10}, {"2T", 2ull << 40},   {"2TiB", 2ull << 40},
