@@ -52,8 +52,7 @@ Result<uint64_t> parseDigits(std::string_view digits) {
 std::string unitList(const UnitDef* units, size_t n) {
   std::string out;
   for (size_t i = 0; i < n; ++i)
-    out += std::string(i ? ", " : "") + units[i].name +
-           (units[i].shortName ? std::string(" (") + units[i].shortName + ")" : "");
+    out += std::string(i ? ", " : "") + units[i].name;
   return out;
 }
 
