@@ -13,15 +13,16 @@
 
 namespace tierd::workloads {
 
-/// Parses BYTES[unit]: decimal digits, then "", "B", "K"/"KiB", "M"/"MiB" or "G"/"GiB" (powers
-/// of 1024), at most `maxBytes`. Errors (Input, naming `context`, usually the option): no digits,
+/// Parses BYTES[unit]: decimal digits, then "", "B", "K"/"KiB", "M"/"MiB", "G"/"GiB" or
+/// "T"/"TiB" (powers of 1024; every size tierd.toml and tierctl take, plus bare bytes), at most
+/// `maxBytes`. Errors (Input, naming `context`, usually the option): no digits,
 /// an unknown unit, or a size beyond `maxBytes` (or 2^64).
 inline Result<uint64_t> parseSizeArg(std::string_view text, const std::string& context,
                                      uint64_t maxBytes = UINT64_MAX) {
   size_t i = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9')
     ++i;
-  if (i == 0) return Error::input("expected BYTES[K|M|G], got " + quoteForError(text), context);
+  if (i == 0) return Error::input("expected BYTES[K|M|G|T], got " + quoteForError(text), context);
   auto n = parseU64(text.substr(0, i), context);
   if (!n) return n;
   const std::string_view unit = text.substr(i);
@@ -30,6 +31,7 @@ inline Result<uint64_t> parseSizeArg(std::string_view text, const std::string& c
   if (unit == "K" || unit == "KiB") mult = kKiB;
   if (unit == "M" || unit == "MiB") mult = kMiB;
   if (unit == "G" || unit == "GiB") mult = kGiB;
+  if (unit == "T" || unit == "TiB") mult = kGiB * 1024;
   if (mult == 0) return Error::input("unknown size unit in " + quoteForError(text), context);
   if (*n > maxBytes / mult)
     return Error::input(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "policy/ConfigUnits.h"
+#include "tests/workloads/SizeArg.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
 #include "tierd/cli/ValueParsers.h"
@@ -71,6 +72,13 @@ TEST_CASE("a size is what operators type: 4G and 4GiB are the same GiB in option
   }
   CHECK(policy::parseByteSize("17179869184G").error().message.find("too large") !=
         std::string::npos);
+}
+
+TEST_CASE("the rig's workload tools take every size tierctl takes and read it the same") {
+  for (const char* text : {"4G", "4GiB", "64M", "64MiB", "3K", "3KiB", "2T", "2TiB", "4096B"}) {
+    CAPTURE(text);
+    CHECK(workloads::parseSizeArg(text, "--size").value() == policy::parseByteSize(text).value());
+  }
 }
 
 TEST_CASE("an option's duration means what it means in tierd.toml") {
