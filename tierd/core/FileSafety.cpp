@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -70,6 +71,22 @@ Status checkDirectoriesAbove(const std::string& real, const std::string& path, u
   return Ok{};
 }
 
+// "a directory", "a FIFO", ... for the refusal of a file that is not a regular one.
+const char* fileKind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  return "not a file";
+}
+
+Error tooLarge(const std::string& path, size_t maxBytes) {
+  return Error::env("the config file is larger than " + std::to_string(maxBytes) +
+                        " bytes, tierd's limit for a config or profile file",
+                    path);
+}
+
 // Closes a descriptor on every path out.
 struct Fd {
   int fd;
@@ -87,25 +104,38 @@ Status checkConfigFileSafe(const std::string& path, uid_t trustedUid) {
 }
 
 Result<std::string> readConfigFileSafely(const std::string& path, uid_t trustedUid) {
+  return readConfigFile(path, trustedUid, SIZE_MAX - 1);
+}
+
+Result<std::string> readConfigFile(const std::string& path, std::optional<uid_t> trustedUid,
+                                   size_t maxBytes) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
   if (f.fd < 0) return Error::fromErrno("cannot open the config file", path);
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) return Error::fromErrno("cannot stat the config file", path);
-  char resolved[PATH_MAX];
-  if (!::realpath(path.c_str(), resolved))
-    return Error::fromErrno("cannot resolve the config file path", path);
-  const std::string real = resolved;
-  if (Status s = checkConfigFileStat(st, path, real, trustedUid); !s) return s.error();
-  if (Status s = checkDirectoriesAbove(real, path, trustedUid); !s) return s.error();
-  // The directories checked must lead to the file that was opened and checked.
-  struct stat now {};
-  if (::stat(real.c_str(), &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
-    return Error::env("refusing the config file: it was replaced while being checked", path);
+  if (!S_ISREG(st.st_mode))
+    return Error::env(
+        std::string("the config file is not a regular file (") + fileKind(st.st_mode) + ")", path);
+  if (static_cast<uint64_t>(st.st_size) > maxBytes) return tooLarge(path, maxBytes);
+  if (trustedUid) {
+    char resolved[PATH_MAX];
+    if (!::realpath(path.c_str(), resolved))
+      return Error::fromErrno("cannot resolve the config file path", path);
+    const std::string real = resolved;
+    if (Status s = checkConfigFileStat(st, path, real, *trustedUid); !s) return s.error();
+    if (Status s = checkDirectoriesAbove(real, path, *trustedUid); !s) return s.error();
+    // The directories checked must lead to the file that was opened and checked.
+    struct stat now {};
+    if (::stat(real.c_str(), &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+      return Error::env("refusing the config file: it was replaced while being checked", path);
+  }
   std::string data;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(f.fd, buf, sizeof buf)) > 0)
+  while ((n = ::read(f.fd, buf, sizeof buf)) > 0) {
     data.append(buf, static_cast<size_t>(n));
+    if (data.size() > maxBytes) return tooLarge(path, maxBytes);  // it grew after the fstat
+  }
   if (n < 0) return Error::fromErrno("cannot read the config file", path);
   return data;
 }

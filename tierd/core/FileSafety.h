@@ -6,6 +6,9 @@
 /// leaks the metrics password.
 
 #include <sys/types.h>
+
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "tierd/core/Result.h"
@@ -21,14 +24,25 @@ namespace tierd {
 /// Implemented as readConfigFileSafely without keeping the content.
 Status checkConfigFileSafe(const std::string& path, uid_t trustedUid = 0);
 
-/// Reads a config or profile file under the rules of checkConfigFileSafe, with no window
-/// between the check and the read: the file is opened first (O_NONBLOCK, so a FIFO cannot hang
-/// tierd), its type, owner and mode are checked on the opened descriptor (fstat), the
-/// directories above its resolved path are checked, and that path must still name the opened
-/// file (same device and inode). The content returned is read from the checked descriptor, so a
-/// file swapped in after the check is never the one compiled. Call from any thread; blocks only
-/// on file I/O. Errors: Environment as checkConfigFileSafe; a file that cannot be opened or read
-/// gives its errno.
+/// The one reader of config and profile files (the daemon's start and reload, `tierd
+/// --check-config`, every other compile of a file). The file is opened with O_NONBLOCK (a FIFO
+/// cannot hang tierd) and must be a regular file: a directory, FIFO, socket or device (e.g.
+/// /dev/zero) is refused on the opened descriptor (fstat) before anything is read. A file of
+/// more than `maxBytes` bytes is refused, by its size and again while reading (no more than
+/// maxBytes + 1 bytes are ever read, so a file that grows cannot make tierd read without end).
+/// With `trustedUid` set, also the owner and mode rules of checkConfigFileSafe, with no window
+/// between the check and the read: the directories above the resolved path are checked and that
+/// path must still name the opened file (same device and inode); the content returned is read
+/// from the checked descriptor, so a file swapped in after the check is never the one compiled.
+/// Call from any thread; blocks only on file I/O.
+/// Errors: Environment naming the path and the problem (not a regular file, too large, owner,
+/// mode, a directory above); a file that cannot be opened or read gives its errno.
+Result<std::string> readConfigFile(const std::string& path, std::optional<uid_t> trustedUid,
+                                   size_t maxBytes);
+
+/// readConfigFile with the owner and mode rules of `trustedUid` and no size cap of its own
+/// beyond SIZE_MAX - 1 bytes (the config compiler passes its cap to readConfigFile instead).
+/// Errors: as readConfigFile.
 Result<std::string> readConfigFileSafely(const std::string& path, uid_t trustedUid = 0);
 
 /// Reads a secret file (basic auth credentials). Refuses a symlink, a non-regular file (a FIFO

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "tests/unit/support/Skip.h"
@@ -148,4 +149,32 @@ TEST_CASE("readPrivateFile applies the config's directory rules and never hangs 
   ::unlink(fifo.c_str());
   REQUIRE_FALSE(viaFifo.ok());
   CHECK(viaFifo.error().describe().find("not a regular file") != std::string::npos);
+}
+
+TEST_CASE("readConfigFile takes regular files only, within the size cap, with or without owners") {
+  TempConfig t;
+  for (std::optional<uid_t> trusted : {std::optional<uid_t>{}, std::optional<uid_t>{::geteuid()}}) {
+    auto why = [&](const std::string& path, size_t maxBytes) {
+      auto r = readConfigFile(path, trusted, maxBytes);
+      REQUIRE_FALSE(r.ok());
+      return r.error().message;
+    };
+    CHECK(why(t.dir, 100) == "the config file is not a regular file (a directory)");
+    // /dev/zero would never end; a device is refused before anything is read.
+    CHECK(why("/dev/zero", 100) == "the config file is not a regular file (a character device)");
+    const std::string fifo = t.dir + "/fifo.toml";  // no writer: open must not block
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    CHECK(why(fifo, 100) == "the config file is not a regular file (a FIFO)");
+    ::unlink(fifo.c_str());
+    // "# config\n" is 9 bytes: within a cap of 9, over a cap of 8.
+    auto text = readConfigFile(t.file, trusted, 9);
+    REQUIRE(text.ok());
+    CHECK(text.value() == "# config\n");
+    CHECK(why(t.file, 8) ==
+          "the config file is larger than 8 bytes, tierd's limit for a config or profile file");
+  }
+  // The owner and mode rules only with a trusted uid.
+  REQUIRE(::chmod(t.file.c_str(), 0666) == 0);
+  CHECK(readConfigFile(t.file, std::nullopt, 100).ok());
+  CHECK_FALSE(readConfigFile(t.file, ::geteuid(), 100).ok());
 }
