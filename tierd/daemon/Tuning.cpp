@@ -1,5 +1,7 @@
 #include "tierd/daemon/Tuning.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,8 +36,28 @@ telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c) {
 }
 
 std::string checkReplayTrace(const std::string& path) {
-  Status s = telemetry::checkTraceFile(path);
-  return s ? "" : s.error().describe();
+  // One descriptor, opened without blocking: a FIFO or device named as the trace is refused
+  // unread (it would hang the compile, or never end it; for a reload, on the tick loop).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return Error::fromErrno("cannot read the trace", path).describe();
+  struct stat st {};
+  std::string text;
+  Status read = Ok{};
+  if (::fstat(fd, &st) != 0) {
+    read = Error::fromErrno("cannot read the trace", path);
+  } else if (!S_ISREG(st.st_mode)) {
+    read = Error::env("the trace is not a regular file", path);
+  } else {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0)
+      text.append(buf, static_cast<size_t>(n));
+    if (n < 0) read = Error::fromErrno("cannot read the trace", path);
+  }
+  ::close(fd);
+  if (!read) return read.error().describe();
+  auto t = telemetry::parseTrace(text, path);
+  return t ? "" : t.error().describe();
 }
 
 telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {

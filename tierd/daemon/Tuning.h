@@ -42,8 +42,10 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& c);
 telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c);
 
 /// The config compiler's check of `[sampling] trace` (CompileOptions::checkTrace): "" when
-/// telemetry::checkTraceFile accepts the file, else the reason ("...: cannot read the trace (No
-/// such file or directory)", "...:3: header lacks ..."). Used by the daemon and --check-config.
+/// the file is a regular file that telemetry::parseTrace accepts, else the reason ("...: cannot
+/// read the trace (No such file or directory)", "...: the trace is not a regular file",
+/// "...:3: header lacks ..."). A FIFO or device is refused without blocking or reading. Used by
+/// the daemon and --check-config.
 std::string checkReplayTrace(const std::string& path);
 
 }  // namespace tierd::daemon

@@ -81,6 +81,17 @@ TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise"
   CHECK(daemon::checkReplayTrace(std::string(TIERD_FIXTURES) +
                                  "/config/invalid/traces/bad-header.trace")
             .find("header lacks one of") != std::string::npos);
+  // A device or FIFO named as the trace is refused unread: before, /dev/zero was read without
+  // end and a FIFO blocked the compile (of a reload too, on the daemon's tick loop).
+  CHECK(daemon::checkReplayTrace("/dev/zero") == "/dev/zero: the trace is not a regular file");
+  char dir[] = "/tmp/tierd-trace-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string fifo = std::string(dir) + "/t.trace";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(daemon::checkReplayTrace(fifo) == fifo + ": the trace is not a regular file");
+  CHECK(daemon::checkReplayTrace(dir) == std::string(dir) + ": the trace is not a regular file");
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
 }
 
 TEST_CASE("daemon.metrics_basic_auth_file makes /metrics answer 401 without the credentials") {
