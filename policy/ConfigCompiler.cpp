@@ -3,17 +3,17 @@
 #include <arpa/inet.h>
 #include <toml++/toml.h>
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "policy/ConfigSchema.h"
 #include "policy/ConfigUnits.h"
+#include "policy/TomlShape.h"
 #include "tierd/core/FileSafety.h"
 #include "tierd/core/Numbers.h"
 
@@ -97,11 +97,14 @@ std::string num(double v) {
 std::string suggest(const std::string& word, const std::vector<std::string>& candidates) {
   size_t best = SIZE_MAX;
   std::string bestWord;
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
   for (const std::string& c : candidates) {
+    // A length difference above the limit is a distance above it: skipping those keeps a
+    // megabyte-long key from costing an edit distance against every candidate.
+    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > limit) continue;
     size_t d = editDistance(word, c);
     if (d < best) best = d, bestWord = c;
   }
-  size_t limit = std::max<size_t>(2, word.size() / 3);
   return best <= limit ? " (did you mean '" + bestWord + "'?)" : "";
 }
 
@@ -152,6 +155,24 @@ std::string checkCgroupPath(const std::string& s) {
   while (s.size() > 1 && std::getline(ss, part, '/'))
     if (part.empty() || part == "." || part == "..")
       return "cgroup path has an empty, '.' or '..' component";
+  return "";
+}
+
+// "" when `s` (a path or command) holds no NUL or other control character (C0, DEL, or C1 as
+// UTF-8), else where the first one is: such a byte cuts a path short at the kernel or hides in a
+// log line.
+std::string checkNoControl(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c1 = c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "%02x", c1 ? static_cast<unsigned char>(s[i + 1]) : c);
+      return std::string("contains a control character (") + (c1 ? "U+00" : "0x") + hex +
+             " at byte " + std::to_string(i) + "); paths and commands may not";
+    }
+  }
   return "";
 }
 
@@ -295,6 +316,9 @@ class Compiler {
     if (!at.n.is_array()) return at.wrongType("an array of integers");
     bool ok = true;
     const toml::array& arr = *at.n.as_array();
+    if (arr.size() > kMaxPids)
+      return at.bad(std::to_string(arr.size()) + " entries; at most " + std::to_string(kMaxPids));
+    std::set<int64_t> listed;
     for (size_t i = 0; i < arr.size(); ++i) {
       const toml::node& e = arr[i];
       std::string ep = at.path + "[" + std::to_string(i) + "]";
@@ -310,7 +334,7 @@ class Compiler {
             at.file, posOf(e.source()), ep,
             std::to_string(v) + " is out of range " + num(at.spec.min) + " .. " + num(at.spec.max));
         ok = false;
-      } else if (std::find(out.list.begin(), out.list.end(), v) != out.list.end()) {
+      } else if (!listed.insert(v).second) {
         error(at.file, posOf(e.source()), ep, std::to_string(v) + " is listed twice");
         ok = false;
       } else {
@@ -325,6 +349,11 @@ class Compiler {
   bool parseStringValue(const Site& at, Parsed& out) {
     if (!at.n.is_string()) return at.wrongType("a string");
     out.s = at.n.as_string()->get();
+    const bool namesFile = at.spec.type == ValueType::Path ||
+                           at.spec.type == ValueType::CgroupPath ||
+                           std::string(at.spec.key) == "command";
+    if (namesFile)
+      if (std::string why = checkNoControl(out.s); !why.empty()) return at.bad(why);
     std::string msg;
     switch (at.spec.type) {
       case ValueType::Enum: {
@@ -419,8 +448,20 @@ class Compiler {
     }
   }
 
-  // Parses a whole file; nullopt after a syntax error (already reported).
+  // Parses a whole file; nullopt after a syntax error or a broken limit (already reported). The
+  // size and shape limits (ConfigSchema.h) are checked before toml++ sees the text, which it
+  // could not survive otherwise (TomlShape.h).
   std::optional<toml::table> parseText(std::string_view text, const std::string& file) {
+    if (text.size() > kMaxConfigFileBytes) {
+      error(file, {}, "",
+            "larger than " + std::to_string(kMaxConfigFileBytes) +
+                " bytes, tierd's limit for a config or profile file");
+      return std::nullopt;
+    }
+    if (auto problem = checkTomlShape(text)) {
+      error(file, {problem->line, problem->column}, "", problem->message);
+      return std::nullopt;
+    }
     try {
       return toml::parse(text, file);
     } catch (const toml::parse_error& e) {
@@ -438,33 +479,24 @@ class Compiler {
     }
   }
 
-  // Reads `file` (checked with readConfigFileSafely when trustedUid is set). A problem is reported
-  // against the file itself (refFile empty: the main file) or where it was named (a profile).
+  // Reads `file` with tierd::readConfigFile: a regular file of at most kMaxConfigFileBytes, and
+  // the owner and mode rules when trustedUid is set. A problem is reported against the file
+  // itself (refFile empty: the main file, line 0) or where it was named (a profile).
   std::optional<std::string> readFile(const std::string& file, const std::string& refFile,
                                       Pos refPos, const std::string& refKey) {
-    if (trustedUid) {
-      auto text = readConfigFileSafely(file, *trustedUid);
-      if (text) return std::move(text.value());
-      const Error& e = text.error();
-      std::string why = e.message + (e.code ? std::string(": ") + std::strerror(e.code) : "");
-      if (refFile.empty())
-        error(file, {}, "", "refusing the config file: " + why);
-      else
-        error(refFile, refPos, refKey, "refusing profile " + file + ": " + why);
-      return std::nullopt;
-    }
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      int err = errno;
-      if (refFile.empty())
-        error(file, {}, "", std::string("cannot read: ") + std::strerror(err));
-      else
-        error(refFile, refPos, refKey, "cannot read " + file + ": " + std::strerror(err));
-      return std::nullopt;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    auto text = readConfigFile(file, trustedUid, kMaxConfigFileBytes);
+    if (text) return std::move(text.value());
+    const Error& e = text.error();
+    // A refusal (not a regular file, too large, unsafe) or a failed call (with its errno).
+    std::string why = e.code ? std::string("cannot read: ") + std::strerror(e.code)
+                             : "refusing the config file: " + e.message;
+    if (refFile.empty())
+      error(file, {}, "", why);
+    else
+      error(refFile, refPos, refKey,
+            (e.code ? "cannot read " : "refusing profile ") + file + ": " +
+                (e.code ? std::strerror(e.code) : e.message));
+    return std::nullopt;
   }
 
   // Loads profile `name` (cached). nullopt when missing or broken (errors reported once).
@@ -473,6 +505,13 @@ class Compiler {
     if (auto it = profiles_.find(name); it != profiles_.end()) {
       foundPath = it->second.first;
       return it->second.second ? &*it->second.second : nullptr;
+    }
+    if (profiles_.size() >= kMaxProfiles) {  // each read is up to kMaxConfigFileBytes
+      profiles_[name];                       // said once per name
+      error(ref.file, ref.pos, ref.keyPath,
+            "profile '" + name + "': more than " + std::to_string(kMaxProfiles) +
+                " distinct profiles in one config");
+      return nullptr;
     }
     auto& slot = profiles_[name];
     std::string tried;
@@ -550,6 +589,12 @@ SectionsIn readSections(Compiler& c, const toml::table& root, const std::string&
         c.error(path, posOf(node.source()), key,
                 std::string("expected [[workload]] entries (an array of tables), got ") +
                     typeName(node.type()));
+        continue;
+      }
+      if (arr->size() > kMaxWorkloads) {  // the entries are not read: a reload stays bounded
+        c.error(path, posOf(node.source()), key,
+                std::to_string(arr->size()) + " [[workload]] entries; at most " +
+                    std::to_string(kMaxWorkloads));
         continue;
       }
       for (size_t i = 0; i < arr->size(); ++i) {
@@ -721,6 +766,12 @@ void compileSelector(Compiler& c, WorkloadIn& w, size_t i, const std::string& pa
               "cgroup also selected by workload[" + std::to_string(it->second) + "]");
   } else if (v.count("pids")) {
     wc.selector.kind = WorkloadSelector::Kind::Pids;
+    if (taken.pids.size() + v["pids"].list.size() > kMaxPids)
+      c.error(path, v["pids"].pos, w.prefix + ".pids",
+              "more than " + std::to_string(kMaxPids) +
+                  " pids in the config's pids lists together (" +
+                  std::to_string(taken.pids.size()) + " before this one, " +
+                  std::to_string(v["pids"].list.size()) + " here)");
     for (int64_t p : v["pids"].list) {
       wc.selector.pids.push_back(static_cast<pid_t>(p));
       if (auto [it, fresh] = taken.pids.emplace(p, i); !fresh)

@@ -9,6 +9,15 @@
 /// Profiles are found as `<dir>/NAME.toml` in CompileOptions::profileDirs, first match wins
 /// (default: `<directory of the config>/profiles`, then `/etc/tierd/profiles`).
 ///
+/// Limits (ConfigSchema.h), so that a hostile or broken file costs a bounded compile and never a
+/// crash: every file is read with tierd::readConfigFile (a regular file only: a directory, FIFO
+/// or device is refused unread; at most kMaxConfigFileBytes), its dotted keys, table headers and
+/// nesting are checked against kMaxKeyParts and kMaxNesting before toml++ parses it (one error at
+/// the place, TomlShape.h), and a config names at most kMaxProfiles profiles and lists at most
+/// kMaxWorkloads workloads and kMaxPids pids.
+/// Strings that name a file or a command (Path and CgroupPath keys, `command`) refuse NUL and
+/// other control characters.
+///
 /// Follows oomd's front end -> intermediate form -> compiler shape (oomd's config/ConfigTypes.h and
 /// ConfigCompiler.cpp): toml++ parses,
 /// this file validates and builds the immutable value. No exception escapes.
@@ -43,10 +52,12 @@ struct CompileOptions {
   /// Directories searched for `NAME.toml`, in order. Empty: `<config dir>/profiles`, then
   /// `/etc/tierd/profiles`.
   std::vector<std::string> profileDirs;
-  /// When set (the daemon sets its effective uid), the main file and every profile file are
-  /// read with tierd::readConfigFileSafely: a file or directory that a user other than root or
-  /// this uid could change is an error (line 0 for the main file; for a profile, at the
-  /// workload's `profile` key). Unset (`tierd --check-config`, tests): files are read as they are.
+  /// When set (the daemon and `tierd --check-config` set their effective uid:
+  /// daemon::daemonCompileOptions), the main file and every profile file are read under the
+  /// owner and mode rules of tierd::readConfigFileSafely: a file or directory that a user other
+  /// than root or this uid could change is an error (line 0 for the main file; for a profile, at
+  /// the workload's `profile` key). Unset (`tierctl simulate`, tests): owner and mode are not
+  /// checked; a file must still be a regular file within kMaxConfigFileBytes.
   std::optional<uid_t> trustedUid;
   /// When set, called with the resolved path of `[sampling] trace` (source = "replay"); returns
   /// "" when the file can be replayed, else why not. A non-empty answer is an error at the trace
@@ -64,11 +75,13 @@ struct CompileOutcome {
   Error toError() const;
 };
 
-/// Reads and compiles `path`. An unreadable (or, with CompileOptions::trustedUid, unsafe) file is
-/// one error with line 0.
+/// Reads and compiles `path`. An unreadable file, one that is not a regular file or is larger than
+/// kMaxConfigFileBytes (or, with CompileOptions::trustedUid, is unsafe) is one error with line 0.
+/// Time and memory are bounded by the limits above (ConfigStore.h says how).
 CompileOutcome compileConfigFile(const std::string& path, const CompileOptions& options = {});
 
-/// Compiles `text` as if read from `path` (profile lookup is relative to `path`'s directory).
+/// Compiles `text` as if read from `path` (profile lookup is relative to `path`'s directory). A
+/// text larger than kMaxConfigFileBytes is one error with line 0.
 CompileOutcome compileConfigText(std::string_view text, const std::string& path,
                                  const CompileOptions& options = {});
 

@@ -387,7 +387,21 @@ std::string renderSchemaMarkdown() {
          "profile (`<config dir>/profiles/NAME.toml`, then `/etc/tierd/profiles/NAME.toml`), then "
          "the keys set in the `[[workload]]` entry.\n"
          "- Heat is the exponentially decayed number of access samples that fell in a region "
-         "(2 MiB; 1 GiB for 1 GiB hugetlb pages).\n";
+         "(2 MiB; 1 GiB for 1 GiB hugetlb pages).\n"
+      << "- Files: the config and its profiles must be regular files (a directory, FIFO or device "
+         "is refused unread) of at most "
+      << kMaxConfigFileBytes / (1024 * 1024)
+      << " MiB, owned by root or tierd's user and not writable by group or others, under "
+         "directories that no other user may write (sticky ones excepted). The daemon at start, "
+         "a reload and `tierd --check-config` apply the same rules.\n"
+      << "- Limits, checked before the TOML is parsed: a dotted key or table header has at most "
+      << kMaxKeyParts << " parts, and at most " << kMaxNesting
+      << " arrays and inline tables nest (a table header's brackets count). A config has at most "
+      << kMaxWorkloads << " `[[workload]]` entries and lists at most " << kMaxPids
+      << " pids in all; an array of ids has at most " << kMaxPids
+      << " entries. A config names at most " << kMaxProfiles << " distinct profiles.\n"
+      << "- Strings that name a file, a cgroup or a command (`command`, `cgroup`, `trace`, "
+         "`metrics_basic_auth_file`) may not contain NUL or other control characters.\n";
   const char* sections[][2] = {
       {"daemon", "## [daemon]\n"},
       {"tiers", "## [tiers]\n"},

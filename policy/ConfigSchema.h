@@ -5,6 +5,7 @@
 /// docs/configuration.md is generated from it (`tierd --print-config-schema`; a unit test fails
 /// when the checked-in document differs), so code, defaults and documentation cannot drift.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +15,31 @@ namespace tierd::policy {
 /// The most bytes any byte-size key accepts: 1 PiB (written "1024TiB"), far above any machine's
 /// memory, so that a typo in the unit is an error instead of a quota that wraps around.
 inline constexpr uint64_t kMaxConfigBytes = 1ull << 50;
+
+/// The most bytes of a config or profile file (and of a text given to compileConfigText): 1 MiB,
+/// a hundred times the largest example config. A larger file is one error, nothing is parsed.
+inline constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;
+
+/// The most parts of one dotted key or table header (`a.b.c` has 3), checked before toml++
+/// parses: toml++ builds a dotted key's tables by recursion, so a key of 100000 parts overflows
+/// the stack. tierd's own keys have at most 3 (`[sampling]` + `daemon.interval` style).
+inline constexpr int kMaxKeyParts = 16;
+
+/// The most arrays and inline tables open at one point of a file (`[` and `{`, a table header's
+/// brackets included), checked before toml++ parses, like kMaxKeyParts. tierd needs 3
+/// (`workload = [{ pids = [1] }]`).
+inline constexpr int kMaxNesting = 16;
+
+/// The most `[[workload]]` entries of one config.
+inline constexpr size_t kMaxWorkloads = 1024;
+
+/// The most pids listed in one config, all `pids` arrays together; also the most entries of any
+/// one array of ids (`pids`, `fast_nodes`, `slow_nodes`).
+inline constexpr size_t kMaxPids = 4096;
+
+/// The most distinct profiles one config names (each a file of up to kMaxConfigFileBytes), so
+/// that what one compile reads stays bounded.
+inline constexpr size_t kMaxProfiles = 32;
 
 /// How a key's value is written and checked.
 enum class ValueType {

@@ -6,6 +6,15 @@
 /// and any staged config untouched, returns every error, and is counted (metric
 /// tierd_config_reloads_total{result="ok|failed"}).
 ///
+/// A reload compiles on the caller's thread (the daemon's tick loop) and needs no bound of its
+/// own: the compiler's limits (ConfigSchema.h, ConfigCompiler.h) bound what it reads and does.
+/// Each file is a regular file of at most kMaxConfigFileBytes, read once; at most kMaxProfiles
+/// profile files; the shape checked in one pass before toml++ parses (kMaxKeyParts,
+/// kMaxNesting), so no recursion runs deep; at most kMaxWorkloads workloads and kMaxPids pids,
+/// duplicates found through ordered sets. So the work is about linear in at most 33 MiB of
+/// text, far below the unit's WatchdogSec, and a big or hostile file cannot starve the watchdog
+/// or crash the daemon.
+///
 /// Threads: requestReload() may run on any thread (e.g. a signal-handling thread after SIGHUP);
 /// current() and applyPending() belong to the tick loop. All methods are safe to call
 /// concurrently.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,4 +89,87 @@ TEST_CASE("source = replay: tierd --check-config fails on a missing or malformed
   // A readable, well-formed trace passes (the full fixture's traces/gups.trace).
   CHECK(run(tierd + " --check-config --config " + kFixtures + "/config/valid/full.toml", stdoutText,
             err) == 0);
+}
+
+namespace {
+
+// A private directory (0755, as the owner and mode rules want) for the files a test makes.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/tierd-check-config-XXXXXX";
+    REQUIRE(::mkdtemp(name));
+    path = name;
+    REQUIRE(::chmod(path.c_str(), 0755) == 0);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// `tierd --check-config --config PATH` under a timeout (a read that blocks fails the test
+// instead of hanging it): its exit status and stderr.
+int checkConfig(const std::string& path, std::string& err) {
+  std::string out;
+  return run("timeout 120 " + std::string(TIERD_BIN_DIR) + "/tierd --check-config --config " + path,
+             out, err);
+}
+
+}  // namespace
+
+TEST_CASE("tierd --check-config refuses a directory, a FIFO, a device and a too-large file") {
+  // Before: a directory compiled as an empty config (exit 0), a FIFO hung, /dev/zero was read
+  // until memory ran out.
+  TempDir d;
+  const std::string fifo = d.path + "/fifo.toml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  const std::string big = d.path + "/big.toml";
+  std::ofstream(big) << std::string(kMaxConfigFileBytes + 1, '\n');
+  REQUIRE(::chmod(big.c_str(), 0644) == 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {d.path, "the config file is not a regular file (a directory)"},
+      {fifo, "the config file is not a regular file (a FIFO)"},
+      {"/dev/zero", "the config file is not a regular file (a character device)"},
+      {big,
+       "the config file is larger than 1048576 bytes, tierd's limit for a config or profile "
+       "file"},
+  };
+  for (const auto& [path, why] : cases) {
+    std::string err;
+    CHECK_MESSAGE(checkConfig(path, err) == 1, path);
+    CHECK(err == path + ": refusing the config file: " + why + "\ntierd: " + path + ": 1 error\n");
+  }
+}
+
+TEST_CASE("tierd --check-config applies the daemon's owner and mode rules") {
+  // Before: --check-config accepted a file the daemon then refused to start with.
+  TempDir d;
+  const std::string config = d.path + "/tierd.toml";
+  std::ofstream(config) << "[daemon]\nmetrics_listen = \"\"\n";
+  REQUIRE(::chmod(config.c_str(), 0644) == 0);
+  std::string err;
+  CHECK(checkConfig(config, err) == 0);
+  REQUIRE(::chmod(config.c_str(), 0664) == 0);
+  CHECK(checkConfig(config, err) == 1);
+  CHECK_MESSAGE(err.find(config + ": refusing the config file: refusing a config file writable by "
+                                  "group or others (mode 0664)") == 0,
+                err);
+}
+
+TEST_CASE("tierd --check-config on a 100000-part dotted key: one error at the key, no crash") {
+  // Before: toml++ overflowed the stack (SIGSEGV).
+  TempDir d;
+  const std::string config = d.path + "/tierd.toml";
+  std::string key = "a";
+  for (int i = 1; i < 100000; ++i)
+    key += ".a";
+  std::ofstream(config) << "[daemon]\n" << key << " = 1\n";
+  REQUIRE(::chmod(config.c_str(), 0644) == 0);
+  std::string err;
+  CHECK(checkConfig(config, err) == 1);
+  CHECK(err == config +
+                   ":2:1: a dotted key or table header of more than 16 parts (tierd's limit, "
+                   "checked before parsing)\ntierd: " +
+                   config + ": 1 error\n");
+  std::ofstream(config, std::ios::trunc) << "x = " << std::string(100000, '[') << "\n";
+  CHECK(checkConfig(config, err) == 1);
+  CHECK(err.find(config + ":1:21: more than 16 arrays or tables nested") == 0);
 }

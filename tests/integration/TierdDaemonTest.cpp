@@ -1,5 +1,6 @@
-// Runs the real tierd binary as an operator would: ticks, SIGHUP with a broken and then a fixed
-// config, SIGTERM. Polls its log with a bounded wait (no fixed sleeps, no timing assertions).
+// Runs the real tierd binary as an operator would: ticks, SIGHUP with broken configs (an unknown
+// key, a dotted key too deep for toml++) and then a fixed one, SIGTERM. Polls its log with a
+// bounded wait (no fixed sleeps, no timing assertions).
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -80,6 +81,19 @@ TEST_CASE("tierd ticks, keeps its config on a broken reload, takes a fixed one, 
         std::string::npos);
   const size_t ticksBefore = count(slurp(log), "tierd: tick ");
   CHECK(waitFor(log, "tierd: tick ", ticksBefore + 2));  // still ticking
+
+  // A dotted key of 100000 parts overflowed toml++'s stack and killed the daemon; now it is a
+  // broken config like the one above.
+  std::string key = "a";
+  for (int i = 1; i < 100000; ++i)
+    key += ".a";
+  std::ofstream(config, std::ios::trunc) << "[daemon]\n" << key << " = 1\n";
+  REQUIRE(kill(pid, SIGHUP) == 0);
+  CHECK(waitFor(log, "reload failed; keeping the running config", 2));
+  CHECK(slurp(log).find(config.string() + ":2:1: a dotted key or table header of more than") !=
+        std::string::npos);
+  const size_t ticksAfter = count(slurp(log), "tierd: tick ");
+  CHECK(waitFor(log, "tierd: tick ", ticksAfter + 2));
 
   // A fixed config is taken at the next tick boundary.
   std::ofstream(config, std::ios::trunc) << kGood;

@@ -75,6 +75,11 @@ int fail(const CommandSpec& spec, const Error& e, int exitCode);
 /// message", then "PROGRAM: PATH: N error(s)"; the outcome is returned either way.
 policy::CompileOutcome compileConfigReporting(std::string_view program, const std::string& path);
 
+/// compileConfigReporting with `options` as they are (`tierd --check-config` passes
+/// daemon::daemonCompileOptions(), the daemon's own).
+policy::CompileOutcome compileConfigReporting(std::string_view program, const std::string& path,
+                                              const policy::CompileOptions& options);
+
 /// Reads a whole input file named on the command line (a trace, a hot set). Errors: Environment
 /// "cannot open" with the path and errno.
 Result<std::string> readInputFile(const std::string& path);

@@ -89,6 +89,11 @@ std::optional<ParsedArgs> parseCommand(const CommandSpec& spec,
 policy::CompileOutcome compileConfigReporting(std::string_view program, const std::string& path) {
   policy::CompileOptions options;
   options.checkTrace = daemon::checkReplayTrace;
+  return compileConfigReporting(program, path, options);
+}
+
+policy::CompileOutcome compileConfigReporting(std::string_view program, const std::string& path,
+                                              const policy::CompileOptions& options) {
   policy::CompileOutcome out = policy::compileConfigFile(path, options);
   if (!out.ok()) {
     for (const policy::ConfigError& e : out.errors)

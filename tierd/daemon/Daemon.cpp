@@ -285,8 +285,7 @@ class Daemon {
   // The config and its profiles decide which memory tierd moves with root's rights: each is
   // refused when another user could change it, checked on the opened file (no check-then-open).
   bool loadConfig() {
-    compileOptions_.trustedUid = ::geteuid();
-    compileOptions_.checkTrace = checkReplayTrace;
+    compileOptions_ = daemonCompileOptions();  // the same as --check-config's
     policy::CompileOutcome compiled =
         policy::compileConfigFile(options_.configPath, compileOptions_);
     if (!compiled.ok()) {
@@ -451,7 +450,8 @@ class Daemon {
     });
   }
 
-  // SIGHUP: compiles the config file again aside; on errors the running config stays.
+  // SIGHUP: compiles the config file again aside; on errors the running config stays. Compiled
+  // here on the tick loop: the compiler's limits (ConfigStore.h) bound the time it takes.
   void reloadIfAsked() {
     if (!reload_.exchange(false)) return;
     (void)notifier_->reloading();

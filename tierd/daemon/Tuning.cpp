@@ -60,6 +60,13 @@ std::string checkReplayTrace(const std::string& path) {
   return t ? "" : t.error().describe();
 }
 
+policy::CompileOptions daemonCompileOptions() {
+  policy::CompileOptions o;
+  o.trustedUid = ::geteuid();
+  o.checkTrace = checkReplayTrace;
+  return o;
+}
+
 telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
   telemetry::PerfTuning t;
   t.samplePeriod = c.sampling.samplePeriod;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "policy/Config.h"
+#include "policy/ConfigCompiler.h"
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/SamplingProbe.h"
 #include "telemetry/metrics/PrometheusSink.h"
@@ -47,5 +48,13 @@ telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c);
 /// "...:3: header lacks ..."). A FIFO or device is refused without blocking or reading. Used by
 /// the daemon and --check-config.
 std::string checkReplayTrace(const std::string& path);
+
+/// The options of every compile of the daemon's config: at start, on reload (SIGHUP) and for
+/// `tierd --check-config`, so that all three accept and refuse the same files. The owner and
+/// mode rules of readConfigFileSafely for this process's effective uid (a file or directory
+/// another user could change is refused), and the replay trace checked with checkReplayTrace.
+/// Every compile of a file also refuses what is not a regular file and a file over
+/// policy::kMaxConfigFileBytes (ConfigCompiler.h).
+policy::CompileOptions daemonCompileOptions();
 
 }  // namespace tierd::daemon

@@ -266,15 +266,19 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
   CHECK(tooFew.errors[0].keyPath == "sampling.damon_max_regions");
 }
 
-TEST_CASE("a string with newlines prints as an escaped basic string and round-trips exactly") {
-  // scripts/fuzz-config found it: printed between triple quotes, the leading newline was lost.
-  const std::string text = "[[workload]]\nname = \"gapbs\"\ncommand = \"\\npr\\nbc\"\n";
+TEST_CASE("a string with quotes prints as an escaped basic string and round-trips exactly") {
+  // scripts/fuzz-config found it: a command with newlines printed between triple quotes lost its
+  // leading newline. Such a command is refused now (no control characters in a path or command);
+  // quotes and backslashes still print escaped.
+  CHECK_FALSE(
+      compileConfigText("[[workload]]\nname = \"gapbs\"\ncommand = \"\\npr\\nbc\"\n", "/x/t.toml")
+          .ok());
+  const std::string text = "[[workload]]\nname = \"gapbs\"\ncommand = \"'\\\"pr\\\\bc\"\n";
   CompileOutcome a = compileConfigText(text, "/x/t.toml");
   REQUIRE_MESSAGE(a.ok(), errorLines(a));
   REQUIRE(a.config->workloads.size() == 1);
+  CHECK(a.config->workloads[0].selector.command == "'\"pr\\bc");
   const std::string printed = configToText(*a.config);
-  CHECK(printed.find("'''") == std::string::npos);
-  CHECK(printed.find("\"\\npr\\nbc\"") != std::string::npos);
   CompileOutcome b = compileConfigText(printed, "/x/t.toml");
   REQUIRE_MESSAGE(b.ok(), errorLines(b));
   CHECK(*b.config == *a.config);
@@ -554,4 +558,228 @@ TEST_CASE("source = replay: a missing or malformed trace fails --check-config at
   REQUIRE(out.errors.size() == 1);
   CHECK(out.errors[0].describe() == "/etc/tierd/tierd.toml:3:9: sampling.trace: no good");
   CHECK(asked == "/etc/tierd/t/x.trace");
+}
+
+// ---- Limits: what a hostile or broken file can cost (ConfigSchema.h, TomlShape.h) ----
+
+namespace {
+
+// "a.a.a..." of `parts` parts.
+std::string dottedKey(size_t parts) {
+  std::string key = "a";
+  for (size_t i = 1; i < parts; ++i)
+    key += ".a";
+  return key;
+}
+
+// The one error of compiling `text` as /x/tierd.toml, described; "" when it compiles.
+std::string onlyError(const std::string& text) {
+  CompileOutcome out = compileConfigText(text, "/x/tierd.toml");
+  if (out.ok()) return "";
+  return out.errors.size() == 1 ? out.errors[0].describe() : errorLines(out);
+}
+
+const std::string kTooManyParts =
+    "a dotted key or table header of more than 16 parts (tierd's limit, checked before parsing)";
+const std::string kTooDeep =
+    "more than 16 arrays or tables nested (tierd's limit, checked before parsing)";
+
+}  // namespace
+
+TEST_CASE("a dotted key or header of 100000 parts is one error at the key, not a stack overflow") {
+  // toml++ builds a dotted key's tables by recursion: this text crashed tierd --check-config and,
+  // by SIGHUP, the running daemon.
+  CHECK(onlyError("[daemon]\n" + dottedKey(100000) + " = 1\n") ==
+        "/x/tierd.toml:2:1: " + kTooManyParts);
+  CHECK(onlyError("# x\n[" + dottedKey(100000) + "]\n") == "/x/tierd.toml:2:2: " + kTooManyParts);
+  CHECK(onlyError("[[" + dottedKey(100000) + "]]\n") == "/x/tierd.toml:1:3: " + kTooManyParts);
+  // Quoted parts and whitespace around the dots count the same.
+  std::string quoted = "\"a\"";
+  for (int i = 0; i < 20; ++i)
+    quoted += " . 'b'";
+  CHECK(onlyError("x = 1\n  " + quoted + " = 1\n") == "/x/tierd.toml:2:3: " + kTooManyParts);
+  // Non-ASCII parts count as well.
+  std::string accented = "\u00e9";
+  for (int i = 0; i < 20; ++i)
+    accented += ".\u00e9";
+  CHECK(onlyError(accented + " = 1\n") == "/x/tierd.toml:1:1: " + kTooManyParts);
+  // 16 parts are within the limit (the schema then says the key is unknown); 17 are not.
+  CHECK(onlyError(dottedKey(16) + " = 1\n").find("unknown section") != std::string::npos);
+  CHECK(onlyError(dottedKey(17) + " = 1\n") == "/x/tierd.toml:1:1: " + kTooManyParts);
+  // Dots in strings and comments are no key parts.
+  CHECK(onlyError("[[workload]]\nname = \"w\"\ncommand = \"" + dottedKey(40) + "\" # " +
+                  dottedKey(40) + "\n") == "");
+  CHECK(onlyError("[daemon] # '''\ninterval = \"1s\"\n") == "");
+}
+
+TEST_CASE("arrays and inline tables nested deeper than the limit are one error at the bracket") {
+  CHECK(onlyError("[tiers]\nfast_nodes = " + std::string(100000, '[') + "\n") ==
+        "/x/tierd.toml:2:30: " + kTooDeep);
+  std::string inl = "x = ";
+  for (int i = 0; i < 100000; ++i)
+    inl += "{b=";
+  CHECK(onlyError(inl + "1\n") == "/x/tierd.toml:1:53: " + kTooDeep);
+  // tierd's own shapes are far within it; brackets in strings (of every TOML kind) do not count.
+  CHECK(onlyError("workload = [{ name = \"w\", pids = [1] }]\n") == "");
+  const std::string brackets(40, '[');
+  CHECK(onlyError("[[workload]]\nname = \"w\"\ncommand = '" + brackets + "'\n") == "");
+  CHECK(onlyError("[[workload]]\nname = \"w\"\ncommand = \"\\\"" + brackets + "\"\n") == "");
+  const std::string profiles = kFixtures + "/config/valid/profiles";
+  CompileOptions opts;
+  opts.profileDirs = {profiles};
+  CHECK(compileConfigText("[[workload]]\nname = \"w\"\ncommand = \"x\"\nprofile = \"custom\"\n",
+                          "/x/tierd.toml", opts)
+            .ok());
+}
+
+TEST_CASE("a text larger than the size limit is one error with line 0") {
+  std::string text(kMaxConfigFileBytes, '\n');
+  CHECK(onlyError(text) == "");
+  text += "\n";
+  CHECK(onlyError(text) ==
+        "/x/tierd.toml: larger than 1048576 bytes, tierd's limit for a config or profile file");
+}
+
+TEST_CASE("strings that name a file or a command refuse NUL and control characters") {
+  struct Case {
+    std::string text;
+    std::string error;
+  };
+  const std::string why = "paths and commands may not";
+  const Case cases[] = {
+      {"[[workload]]\nname = \"w\"\ncommand = \"redis\\u001b[31m\"\n",
+       "/x/tierd.toml:3:11: workload[0].command: contains a control character (0x1b at byte 5); " +
+           why},
+      {"[[workload]]\nname = \"w\"\ncommand = \"/usr/bin/a\\u0085b\"\n",
+       "/x/tierd.toml:3:11: workload[0].command: contains a control character (U+0085 at byte "
+       "10); " +
+           why},
+      {"[[workload]]\nname = \"w\"\ncgroup = \"/a\\tb\"\n",
+       "/x/tierd.toml:3:10: workload[0].cgroup: contains a control character (0x09 at byte 2); " +
+           why},
+      {"[sampling]\ntrace = \"t\\u0000.trace\"\n",
+       "/x/tierd.toml:2:9: sampling.trace: contains a control character (0x00 at byte 1); " + why},
+      {"[daemon]\nmetrics_basic_auth_file = \"auth\\nfile\\u007f\"\n",
+       "/x/tierd.toml:2:27: daemon.metrics_basic_auth_file: contains a control character (0x0a at "
+       "byte 4); " +
+           why},
+  };
+  for (const Case& c : cases)
+    CHECK(onlyError(c.text) == c.error);
+  // Printable UTF-8 is fine in a command.
+  CHECK(onlyError("[[workload]]\nname = \"w\"\ncommand = \"/opt/caf\\u00e9/bin/srv\"\n") == "");
+}
+
+namespace {
+
+// `n` command workloads, w0 .. w(n-1).
+std::string workloads(size_t n) {
+  std::string text;
+  for (size_t i = 0; i < n; ++i)
+    text += "[[workload]]\nname = \"w" + std::to_string(i) + "\"\ncommand = \"c" +
+            std::to_string(i) + "\"\n";
+  return text;
+}
+
+// "pids = [first, first+1, ...]" of `n` pids.
+std::string pidList(int first, size_t n) {
+  std::string text = "pids = [";
+  for (size_t i = 0; i < n; ++i)
+    text += (i ? "," : "") + std::to_string(first + static_cast<int>(i));
+  return text + "]\n";
+}
+
+}  // namespace
+
+TEST_CASE("the number of workloads and of pids is bounded with a clear error") {
+  CompileOutcome most = compileConfigText(workloads(kMaxWorkloads), "/x/tierd.toml");
+  REQUIRE_MESSAGE(most.ok(), errorLines(most));
+  CHECK(most.config->workloads.size() == kMaxWorkloads);
+  CHECK(onlyError(workloads(kMaxWorkloads + 1)) ==
+        "/x/tierd.toml:1:1: workload: 1025 [[workload]] entries; at most 1024");
+
+  const std::string one = "[[workload]]\nname = \"a\"\n";
+  CHECK(onlyError(one + pidList(1, kMaxPids)) == "");
+  CHECK(onlyError(one + pidList(1, kMaxPids + 1)) ==
+        "/x/tierd.toml:3:8: workload[0].pids: 4097 entries; at most 4096");
+  // All pids lists together: the second workload's pids go over.
+  CHECK(onlyError(one + pidList(1, 3000) + "[[workload]]\nname = \"b\"\n" + pidList(5000, 1097)) ==
+        "/x/tierd.toml:6:8: workload[1].pids: more than 4096 pids in the config's pids lists "
+        "together (3000 before this one, 1097 here)");
+  // Profiles: each is a file of up to 1 MiB, so one config names at most 32.
+  std::string named;
+  for (int i = 0; i <= 32; ++i)
+    named += "[[workload]]\nname = \"w" + std::to_string(i) + "\"\ncommand = \"c" +
+             std::to_string(i) + "\"\nprofile = \"p" + std::to_string(i) + "\"\n";
+  CompileOutcome profiles = compileConfigText(named, "/x/tierd.toml");
+  REQUIRE(profiles.errors.size() == 33);  // 32 not found, then the limit
+  CHECK(profiles.errors[31].message.find("profile 'p31' not found") == 0);
+  CHECK(profiles.errors[32].describe() ==
+        "/x/tierd.toml:132:11: workload[32].profile: profile 'p32': more than 32 distinct "
+        "profiles in one config");
+  // Any array of ids: refused by its length before its entries are checked.
+  std::string nodes;
+  for (int i = 0; i < 5000; ++i)
+    nodes += "0,";
+  CHECK(onlyError("[tiers]\nfast_nodes = [" + nodes + "]\n") ==
+        "/x/tierd.toml:2:14: tiers.fast_nodes: 5000 entries; at most 4096");
+}
+
+TEST_CASE("compileConfigFile refuses a directory, a FIFO, a device and a too-large file, unread") {
+  // With or without the owner and mode rules: every compile of a file reads it the same way.
+  SafeTree t;
+  CompileOptions lax;
+  for (const CompileOptions& opts : {lax, t.trusted()}) {
+    auto one = [&](const std::string& path) {
+      CompileOutcome out = compileConfigFile(path, opts);
+      REQUIRE(out.errors.size() == 1);
+      CHECK(out.errors[0].line == 0);
+      CHECK(out.errors[0].file == path);
+      return out.errors[0].message;
+    };
+    // Before, a directory compiled as an empty config, /dev/null too, and a FIFO hung the read.
+    CHECK(one(t.dir) ==
+          "refusing the config file: the config file is not a regular file (a directory)");
+    CHECK(one("/dev/null").find("not a regular file (a character device)") != std::string::npos);
+    const std::string fifo = t.dir + "/fifo.toml";
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    CHECK(one(fifo) == "refusing the config file: the config file is not a regular file (a FIFO)");
+    ::unlink(fifo.c_str());
+    const std::string big = t.dir + "/big.toml";
+    std::ofstream(big) << std::string(kMaxConfigFileBytes + 1, '\n');
+    REQUIRE(::chmod(big.c_str(), 0644) == 0);
+    CHECK(one(big) ==
+          "refusing the config file: the config file is larger than 1048576 bytes, tierd's limit "
+          "for a config or profile file");
+    std::filesystem::resize_file(big, kMaxConfigFileBytes);
+    CHECK(compileConfigFile(big, opts).ok());
+    ::unlink(big.c_str());
+    CHECK(one(t.dir + "/missing.toml") == "cannot read: No such file or directory");
+  }
+  // A profile that is a directory is refused at the workload's profile key.
+  std::filesystem::remove(t.profile);
+  std::filesystem::create_directory(t.profile);
+  CompileOutcome out = compileConfigFile(t.main);
+  REQUIRE(out.errors.size() == 1);
+  CHECK(out.errors[0].keyPath == "workload[0].profile");
+  CHECK(out.errors[0].message ==
+        "refusing profile " + t.profile + ": the config file is not a regular file (a directory)");
+}
+
+TEST_CASE("a reload of a file over the limits is rejected and the running config stays") {
+  SafeTree t;
+  CompileOutcome ok = compileConfigFile(t.main, t.trusted());
+  REQUIRE(ok.ok());
+  ConfigStore store(*ok.config, t.trusted());
+  std::ofstream(t.main, std::ios::trunc) << "[daemon]\n" << dottedKey(100000) << " = 1\n";
+  std::vector<ConfigError> errs = store.requestReload(t.main);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].describe() == t.main + ":2:1: " + kTooManyParts);
+  std::ofstream(t.main, std::ios::trunc) << "x = " << std::string(100000, '[') << "\n";
+  errs = store.requestReload(t.main);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].describe() == t.main + ":1:21: " + kTooDeep);
+  CHECK(store.reloadsFailed() == 2);
+  CHECK_FALSE(store.hasPending());
+  CHECK(store.current()->workloads.at(0).name == "w");
 }
