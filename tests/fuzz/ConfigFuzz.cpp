@@ -1,11 +1,13 @@
 // libFuzzer target for the config compiler (scripts/fuzz-config builds and runs it).
 //
 // Each input is compiled as the text of a main config file with compileConfigText, so one run
-// goes through everything a user's file does: toml++ parsing, the schema checks of every
-// section and [[workload]] entry, the unit parsers (byte sizes, percentages, durations and
-// their _ms forms), profile lookup and layering (profiles are read from fixed read-only
-// directories of the source tree, never from /etc) and the cross-key checks. A crash, a leak or
-// an ASan/UBSan report is a bug; so is a broken promise of the compiler, checked here:
+// goes through everything a user's file does: the limits checked before parsing (size, dotted key
+// parts, nesting: ConfigSchema.h; scripts/fuzz-config lets inputs reach the size limit), toml++
+// parsing, the schema checks of every section and [[workload]] entry, the unit parsers (byte
+// sizes, percentages, durations and their _ms forms), profile lookup and layering (profiles are
+// read from fixed read-only directories of the source tree, never from /etc) and the cross-key
+// checks. A crash, a leak or an ASan/UBSan report is a bug; so is a broken promise of the
+// compiler, checked here:
 //  - an accepted config has no errors, a rejected one has at least one and no config;
 //  - every error names the file and has a message;
 //  - an accepted config printed with configToText compiles back to the same CompiledConfig
