@@ -8,6 +8,7 @@
 #include "policy/ConfigSchema.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
+#include "tierd/cli/ManPages.h"
 #include "tierd/daemon/Daemon.h"
 #include "tierd/daemon/Tuning.h"
 #include "tierd/main/MainGuard.h"
@@ -26,6 +27,8 @@ int tierdMain(int argc, char** argv) {
       {"check-config", false, "compile the config, print errors or the result, and exit"},
       {"json", false, "with --check-config: print the compiled result as JSON"},
       {"print-config-schema", false, "print docs/configuration.md (every key) and exit"},
+      {"print-man-page", true, "print a manual page (tierd.8, tierctl.8, tierd.toml.5) and exit",
+       "PAGE"},
       {"sys-root", true, "", "DIR"},
       {"keep-capabilities", false, ""},  // hidden: tests; see DaemonOptions::dropCapabilities
       {"version", false, "print the version (tierd X.Y.Z) and exit"},
@@ -46,6 +49,15 @@ int tierdMain(int argc, char** argv) {
   }
   if (parsed->has("print-config-schema")) {
     std::cout << policy::renderSchemaMarkdown();
+    return 0;
+  }
+  if (auto page = parsed->get("print-man-page")) {
+    auto text = cli::renderManPage(*page, specs);
+    if (!text) {
+      std::cerr << "tierd: " << text.error().describe() << "\n";
+      return 2;
+    }
+    std::cout << text.value();
     return 0;
   }
   const std::string configPath = parsed->get("config").value_or("/etc/tierd/tierd.toml");
