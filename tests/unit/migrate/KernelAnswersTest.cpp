@@ -134,7 +134,7 @@ TEST_CASE("call-level -EACCES (target outside the cpuset): node_not_allowed, not
 }
 
 TEST_CASE(
-    "call-level -ENODEV (target node offlined): moved pages count as moved, the rest failed") {
+    "call-level -ENODEV (target node offlined): moved pages count as moved and the rest failed") {
   ModelKernelMigrator m;
   auto& k = m.kernel();
   k.map(kPid, kBase, 24 * kKiB, FakeBacking::Base);
@@ -164,7 +164,7 @@ TEST_CASE(
   CHECK(k.nodeOf(kPid, kBase + 20 * kKiB) == 2);
 }
 
-TEST_CASE("-ENODEV at the first entry of a call: nothing moved, other nodes' pages sent again") {
+TEST_CASE("-ENODEV at the first entry of a call: nothing moved and other nodes' pages sent again") {
   MigratorConfig cfg;
   cfg.maxPagesPerCall = 4;
   ModelKernelMigrator m(cfg);
