@@ -33,6 +33,7 @@
 #include "tierd/daemon/Signals.h"
 #include "tierd/daemon/TopologyMetrics.h"
 #include "tierd/migrate/MovePagesMigrator.h"
+#include "tierd/scope/Scope.h"
 #include "tierd/sys/Capabilities.h"
 #include "tierd/sys/Parsers.h"
 #include "tierd/sys/Vmstat.h"
@@ -250,6 +251,12 @@ class Daemon {
                                                      migrate::makeLinuxPageSystem(root_)),
         [this](pid_t pid, const std::string&) { return sourceFor(pid); }, ::getpid(),
         store_->current());
+    // A `pids` entry stays pinned to its process across a restart (SysRootScopeProvider::keepPins).
+    auto scopes = std::make_unique<scope::SysRootScopeProvider>(root_, ::getpid());
+    const std::string pins = root_.path("/run/tierd/pids.pinned");
+    if (Status st = scopes->keepPins(pins, options_.configPath); !st)
+      log_.warning("pid pins: " + st.error().describe() + "; pids entries pin afresh");
+    engine_->setScopeProvider(std::move(scopes));
     startSignalThread();
     log_.notice("running with " + options_.configPath + " (" +
                 std::to_string(store_->current()->workloads.size()) + " workloads, tick " +

@@ -211,7 +211,8 @@ void Engine::setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider) {
 
 bool Engine::stillSame(pid_t pid) {
   auto it = procs_.find(pid);
-  const bool same = it != procs_.end() && it->second.handle.stillSame(root_);
+  const bool same = it != procs_.end() && it->second.handle.stillSame(root_) &&
+                    (!it->second.holdExecutable || it->second.handle.sameExecutable(root_));
   if (!same) ++totals_.identityChecksFailed;
   return same;
 }
@@ -329,6 +330,10 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
       report.problems.push_back(scope.error().describe());
       continue;
     }
+    std::vector<std::string>& said = scopeProblemsSaid_[w.name];
+    for (const std::string& p : scope->problems)
+      if (std::find(said.begin(), said.end(), p) == said.end()) report.problems.push_back(p);
+    said = scope->problems;
     if (!scope->anonBytesPerNode.empty() || !scope->fileBytesPerNode.empty()) {
       auto& perNode = numaStat_[i];
       for (const auto& [node, bytes] : scope->anonBytesPerNode)
@@ -359,20 +364,27 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
     } else {
       emptyReported_.erase(w.name);
     }
-    for (pid_t pid : scope->pids)
-      scoped.emplace(pid, Scoped{static_cast<policy::WorkloadId>(i), scope->startTimes[pid]});
+    for (pid_t pid : scope->pids) {
+      Scoped sc{static_cast<policy::WorkloadId>(i), scope->startTimes[pid], std::nullopt};
+      if (auto exe = scope->executables.find(pid); exe != scope->executables.end())
+        sc.executable = exe->second;
+      scoped.emplace(pid, std::move(sc));
+    }
   }
 }
 
 void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report) {
   auto handle = scope::ProcessHandle::open(root_, pid);
-  if (!handle || handle->startTime() != s.startTime) {
-    // Exited, or replaced by another process, since the scope matched it: not this tick.
+  if (!handle || handle->startTime() != s.startTime ||
+      (s.executable && handle->executable() != s.executable)) {
+    // Exited, replaced by another process or exec'd another executable since the scope matched
+    // it: not this tick.
     ++totals_.vanishedPids;
     return;
   }
   Proc proc;
   proc.workload = s.workload;
+  proc.holdExecutable = s.executable.has_value();
   proc.handle = std::move(handle.value());
   heat_.assignPid(pid, s.workload);
   startSource(pid, proc, nowNs, report);
@@ -625,15 +637,20 @@ void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& re
       auto start = scope::readStartTime(root_, it->first);
       reused = start && start.value() != it->second.handle.startTime();
     }
-    if (s == scoped.end() || s->second.workload != it->second.workload || reused) {
+    // Still matched, but after an exec into another executable (the scope read the new one):
+    // a new process image, admitted afresh below (admitProcs) with its new identity.
+    const bool execd = !reused && s != scoped.end() && s->second.executable &&
+                       it->second.handle.executable() != s->second.executable;
+    if (s == scoped.end() || s->second.workload != it->second.workload || reused || execd) {
       ++totals_.vanishedPids;
-      report.scopeChanges.push_back(
-          "workload '" + config_->workloads[it->second.workload].name + "': pid " +
-          std::to_string(it->first) + " gone (" +
-          (reused ? "exited, its pid now names another process" : "exited or no longer selected") +
-          ") after " + std::to_string(it->second.samples) +
-          " samples; its heat and plans dropped (" + std::to_string(totals_.vanishedPids) +
-          " gone so far)");
+      report.scopeChanges.push_back("workload '" + config_->workloads[it->second.workload].name +
+                                    "': pid " + std::to_string(it->first) + " gone (" +
+                                    (reused  ? "exited, its pid now names another process"
+                                     : execd ? "exec'd another executable"
+                                             : "exited or no longer selected") +
+                                    ") after " + std::to_string(it->second.samples) +
+                                    " samples; its heat and plans dropped (" +
+                                    std::to_string(totals_.vanishedPids) + " gone so far)");
       if (reused) {
         ++totals_.pidReuses;
         report.problems.push_back("pid " + std::to_string(it->first) +

@@ -12,8 +12,10 @@
 /// are ever located or moved; a planned range whose pid left its scope is not executed.
 /// Identity rule: a process is (pid, start time), held with a pidfd on the live system
 /// (scope::ProcessHandle). A pid whose start time changed is a new process: the old one's
-/// source, heat and plans are dropped. Before every move_pages call the migrator asks the
-/// engine whether the pid still names the process it was planned for.
+/// source, heat and plans are dropped. A `command` workload's process is also held to the
+/// executable it matched with (scope::ExecutableId): an exec into another file is a new process
+/// image. Before every move_pages call the migrator asks the engine whether the pid still names
+/// the process (and, for a `command` workload, the executable) it was planned for.
 /// Owned and called by one thread (the daemon's main loop). Time is passed in (CLOCK_MONOTONIC ns).
 
 #include <sys/types.h>
@@ -354,6 +356,9 @@ class Engine {
   struct Proc {
     policy::WorkloadId workload = 0;
     scope::ProcessHandle handle;  ///< identity held since the process entered its scope
+    /// A `command` workload's process: held to the executable it matched with too (an exec into
+    /// another file ends the match before the next move: stillSame()).
+    bool holdExecutable = false;
     std::unique_ptr<telemetry::HotnessSource> source;
     bool sourceFailed = false;
     bool paused = false;           ///< pauseSampling() paused its source, not yet resumed
@@ -386,15 +391,19 @@ class Engine {
   };
 
   void applyWorkloadParams();
-  /// A scoped process of this tick: its workload and the start time the scope read.
+  /// A scoped process of this tick: its workload and the start time the scope read, and for a
+  /// `command` workload the executable it matched with (WorkloadScope::executables).
   struct Scoped {
     policy::WorkloadId workload = 0;
     uint64_t startTime = 0;
+    std::optional<scope::ExecutableId> executable;
   };
   void refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped);
   /// Drops the tracked processes that are not in `scoped` under their workload, or whose pid now
-  /// names another process (start time changed); each is said in report.scopeChanges (a reused
-  /// pid also in report.problems) and counted in EngineTotals::vanishedPids.
+  /// names another process (start time changed), or that exec'd another executable than the one
+  /// their `command` workload matched (admitted again as a new process while it still matches);
+  /// each is said in report.scopeChanges (a reused pid also in report.problems) and counted in
+  /// EngineTotals::vanishedPids.
   void dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report);
   /// Starts tracking the processes of `scoped` not tracked yet, and tries again the failed
   /// sources whose back-off ended by `nowNs` (EngineTotals::sourceRetries).
@@ -488,6 +497,9 @@ class Engine {
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
   /// Workloads whose "matches no process" was reported.
   std::set<std::string> emptyReported_;
+  /// Per workload name: the scope provider's problems (WorkloadScope::problems) said last pass;
+  /// a problem is reported when it appears, not every tick while it lasts.
+  std::map<std::string, std::vector<std::string>> scopeProblemsSaid_;
   std::string kernelTieringReported_;  ///< the kernel tiering last said, "" when none ran
   std::string damosKdamondsSeen_;      ///< nr_kdamonds at the last damosTieringActive() scan
   std::string damosTiering_;           ///< that scan's answer

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <fstream>
 #include <sstream>
 
 #include "tierd/scope/ProcessIdentity.h"
@@ -52,8 +54,6 @@ std::string resolveLinks(const sys::SysRoot& root, std::string abs) {
   }
   return abs;
 }
-
-constexpr int kMaxCgroupDepth = 64;  // deeper trees are refused rather than walked
 
 }  // namespace
 
@@ -167,10 +167,7 @@ Result<std::string> SysRootScopeProvider::cgroupDir(const std::string& path, int
 }
 
 Status SysRootScopeProvider::cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
-                                        size_t& walked) const {
-  if (depth > kMaxCgroupDepth)
-    return Error::input("cgroup tree deeper than " + std::to_string(kMaxCgroupDepth) + " levels",
-                        root_.path(dir));
+                                        WorkloadScope& scope) const {
   auto procs = root_.read(dir + "/cgroup.procs");
   if (!procs) {
     // A descendant removed while we walk (ENOENT, ENODEV) or a threaded one (EOPNOTSUPP: its
@@ -178,7 +175,7 @@ Status SysRootScopeProvider::cgroupPids(const std::string& dir, int depth, std::
     if (depth > 0) return Ok{};
     return procs.error();
   }
-  ++walked;
+  ++scope.cgroupsWalked;
   for (const std::string& line : split(procs.value(), '\n')) {
     auto pid = sys::parseU64(line, root_.path(dir + "/cgroup.procs"));
     if (!pid) {
@@ -192,7 +189,12 @@ Status SysRootScopeProvider::cgroupPids(const std::string& dir, int depth, std::
   for (const std::string& e : entries.value()) {
     const std::string child = dir + "/" + e;
     if (!root_.exists(child + "/cgroup.procs")) continue;  // a control file, not a cgroup
-    if (Status s = cgroupPids(child, depth + 1, pids, walked); !s) return s;
+    if (depth + 1 > kMaxCgroupDepth) {
+      // Not walked (the walk recurses per level): this branch's processes are not in scope.
+      scope.skippedCgroups.push_back(root_.path(child));
+      continue;
+    }
+    if (Status s = cgroupPids(child, depth + 1, pids, scope); !s) return s;
   }
   return Ok{};
 }
@@ -210,7 +212,8 @@ bool SysRootScopeProvider::goesBy(const std::string& dir, const std::string& com
 }
 
 bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string& command,
-                                      const std::string& comm, std::string exe) const {
+                                      const std::string& comm, std::string exe,
+                                      const ExecutableId& id) const {
   // Kernel threads have no exe link (readlink fails): never ours to move.
   if (exe.empty()) return false;
   static const std::string kDeleted = " (deleted)";  // the binary was replaced on disk
@@ -221,12 +224,13 @@ bool SysRootScopeProvider::exeMatches(const std::string& dir, const std::string&
   // /proc/PID/exe is the executable itself, in whatever mount namespace it runs), so a file at
   // the same path in another mount namespace is not ours and "../" or merged-/usr links resolve;
   // by resolved path otherwise (fixture trees, whose exe links name paths inside the tree).
-  struct stat exeSt {};
-  const bool exeStat = root_.isLive() && ::stat(root_.path(dir + "/exe").c_str(), &exeSt) == 0;
+  // `id` is that stat on the live system (readExecutable), taken before the link was read.
+  const bool exeStat = root_.isLive();
   auto sameFile = [&](const std::string& resolvedPath) {
     struct stat st {};
-    if (!exeStat || ::stat(resolvedPath.c_str(), &st) != 0) return false;
-    return st.st_dev == exeSt.st_dev && st.st_ino == exeSt.st_ino;
+    if (::stat(resolvedPath.c_str(), &st) != 0) return false;
+    return static_cast<uint64_t>(st.st_dev) == id.device &&
+           static_cast<uint64_t>(st.st_ino) == id.inode;
   };
   if (command[0] == '/') {
     if (exeStat) return sameFile(root_.path(command));
@@ -274,7 +278,8 @@ std::string SysRootScopeProvider::commOf(pid_t pid) {
   return comm;
 }
 
-std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& command) {
+std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& command,
+                                                       std::map<pid_t, ExecutableId>& executables) {
   std::vector<pid_t> out;
   auto entries = procEntries();
   if (!entries || command.empty()) return out;
@@ -296,12 +301,19 @@ std::vector<pid_t> SysRootScopeProvider::pidsByCommand(const std::string& comman
       continue;
     }
     const std::string dir = "/proc/" + e;
-    std::string exe = readLink(root_.path(dir + "/exe"));
+    // The executable before the link: an exec between the two reads leaves `id` on the old file,
+    // which the engine's handle (opened after this pass) then does not match: not adopted.
+    auto id = readExecutable(root_, pid);
+    std::string exe = !id              ? std::string()
+                      : root_.isLive() ? readLink(root_.path(dir + "/exe"))
+                                       : id->link;
     const bool noExe = exe.empty();
-    if (exeMatches(dir, command, comm, std::move(exe)))
+    if (id && exeMatches(dir, command, comm, std::move(exe), id.value())) {
       out.push_back(pid);
-    else if (!comm.empty())
+      executables[pid] = id.value();
+    } else if (!comm.empty()) {
       notMatching.emplace(pid, NotMatching{comm, noExe});
+    }
   }
   scan.notMatching = std::move(notMatching);  // pids no longer listed are forgotten
   return out;
@@ -311,6 +323,7 @@ Result<WorkloadScope> SysRootScopeProvider::resolve(const WorkloadSelector& sel)
   WorkloadScope scope;
   scope.name = sel.name;
   std::vector<pid_t> pids;
+  std::map<pid_t, ExecutableId> executables;
   if (sel.cgroup) {
     int version = 2;
     auto dir = cgroupDir(*sel.cgroup, version);
@@ -318,8 +331,14 @@ Result<WorkloadScope> SysRootScopeProvider::resolve(const WorkloadSelector& sel)
     scope.cgroupDir = root_.path(dir.value());
     struct stat st;
     if (::stat(scope.cgroupDir.c_str(), &st) == 0) scope.cgroupInode = st.st_ino;
-    if (Status s = cgroupPids(dir.value(), 0, pids, scope.cgroupsWalked); !s)
+    if (Status s = cgroupPids(dir.value(), 0, pids, scope); !s)
       return s.error().within("workload '" + sel.name + "'");
+    if (!scope.skippedCgroups.empty())
+      scope.problems.push_back(
+          "workload '" + sel.name + "': " + std::to_string(scope.skippedCgroups.size()) +
+          " cgroup(s) more than " + std::to_string(kMaxCgroupDepth) + " levels below " +
+          scope.cgroupDir +
+          " not read, their processes not in scope (first: " + scope.skippedCgroups.front() + ")");
     if (auto ns = root_.read(dir.value() + "/memory.numa_stat")) {
       const uint64_t page = root_.isLive() ? static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 4096;
       const std::string where = root_.path(dir.value() + "/memory.numa_stat");
@@ -331,22 +350,9 @@ Result<WorkloadScope> SysRootScopeProvider::resolve(const WorkloadSelector& sel)
       }
     }
   } else if (sel.command) {
-    pids = pidsByCommand(*sel.command);
+    pids = pidsByCommand(*sel.command, executables);
   } else {
-    for (pid_t p : sel.pids) {
-      auto start = readStartTime(root_, p);
-      if (!start) {
-        ++scope.vanishedPids;
-        continue;
-      }
-      // Pinned to the first process seen with this pid; a later holder is another process.
-      auto [it, fresh] = pinned_.emplace(std::make_pair(sel.name, p), start.value());
-      if (!fresh && it->second != start.value()) {
-        ++scope.vanishedPids;
-        continue;
-      }
-      pids.push_back(p);
-    }
+    pids = pinnedPids(sel, scope);
   }
   pids.erase(std::remove(pids.begin(), pids.end(), self_), pids.end());
   std::sort(pids.begin(), pids.end());
@@ -357,8 +363,102 @@ Result<WorkloadScope> SysRootScopeProvider::resolve(const WorkloadSelector& sel)
     if (!start) continue;  // exited since it matched
     scope.startTimes[p] = start.value();
     scope.pids.push_back(p);
+    if (auto it = executables.find(p); it != executables.end()) scope.executables.insert(*it);
   }
   return scope;
+}
+
+std::vector<pid_t> SysRootScopeProvider::pinnedPids(const WorkloadSelector& sel,
+                                                    WorkloadScope& scope) {
+  std::vector<pid_t> pids;
+  bool changed = false;
+  // Entries that left the pid list lose their pin (a pid listed again is pinned afresh).
+  for (auto it = pinned_.lower_bound({sel.name, 0});
+       it != pinned_.end() && it->first.first == sel.name;) {
+    if (std::find(sel.pids.begin(), sel.pids.end(), it->first.second) == sel.pids.end()) {
+      it = pinned_.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  for (pid_t p : sel.pids) {
+    auto start = readStartTime(root_, p);
+    if (!start) {
+      ++scope.vanishedPids;
+      continue;
+    }
+    // Pinned to the first process seen with this pid; a later holder is another process.
+    auto [it, fresh] = pinned_.emplace(std::make_pair(sel.name, p), start.value());
+    changed = changed || fresh;
+    if (!fresh && it->second != start.value()) {
+      ++scope.vanishedPids;
+      continue;
+    }
+    pids.push_back(p);
+  }
+  if (changed && !pinFile_.empty())
+    if (Status st = writePins(); !st)
+      scope.problems.push_back("workload '" + sel.name +
+                               "': pins not recorded (a restart may pin a pid to a new process): " +
+                               st.error().describe());
+  return pids;
+}
+
+Status SysRootScopeProvider::keepPins(const std::string& file, const std::string& owner) {
+  pinFile_.clear();
+  if (owner.find('\n') != std::string::npos)
+    return Error::input("a pins owner holds a newline", file);
+  auto boot = root_.readAttr("/proc/sys/kernel/random/boot_id");
+  if (!boot) return boot.error();
+  bootId_ = boot.value();
+  pinOwner_ = owner;
+  pinFile_ = file;
+  auto text = sys::SysRoot::live().read(file);  // `file` is a host path, not under the root
+  if (!text) return text.error().code == ENOENT ? Status(Ok{}) : Status(text.error());
+  std::map<std::pair<std::string, pid_t>, uint64_t> read;
+  size_t lineNo = 0;
+  for (const std::string& line : split(text.value(), '\n')) {
+    const std::string where = file + ":" + std::to_string(++lineNo);
+    if (lineNo == 1) {
+      if (line.rfind("boot_id=", 0) != 0) return Error::input("expected boot_id=", where);
+      if (line.substr(8) != bootId_) return Ok{};  // another boot's: its start times mean nothing
+      continue;
+    }
+    if (lineNo == 2) {
+      if (line.rfind("owner=", 0) != 0) return Error::input("expected owner=", where);
+      if (line.substr(6) != pinOwner_) return Ok{};  // another config's pids
+      continue;
+    }
+    auto f = split(line, ' ');
+    if (f.size() != 3) return Error::input("expected WORKLOAD PID START_TIME", where);
+    auto pid = sys::parseU64(f[1], where);
+    auto start = sys::parseU64(f[2], where);
+    if (!pid) return pid.error();
+    if (!start) return start.error();
+    if (pid.value() == 0 || pid.value() > 4194304) return Error::input("pid out of range", where);
+    read[{f[0], static_cast<pid_t>(pid.value())}] = start.value();
+  }
+  pinned_ = std::move(read);
+  return Ok{};
+}
+
+Status SysRootScopeProvider::writePins() const {
+  const std::string dir = dirname(pinFile_);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error::sys(errno, "cannot create the folder of the pins", dir);
+  const std::string tmp = pinFile_ + ".new";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "boot_id=" << bootId_ << "\nowner=" << pinOwner_ << "\n";
+    for (const auto& [key, start] : pinned_)
+      out << key.first << " " << key.second << " " << start << "\n";
+    out.flush();
+    if (!out) return Error::sys(EIO, "cannot write the pins", tmp);
+  }
+  if (::rename(tmp.c_str(), pinFile_.c_str()) != 0)
+    return Error::sys(errno, "cannot rename the pins into place", pinFile_);
+  return Ok{};
 }
 
 }  // namespace tierd::scope

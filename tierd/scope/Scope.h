@@ -39,9 +39,15 @@
 
 #include "tierd/core/Result.h"
 #include "tierd/core/Types.h"
+#include "tierd/scope/ProcessIdentity.h"
 #include "tierd/sys/SysRoot.h"
 
 namespace tierd::scope {
+
+/// Levels of descendant cgroups a cgroup selector walks below the selected cgroup (the walk
+/// recurses once per level). A deeper branch is skipped (WorkloadScope::skippedCgroups); the
+/// rest of the workload is resolved as usual.
+inline constexpr int kMaxCgroupDepth = 64;
 
 /// How one configured workload picks its processes. Exactly one of the three is set.
 struct WorkloadSelector {
@@ -77,6 +83,15 @@ struct WorkloadScope {
   uint64_t vanishedPids =
       0;                     ///< configured pids that no longer exist (or now name another process)
   size_t cgroupsWalked = 0;  ///< cgroups read: the selected one and its descendants
+  /// Descendant cgroups kMaxCgroupDepth levels below the selected one whose branch was not walked
+  /// (paths under the SysRoot): their processes, and their descendants', are not in scope.
+  std::vector<std::string> skippedCgroups;
+  /// Command selectors: the executable each pid of `pids` ran when it matched (read before the
+  /// match, so an exec after it shows as another executable): the identity the engine holds it to.
+  std::map<pid_t, ExecutableId> executables;
+  /// What the provider has to say about this resolve (a skipped cgroup branch, a pin it could not
+  /// record), one line each, the same words while the cause lasts.
+  std::vector<std::string> problems;
   /// Bytes per node of the cgroup (and its descendants) from memory.numa_stat's `anon` and
   /// `file` lines (v1: hierarchical_anon/hierarchical_file when present); both set, or both
   /// empty when the selector is no cgroup or the file is missing or malformed.
@@ -122,9 +137,10 @@ class ScopeProvider {
   virtual void beginPass() {}
 
   /// Resolves one selector. A missing cgroup is an Environment error (ENOENT) naming the paths
-  /// tried; a workload with no live process is not an error (empty pids). A pid-list entry is
-  /// pinned to the process that held the pid when it was first resolved: once that process is
-  /// gone, a new process with the same number is counted in vanishedPids and never selected.
+  /// tried; a workload with no live process is not an error (empty pids); a cgroup branch deeper
+  /// than kMaxCgroupDepth is skipped (skippedCgroups, problems). A pid-list entry is pinned to
+  /// the process that held the pid when it was first resolved: once that process is gone, a new
+  /// process with the same number is counted in vanishedPids and never selected.
   virtual Result<WorkloadScope> resolve(const WorkloadSelector& selector) = 0;
 };
 
@@ -142,6 +158,21 @@ class SysRootScopeProvider final : public ScopeProvider {
   /// See ScopeProvider::resolve. Reads the files of the file comment for the selector's kind.
   Result<WorkloadScope> resolve(const WorkloadSelector& selector) override;
 
+  /// Keeps the pins of pid-list entries (see resolve) in `file` (an absolute host path;
+  /// production /run/tierd/pids.pinned, kept across restarts by the unit's
+  /// RuntimeDirectoryPreserve=yes; its folder is created 0700), so that a restarted tierd holds
+  /// each entry to the process it pinned before, never to a new holder of the number. Reads the
+  /// pins a tierd of this boot and `owner` (the config file's path: another config's pids are
+  /// other processes) left there, then rewrites the file (write and rename) whenever a pin is
+  /// made or an entry leaves its pid list; a failed write is said in WorkloadScope::problems.
+  /// Format: `boot_id=B` (/proc/sys/kernel/random/boot_id under the root: start times count
+  /// from boot, so a file of another boot is ignored), `owner=O`, then one line
+  /// `WORKLOAD PID START_TIME` per pin. Call before the first resolve(). Errors: the boot id
+  /// cannot be read, or `owner` holds a newline (no pins kept); the file cannot be read (other
+  /// than missing) or is malformed (Input naming file:line): its pins are not used and the file
+  /// is rewritten at the next pin.
+  Status keepPins(const std::string& file, const std::string& owner);
+
   /// See ScopeProvider::beginPass: the command selectors of one pass share one listing of /proc
   /// and one read of each process's comm.
   void beginPass() override { pass_.emplace(); }
@@ -151,8 +182,16 @@ class SysRootScopeProvider final : public ScopeProvider {
 
  private:
   Result<std::string> cgroupDir(const std::string& path, int& version) const;
+  /// Adds the pids of cgroup `dir` (`depth` levels below the selected one) and its descendants
+  /// to `pids`, counting scope.cgroupsWalked and filling scope.skippedCgroups. Errors: the
+  /// selected cgroup (depth 0) unreadable or malformed; a descendant's are skipped.
   Status cgroupPids(const std::string& dir, int depth, std::vector<pid_t>& pids,
-                    size_t& walked) const;
+                    WorkloadScope& scope) const;
+  /// The pids of `sel`'s pid list that still name the process pinned for them (the first seen,
+  /// or the one keepPins() read), counting the others in scope.vanishedPids; records new pins.
+  std::vector<pid_t> pinnedPids(const WorkloadSelector& sel, WorkloadScope& scope);
+  /// Writes pinned_ to pinFile_ (see keepPins). Errors: Environment naming the path.
+  Status writePins() const;
   /// The pids whose executable matches `command` (exeMatches). A process found not to match is
   /// remembered with its comm (/proc/PID/comm, which execve(2) sets) and skipped by the next
   /// passes while its pid is listed with that comm; every kCommandRescanPasses-th pass checks
@@ -163,12 +202,15 @@ class SysRootScopeProvider final : public ScopeProvider {
   /// read per user process that did not change, and what could go unseen until the rescan (a pid
   /// reused, or an exec, by a process that kept the old comm; a pid of a kernel thread or zombie
   /// reused) can only delay adopting a process, never select one that does not match.
-  std::vector<pid_t> pidsByCommand(const std::string& command);
+  /// `executables` gets the executable of each pid returned (WorkloadScope::executables).
+  std::vector<pid_t> pidsByCommand(const std::string& command,
+                                   std::map<pid_t, ExecutableId>& executables);
   /// Whether the process at `dir` (/proc/PID) runs `command`'s executable (the file comment);
   /// `comm` is its /proc/PID/comm as the caller read it ("" when unreadable), `exe` the target
-  /// of its /proc/PID/exe link as read ("" when unreadable: never a match).
+  /// of its /proc/PID/exe link as read ("" when unreadable: never a match), `id` its executable
+  /// as read before the link (live system: compared by device and inode).
   bool exeMatches(const std::string& dir, const std::string& command, const std::string& comm,
-                  std::string exe) const;
+                  std::string exe, const ExecutableId& id) const;
   /// Whether the process at `dir` (/proc/PID) goes by `command`: its `comm` (as read, trailing
   /// newline allowed) equals the command's first 15 bytes, or the basename of its argv[0]'s first
   /// word (/proc/PID/cmdline up to the first NUL or space) equals it.
@@ -180,6 +222,9 @@ class SysRootScopeProvider final : public ScopeProvider {
   std::vector<CgroupMount> mounts_;
   /// (workload name, pid) -> start time of the process first resolved for a pid-list entry.
   std::map<std::pair<std::string, pid_t>, uint64_t> pinned_;
+  std::string pinFile_;   ///< keepPins(): where pinned_ is kept ("" keeps none)
+  std::string bootId_;    ///< keepPins(): this boot's id, the file's first line
+  std::string pinOwner_;  ///< keepPins(): whose pins (the config file), the file's second line
   /// Passes of pidsByCommand between two checks of every process (10 s at the default 1 s
   /// daemon.interval).
   static constexpr uint64_t kCommandRescanPasses = 10;

@@ -713,6 +713,77 @@ TEST_CASE("a pid that names another process by the time of the move is never tou
         1);
 }
 
+TEST_CASE("a cgroup branch deeper than the limit is said once and the workload keeps the rest") {
+  Rig rig("[[workload]]\nname = \"deep\"\ncgroup = \"/deep.slice\"\n");
+  rig.put("/proc/self/mountinfo",
+          "23 1 0:21 / / rw - ext4 /dev/vda rw\n"
+          "41 23 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n");
+  std::string dir = "/sys/fs/cgroup/deep.slice";
+  rig.put(dir + "/cgroup.procs", std::to_string(kStranger) + "\n");
+  for (int level = 1; level <= scope::kMaxCgroupDepth + 1; ++level) {
+    dir += "/d";
+    rig.put(dir + "/cgroup.procs", "");
+  }
+  auto said = [](const TickReport& r) {
+    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
+      return p.find("workload 'deep': 1 cgroup(s) more than 64 levels below ") == 0;
+    });
+  };
+  TickReport t1 = rig.tick(1);
+  REQUIRE(t1.workloads.size() == 2);
+  CHECK(t1.workloads[1].pids == 1);
+  CHECK(rig.engine->workloadOf(kStranger) == "deep");
+  CHECK(said(t1) == 1);
+  CHECK(rig.engine->totals().scopeErrors == 0);
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.workloads[1].pids == 1);
+  CHECK(said(t2) == 0);  // not again while it lasts
+}
+
+TEST_CASE("a command process that execs another executable before the move is never touched") {
+  Rig rig;
+  // After planning: the process execs /usr/bin/other. Pid, start time and pidfd stay the same;
+  // only /proc/PID/exe tells. (The model kernel keeps its pages, so a move would show.)
+  rig.hooked->beforeExecute = [&] { rig.process(kPid, "other", "/usr/bin/other", 1000); };
+  auto r = rig.engine->tick(1 * kSecond, INT64_MAX, nullptr);
+  REQUIRE(r.ok());
+  CHECK(rig.hooked->executes == 1);
+  REQUIRE_FALSE(r->batch.ranges.empty());
+  for (const RangeResult& rr : r->batch.ranges) {
+    CHECK(rr.dropped);
+    CHECK(rr.bytesMoved == 0);
+  }
+  CHECK(rig.regionsOn(kPid, 1) == 32);
+  CHECK(rig.engine->totals().identityChecksFailed >= 1);
+  // The next scope pass no longer matches it: dropped.
+  TickReport next = rig.tick(2);
+  CHECK(next.workloads[0].pids == 0);
+  CHECK(rig.engine->workloadOf(kPid).empty());
+}
+
+TEST_CASE("a command process that execs another executable that also matches starts afresh") {
+  Rig rig;
+  TickReport t1 = rig.tick(1);
+  REQUIRE(t1.workloads[0].pids == 1);
+  // Between ticks it execs /opt/tierd-gups (same file name: the selector still matches it).
+  rig.process(kPid, "tierd-gups", "/opt/tierd-gups", 1000);
+  TickReport t2 = rig.tick(2);
+  CHECK(t2.workloads[0].pids == 1);
+  CHECK(std::count_if(t2.scopeChanges.begin(), t2.scopeChanges.end(), [](const std::string& c) {
+          return c.find("workload 'gups': pid 4242 gone (exec'd another executable)") == 0;
+        }) == 1);
+  CHECK(std::count(t2.scopeChanges.begin(), t2.scopeChanges.end(),
+                   "workload 'gups': pid 4242 in scope (start time 1000, sampled by scripted)") ==
+        1);
+  REQUIRE(rig.sourceStopped.size() == 2);
+  CHECK(*rig.sourceStopped.front());
+  // Held to the new executable: its moves go ahead.
+  rig.hooked->beforeExecute = {};
+  TickReport t3 = rig.tick(3);
+  CHECK(t3.workloads[0].pids == 1);
+  CHECK(rig.engine->totals().identityChecksFailed == 0);
+}
+
 TEST_CASE("a pid of a pids selector taken by a new process: a pid reuse, dropped, never moved") {
   Rig rig("[[workload]]\nname = \"pinned\"\npids = [4343]\n");
   TickReport t1 = rig.tick(1);

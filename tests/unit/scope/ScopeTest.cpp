@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
@@ -328,6 +330,177 @@ TEST_CASE("a pid-list entry stays pinned to its process: a new holder of the pid
   REQUIRE(after.ok());
   CHECK(after->pids.empty());
   CHECK(after->vanishedPids == 1);
+}
+
+TEST_CASE("a cgroup branch deeper than the limit is skipped and said while the workload stays") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  const std::string top = "/sys/fs/cgroup/unified/deep.slice";
+  t.put(top + "/cgroup.procs", "");
+  t.put(top + "/app/cgroup.procs", "800\n");
+  std::string dir = top;
+  for (int level = 1; level <= kMaxCgroupDepth + 1; ++level) {
+    dir += "/d";
+    t.put(dir + "/cgroup.procs", level == kMaxCgroupDepth       ? "802\n"
+                                 : level == kMaxCgroupDepth + 1 ? "801\n"
+                                                                : "");
+  }
+  t.put(dir + "/d/cgroup.procs", "803\n");  // below the skipped one: not read either
+  for (int pid : {800, 801, 802, 803})
+    t.process(pid, "w", std::string("w\0", 2), "/usr/bin/w");
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.refreshMounts().ok());
+  auto s = p.resolve({"deep", std::string("/deep.slice"), {}, std::nullopt});
+  REQUIRE_MESSAGE(s.ok(), s.error().describe());
+  CHECK(s->pids == std::vector<pid_t>{800, 802});
+  CHECK(s->cgroupsWalked == 2 + static_cast<size_t>(kMaxCgroupDepth));
+  REQUIRE(s->skippedCgroups.size() == 1);
+  CHECK(s->skippedCgroups[0] == t.dir.string() + dir);
+  REQUIRE(s->problems.size() == 1);
+  CHECK(s->problems[0].find("workload 'deep': 1 cgroup(s) more than 64 levels below ") == 0);
+  // A tree within the limit says nothing.
+  auto app = p.resolve({"app", std::string("/deep.slice/app"), {}, std::nullopt});
+  REQUIRE(app.ok());
+  CHECK(app->skippedCgroups.empty());
+  CHECK(app->problems.empty());
+}
+
+TEST_CASE("pid-list pins kept in a file hold across a restart within one boot") {
+  Tree t;
+  t.put("/proc/self/mountinfo", kMountinfo);
+  t.put("/proc/sys/kernel/random/boot_id", "b1\n");
+  t.process(700, "db", std::string("db\0", 3), "/usr/bin/db", 5000);
+  t.process(710, "db", std::string("db\0", 3), "/usr/bin/db", 5100);
+  fs::create_directories(t.dir / "run");  // tierd creates /run/tierd, not /run
+  const std::string file = t.dir.string() + "/run/tierd/pids.pinned";
+  const WorkloadSelector db{"db", std::nullopt, {700, 710}, std::nullopt};
+  auto contents = [&] {
+    std::ifstream in(file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  {
+    SysRootScopeProvider first(sys::SysRoot(t.dir.string()), 1);
+    REQUIRE(first.keepPins(file, "/etc/tierd/tierd.toml").ok());  // no file yet: nothing to read
+    auto s = first.resolve(db);
+    REQUIRE(s.ok());
+    CHECK(s->pids == std::vector<pid_t>{700, 710});
+    CHECK(s->problems.empty());
+  }
+  CHECK(contents() == "boot_id=b1\nowner=/etc/tierd/tierd.toml\ndb 700 5000\ndb 710 5100\n");
+  // tierd is down; process 700 exits and its pid goes to another process.
+  t.process(700, "other", std::string("other\0", 6), "/usr/bin/other", 9000);
+  SysRootScopeProvider restarted(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(restarted.keepPins(file, "/etc/tierd/tierd.toml").ok());
+  auto s = restarted.resolve(db);
+  REQUIRE(s.ok());
+  CHECK(s->pids == std::vector<pid_t>{710});
+  CHECK(s->vanishedPids == 1);
+  // An entry that leaves the list loses its pin.
+  auto fewer = restarted.resolve({"db", std::nullopt, {710}, std::nullopt});
+  REQUIRE(fewer.ok());
+  CHECK(contents() == "boot_id=b1\nowner=/etc/tierd/tierd.toml\ndb 710 5100\n");
+
+  // Pins of another boot mean nothing (start times count from boot): not used.
+  t.put("/proc/sys/kernel/random/boot_id", "b2\n");
+  SysRootScopeProvider rebooted(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(rebooted.keepPins(file, "/etc/tierd/tierd.toml").ok());
+  auto again = rebooted.resolve(db);
+  REQUIRE(again.ok());
+  CHECK(again->pids == std::vector<pid_t>{700, 710});
+  CHECK(contents() == "boot_id=b2\nowner=/etc/tierd/tierd.toml\ndb 700 9000\ndb 710 5100\n");
+
+  // Pins of another config (another tierd, a test's) name other processes: not used.
+  t.process(700, "db", std::string("db\0", 3), "/usr/bin/db", 9500);
+  SysRootScopeProvider other(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(other.keepPins(file, "/tmp/other.toml").ok());
+  auto mine = other.resolve(db);
+  REQUIRE(mine.ok());
+  CHECK(mine->pids == std::vector<pid_t>{700, 710});
+
+  // A malformed file is an error naming its line; its pins are not used.
+  t.put("/run/tierd/pids.pinned", "boot_id=b2\nowner=/etc/tierd/tierd.toml\ndb 700\n");
+  SysRootScopeProvider broken(sys::SysRoot(t.dir.string()), 1);
+  auto st = broken.keepPins(file, "/etc/tierd/tierd.toml");
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().context == file + ":3");
+}
+
+TEST_CASE("a pin that cannot be recorded is said and the pid is still selected") {
+  Tree t;
+  t.put("/proc/sys/kernel/random/boot_id", "b1\n");
+  t.process(700, "db", std::string("db\0", 3), "/usr/bin/db", 5000);
+  SysRootScopeProvider p(sys::SysRoot(t.dir.string()), 1);
+  REQUIRE(p.keepPins(t.dir.string() + "/run/tierd/pids.pinned", "c").ok());
+  t.put("/run/tierd", "");  // a file where the folder should be: nothing can be written in it
+  auto s = p.resolve({"db", std::nullopt, {700}, std::nullopt});
+  REQUIRE(s.ok());
+  CHECK(s->pids == std::vector<pid_t>{700});
+  REQUIRE(s->problems.size() == 1);
+  CHECK(s->problems[0].find("workload 'db': pins not recorded") == 0);
+}
+
+TEST_CASE("a command selector gives the executable each process matched with") {
+  Tree t;
+  GupsScan scan(t);
+  auto s = scan.provider.resolve(scan.selector);
+  REQUIRE(s.ok());
+  CHECK(s->pids == std::vector<pid_t>{100});
+  REQUIRE(s->executables.count(100) == 1);
+  CHECK(s->executables.at(100).link == "/usr/bin/tierd-gups");
+}
+
+TEST_CASE(
+    "ProcessHandle under a fixture root: an exec into another file is not the same executable") {
+  Tree t;
+  t.process(100, "gups", std::string("gups\0", 5), "/usr/bin/tierd-gups", 4000);
+  const sys::SysRoot root(t.dir.string());
+  auto h = ProcessHandle::open(root, 100);
+  REQUIRE(h.ok());
+  REQUIRE(h->executable().has_value());
+  CHECK(h->sameExecutable(root));
+  t.process(100, "other", std::string("other\0", 6), "/usr/bin/other", 4000);  // execve(2)
+  CHECK(h->stillSame(root));  // pid and start time survive an exec
+  CHECK_FALSE(h->sameExecutable(root));
+  // A process without an executable (a kernel thread) is never vouched for.
+  t.process(2, "kthreadd", "");
+  auto k = ProcessHandle::open(root, 2);
+  REQUIRE(k.ok());
+  CHECK_FALSE(k->executable().has_value());
+  CHECK_FALSE(k->sameExecutable(root));
+}
+
+TEST_CASE(
+    "ProcessHandle on the live system: an exec keeps pid and start time and pidfd but not the "
+    "exe") {
+  int go[2];
+  int execd[2];
+  REQUIRE(pipe(go) == 0);
+  REQUIRE(pipe2(execd, O_CLOEXEC) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(go[1]);
+    close(execd[0]);
+    char c = 0;
+    if (read(go[0], &c, 1) != 1) _exit(1);
+    execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(go[0]);
+  close(execd[1]);
+  const sys::SysRoot live = sys::SysRoot::live();
+  auto h = ProcessHandle::open(live, child);
+  REQUIRE_MESSAGE(h.ok(), h.error().describe());
+  CHECK(h->sameExecutable(live));
+  REQUIRE(write(go[1], "x", 1) == 1);
+  char c = 0;
+  CHECK(read(execd[0], &c, 1) == 0);  // end of file: the exec closed the O_CLOEXEC end
+  CHECK(h->stillSame(live));
+  CHECK_FALSE(h->sameExecutable(live));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(go[1]);
+  close(execd[0]);
 }
 
 TEST_CASE("parseStatStartTime reads field 22 after a comm holding spaces and parentheses") {
