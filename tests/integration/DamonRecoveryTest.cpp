@@ -125,7 +125,7 @@ TEST_CASE(
   CHECK(fs::exists(t.dir / "sys/kernel/tracing/instances/other-tracer"));
 }
 
-TEST_CASE("a dry run leaves DAMON_STAT on; a real run turns it off and on again at its stop") {
+TEST_CASE("a dry run leaves DAMON_STAT on and a real run turns it off and on again at its stop") {
   Tree t;
   const fs::path enabled = t.dir / "sys/module/damon_stat/parameters/enabled";
   put(enabled, "Y\n");
