@@ -17,8 +17,10 @@ unit=$1 tierd=$2 max=$3
 docs=$(dirname "$unit")/../docs/service.md
 echo "== IP allow list: the unit and docs/service.md agree"
 allow=$(sed -n 's/^IPAddressAllow=//p' "$unit")
-grep -qx 'IPAddressDeny=any' "$unit" && [ "$allow" = localhost ] ||
-  { echo "FAIL: the unit must deny any address and allow localhost only (got '$allow')"; exit 1; }
+if ! grep -qx 'IPAddressDeny=any' "$unit" || [ "$allow" != localhost ]; then
+  echo "FAIL: the unit must deny any address and allow localhost only (got '$allow')"
+  exit 1
+fi
 grep -qF "\`IPAddressAllow=$allow\`" "$docs" ||
   { echo "FAIL: docs/service.md does not state IPAddressAllow=$allow"; exit 1; }
 for f in "$unit" "$docs"; do
