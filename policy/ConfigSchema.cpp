@@ -390,7 +390,7 @@ std::string renderSchemaMarkdown() {
          "(2 MiB; 1 GiB for 1 GiB hugetlb pages).\n"
       << "- Files: the config and its profiles must be regular files (a directory, FIFO or device "
          "is refused unread) of at most "
-      << kMaxConfigFileBytes / (1024 * 1024)
+      << kMaxConfigFileBytes / (size_t{1024} * 1024)
       << " MiB, owned by root or tierd's user and not writable by group or others, under "
          "directories that no other user may write (sticky ones excepted). The daemon at start, "
          "a reload and `tierd --check-config` apply the same rules.\n"
