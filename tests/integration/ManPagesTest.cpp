@@ -3,15 +3,14 @@
 // rewrites them (README.md). Each page is also checked by man(1) itself when it is installed.
 #include <doctest/doctest.h>
 
-#include <stdio.h>
-#include <sys/wait.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "tests/unit/support/Golden.h"
 #include "tests/unit/support/Skip.h"
+
+#include "RunTierctl.h"
 
 namespace {
 
@@ -20,16 +19,9 @@ const std::string kManDir = std::string(TIERD_FIXTURES) + "/../../docs/man";
 
 // Runs the shell command `c`, returns its stdout; `rc` gets its exit status.
 std::string capture(const std::string& c, int& rc) {
-  std::string out;
-  FILE* p = ::popen(c.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  const int status = ::pclose(p);
-  rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  tierd::itest::Run r = tierd::itest::runShell(c);
+  rc = r.exitCode;
+  return r.out;
 }
 
 std::string readText(const std::string& path) {

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Runs the built tierctl binary as an operator would, for the integration tests: `args` are
-/// appended to "<build>/bin/tierctl", stdout and stderr are captured together.
+/// Runs the built binaries as an operator would, for the integration tests: run() appends `args`
+/// to "<build>/bin/tierctl" and captures stdout and stderr together; runShell() runs any command.
 
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -17,9 +17,9 @@ struct Run {
   std::string out;
 };
 
-/// Runs `tierctl ARGS 2>&1` through the shell and waits for it.
-inline Run run(const std::string& args) {
-  std::string cmd = std::string(TIERD_BIN_DIR) + "/tierctl " + args + " 2>&1";
+/// Runs the shell command `cmd` and waits for it: its exit code (-1 when killed by a signal) and
+/// its stdout (stderr only where `cmd` redirects it).
+inline Run runShell(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -29,6 +29,11 @@ inline Run run(const std::string& args) {
     out.append(buf, n);
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+/// Runs `tierctl ARGS 2>&1` through the shell and waits for it.
+inline Run run(const std::string& args) {
+  return runShell(std::string(TIERD_BIN_DIR) + "/tierctl " + args + " 2>&1");
 }
 
 }  // namespace tierd::itest

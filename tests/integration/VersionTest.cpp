@@ -3,25 +3,17 @@
 // exit 0.
 #include <doctest/doctest.h>
 
-#include <stdio.h>
-#include <sys/wait.h>
-
 #include <string>
+
+#include "RunTierctl.h"
 
 namespace {
 
 // Runs the shell command `c`, returns its stdout; `rc` gets its exit status.
 std::string capture(const std::string& c, int& rc) {
-  std::string out;
-  FILE* p = ::popen(c.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  const int status = ::pclose(p);
-  rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  tierd::itest::Run r = tierd::itest::runShell(c);
+  rc = r.exitCode;
+  return r.out;
 }
 
 }  // namespace
