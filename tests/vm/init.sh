@@ -23,6 +23,16 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 # The initramfs has no /dev/console node (no mknod at build time): attach stdio to it now.
 exec </dev/console >/dev/console 2>&1
+# run.sh boots the kernel with maxcpus=1: every code patch of the boot (a static key flipped by
+# text_poke_bp, e.g. sched_clock's stable key at late_initcall) then runs with one vCPU, since a
+# second vCPU under multi-threaded TCG can still execute the int3 of a finished patch (an
+# "Oops: int3" at sched_clock_cpu+0x8 stopped CI boots before /init). The other CPUs come up here,
+# before the marker, so a boot that stops while bringing them up is retried like an early panic.
+for cpu in /sys/devices/system/cpu/cpu[0-9]*; do
+  if [ -e "$cpu/online" ] && [ "$(cat "$cpu/online")" = 0 ]; then
+    echo 1 >"$cpu/online" || echo "RIG: could not bring ${cpu##*/} online"
+  fi
+done
 echo "RIG: /init reached"
 
 # Writes v (0..127) to isa-debug-exit: QEMU exits with (v << 1) | 1 and this never returns.

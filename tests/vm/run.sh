@@ -49,7 +49,7 @@
 #                    instead of build-gapbs.sh's fallback tarball
 # Per scenario: console log in $TIERD_VM_CACHE/runs/SCENARIO.log, results written by the guest
 # in $TIERD_VM_CACHE/runs/SCENARIO/ (rc = the scenario's exit code). Exit status 0 only if every
-# scenario passed; 77 if none failed but one said it cannot run here (it exited 77: a skip). A boot that never reached /init (an early TCG panic, ~1 in 17 boots) is retried
+# scenario passed; 77 if none failed but one said it cannot run here (it exited 77: a skip). A boot that never reached /init (an early TCG panic) is retried
 # once, and the retry is reported; a failure after /init is never retried.
 # Exit code path (see init.sh): scenario rc -> isa-debug-exit byte v -> QEMU status (v<<1)|1;
 # status 1 means pass, any other status is a failure whose reason is printed.
@@ -236,6 +236,11 @@ qemu_args() {
     args+=(-numa "hmat-lb,initiator=0,target=$i,hierarchy=memory,data-type=access-latency,latency=${T[LAT_$i]:?LAT_$i missing}")
     args+=(-numa "hmat-lb,initiator=0,target=$i,hierarchy=memory,data-type=access-bandwidth,bandwidth=${T[BW_$i]:?BW_$i missing}")
   done
+  # Kernel arguments: maxcpus=1 brings the boot up on one vCPU and init.sh onlines the rest
+  # before it reports /init reached (a static key flipped while another vCPU runs can leave that
+  # vCPU executing the patch's int3 under multi-threaded TCG: "Oops: int3"); tsc=reliable keeps
+  # the clocksource watchdog, which a loaded host's TCG timing trips, from marking the TSC
+  # unstable and flipping sched_clock's static key in the middle of a scenario.
   # QEMU option values escape a comma by doubling it.
   local usr_p=/usr src_p="${repo//,/,,}" build_p="${build//,/,,}" out_p="${outdir//,/,,}"
   args+=(
@@ -246,7 +251,7 @@ qemu_args() {
     -virtfs "local,path=$build_p,mount_tag=build,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$out_p,mount_tag=out,security_model=none"
     -kernel "$vmlinux" -initrd "$initrd"
-    -append "console=ttyS0 panic=-1 oops=panic numa_balancing=disable nokaslr mitigations=off trace_event=sched:sched_process_exit rdinit=/init rig.scenario=$name rig.topology=$topo${append:+ $append}"
+    -append "console=ttyS0 panic=-1 oops=panic numa_balancing=disable nokaslr mitigations=off maxcpus=1 tsc=reliable trace_event=sched:sched_process_exit rdinit=/init rig.scenario=$name rig.topology=$topo${append:+ $append}"
   )
 }
 
