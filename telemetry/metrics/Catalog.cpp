@@ -151,6 +151,15 @@ std::vector<MetricDef> daemonMetrics() {
               "CPU time (user + system) tierd's threads spent per component "
               "(CLOCK_THREAD_CPUTIME_ID deltas around each phase of a tick).",
               {component()}),
+      counter(kDaemonTicks, "tierd_daemon_ticks_total", "ticks",
+              "Ticks the daemon's loop finished, by result: ok, or failed (the tick's error is "
+              "logged and counted in tierd_daemon_errors_total). A rate of 0 means the loop "
+              "stalled; /healthz answers 503 then.",
+              {{"result", LabelDomain::Fixed, {"ok", "failed"}, "how the tick ended"}}),
+      gauge(kDaemonLastTick, "tierd_daemon_last_tick_timestamp_seconds", "seconds",
+            "When the last tick finished, in seconds since the Unix epoch (CLOCK_REALTIME): "
+            "time() - this is how long the loop has been silent.",
+            {}),
   };
 }
 
@@ -522,6 +531,13 @@ std::string catalogMarkdown() {
        "(default `127.0.0.1:9464`). Names follow `tierd_<subsystem>_<what>_<unit>`; counters "
        "end in `_total`. There is no host label (Prometheus adds `instance`) and every label "
        "value is bounded: fixed lists, configured workload names, node ids.\n\n"
+    << "Each scrape also carries the standard process metrics of Prometheus client libraries, "
+       "read from /proc/self: `process_cpu_seconds_total`, `process_start_time_seconds`, "
+       "`process_virtual_memory_bytes`, `process_resident_memory_bytes`, `process_open_fds` and "
+       "`process_max_fds`. The same port answers `/healthz` (200 while the tick loop runs; 503 "
+       "before the first tick, when no tick finished for 3 intervals and at least 30 s, or after "
+       "3 failed ticks in a row; no credentials needed, so a liveness probe can use it) and `/` "
+       "(links to both).\n\n"
     << "| metric | type | unit | labels |\n|---|---|---|---|\n";
   for (const auto& m : catalog()) {
     std::string labels;

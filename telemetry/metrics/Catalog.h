@@ -57,6 +57,8 @@ enum class MetricId : size_t {
   MigrateSystemCpuPerGib,
   DaemonErrors,
   DaemonCpu,
+  DaemonTicks,
+  DaemonLastTick,
   SamplerSamples,
   SamplerLostSamples,
   SamplerThrottleEvents,
@@ -125,6 +127,8 @@ inline constexpr CounterHandle kMigrateSystemCpu{MetricId::MigrateSystemCpu};
 inline constexpr GaugeHandle kMigrateSystemCpuPerGib{MetricId::MigrateSystemCpuPerGib};
 inline constexpr CounterHandle kDaemonErrors{MetricId::DaemonErrors};
 inline constexpr CounterHandle kDaemonCpu{MetricId::DaemonCpu};
+inline constexpr CounterHandle kDaemonTicks{MetricId::DaemonTicks};
+inline constexpr GaugeHandle kDaemonLastTick{MetricId::DaemonLastTick};
 inline constexpr CounterHandle kSamplerSamples{MetricId::SamplerSamples};
 inline constexpr CounterHandle kSamplerLostSamples{MetricId::SamplerLostSamples};
 inline constexpr CounterHandle kSamplerThrottleEvents{MetricId::SamplerThrottleEvents};

@@ -1,5 +1,6 @@
 #include "telemetry/metrics/DemoValues.h"
 
+#include <ctime>
 #include <map>
 
 namespace tierd::telemetry {
@@ -30,6 +31,9 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   sink.add(kDaemonErrors, {"sampler", "ENOENT"}, step % 5 == 0 ? 1 : 0);
   for (const char* c : {"sampler", "policy", "migrate", "scope", "topology", "metrics", "main"})
     sink.add(kDaemonCpu, {c}, 0.001 * (1 + (c[0] % 5)));
+  sink.add(kDaemonTicks, {"ok"}, 1);
+  sink.add(kDaemonTicks, {"failed"}, step % 7 == 0 ? 1 : 0);
+  sink.set(kDaemonLastTick, {}, static_cast<double>(std::time(nullptr)));
   for (const char* src : {"perf_software", "damon"}) {
     sink.add(kSamplerSamples, {src}, 1000 + 10 * s);
     sink.add(kSamplerLostSamples, {src}, step % 4 == 0 ? 3 : 0);

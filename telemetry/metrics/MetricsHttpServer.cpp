@@ -79,6 +79,13 @@ std::string plain(const std::string& status, const std::string& extraHeaders = "
   return response(status, extraHeaders, "text/plain; charset=utf-8", status + "\n", true);
 }
 
+// What / answers: where the endpoints are, as exporters' landing pages say it.
+const char* const kIndexPage =
+    "<!DOCTYPE html>\n<html><head><title>tierd</title></head><body>\n<h1>tierd</h1>\n"
+    "<p><a href=\"/metrics\">/metrics</a>: Prometheus metrics (docs/metrics.md)</p>\n"
+    "<p><a href=\"/healthz\">/healthz</a>: 200 while the tick loop runs, 503 when it stalls "
+    "or fails</p>\n</body></html>\n";
+
 // The request's header lines after the request line, without their line ends.
 std::vector<std::string> headerLines(const std::string& request, size_t firstLineEnd) {
   std::vector<std::string> lines;
@@ -115,7 +122,8 @@ bool authorized(const std::vector<std::string>& headers, const BasicAuthCredenti
 
 std::string answerHttpRequest(const std::string& request,
                               const std::optional<BasicAuthCredentials>& credentials,
-                              const MetricsHttpServer::Render& render) {
+                              const MetricsHttpServer::Render& render,
+                              const MetricsHttpServer::Health& health) {
   const size_t lineEnd = request.find('\n');
   std::string first = request.substr(0, lineEnd == std::string::npos ? request.size() : lineEnd);
   if (!first.empty() && first.back() == '\r') first.pop_back();
@@ -127,11 +135,18 @@ std::string answerHttpRequest(const std::string& request,
   const std::string target = first.substr(s1 + 1, s2 - s1 - 1);
   if (method != "GET" && method != "HEAD")
     return plain("405 Method Not Allowed", "Allow: GET, HEAD\r\n");
-  if (target.substr(0, target.find('?')) != "/metrics") return plain("404 Not Found");
+  const std::string path = target.substr(0, target.find('?'));
+  const bool withBody = method == "GET";
+  if (path == "/healthz") {
+    const HealthVerdict v = health ? health() : HealthVerdict{true, "ok: serving"};
+    return response(v.ok ? "200 OK" : "503 Service Unavailable", "", "text/plain; charset=utf-8",
+                    v.detail + "\n", withBody);
+  }
+  if (path == "/") return response("200 OK", "", "text/html; charset=utf-8", kIndexPage, withBody);
+  if (path != "/metrics") return plain("404 Not Found");
   if (credentials && !authorized(headerLines(request, lineEnd), *credentials))
     return plain("401 Unauthorized", "WWW-Authenticate: Basic realm=\"tierd\"\r\n");
-  return response("200 OK", "", "text/plain; version=0.0.4; charset=utf-8", render(),
-                  method == "GET");
+  return response("200 OK", "", "text/plain; version=0.0.4; charset=utf-8", render(), withBody);
 }
 
 namespace {
@@ -192,6 +207,7 @@ struct MetricsHttpServer::State {
   int port = 0;
   std::optional<BasicAuthCredentials> credentials;
   Render render;
+  Health health;
   HttpServerLimits limits;
   std::list<Connection> connections;  ///< in accept order
   Clock::time_point acceptPausedUntil{};
@@ -211,7 +227,7 @@ struct MetricsHttpServer::State {
 
   std::string answer(const std::string& request) const {
     try {
-      return answerHttpRequest(request, credentials, render);
+      return answerHttpRequest(request, credentials, render, health);
     } catch (const std::exception&) {  // std::bad_alloc while rendering: this scrape fails
       return plain("500 Internal Server Error");
     }
@@ -333,7 +349,8 @@ MetricsHttpServer::~MetricsHttpServer() {
 
 Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::start(
     const std::string& host, int port, const std::string& address,
-    std::optional<BasicAuthCredentials> credentials, Render render, HttpServerLimits limits) {
+    std::optional<BasicAuthCredentials> credentials, Render render, HttpServerLimits limits,
+    Health health) {
   auto state = std::make_unique<State>();
   auto fd = bindListener(host, port, address);
   if (!fd) return fd.error();
@@ -350,6 +367,7 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::start(
                             "metrics listen address " + address);
   state->credentials = std::move(credentials);
   state->render = std::move(render);
+  state->health = std::move(health);
   state->limits = limits;
   try {
     State* s = state.get();

@@ -6,7 +6,9 @@
 /// client: each connection has a deadline for its request header and one for its response, the
 /// table has a cap, and a new connection over the cap closes the oldest one still sending its
 /// header. It answers GET and HEAD of /metrics with the text a callback renders, optionally
-/// behind HTTP basic auth; one request per connection (Connection: close).
+/// behind HTTP basic auth, /healthz with the loop's health (200 or 503, no auth: a liveness
+/// probe carries no credentials, and the answer says only whether the loop ticks) and / with a
+/// page linking both; one request per connection (Connection: close).
 
 #include <chrono>
 #include <functional>
@@ -14,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "telemetry/metrics/LoopHealth.h"
 #include "tierd/core/Result.h"
 
 namespace tierd::telemetry {
@@ -41,14 +44,19 @@ class MetricsHttpServer {
  public:
   /// Renders the body of a scrape (the text format); called on the server thread.
   using Render = std::function<std::string()>;
+  /// Answers /healthz (LoopHealth::check); called on the server thread, must not block. Empty:
+  /// /healthz answers 200 while the server runs.
+  using Health = std::function<HealthVerdict()>;
 
   /// Binds `host` (numeric IPv4 or IPv6, no brackets) and `port` (0: a free one) and starts the
-  /// server thread. `address` names the listen address in errors. Errors: Environment with the
-  /// errno when the address is in use (EADDRINUSE), not on this host (EADDRNOTAVAIL) or not
-  /// allowed (EACCES), or when the thread or its wake-up descriptor cannot be created.
+  /// server thread. `address` names the listen address in errors; `health` answers /healthz.
+  /// Errors: Environment with the errno when the address is in use (EADDRINUSE), not on this host
+  /// (EADDRNOTAVAIL) or not allowed (EACCES), or when the thread or its wake-up descriptor cannot
+  /// be created.
   static Result<std::unique_ptr<MetricsHttpServer>> start(
       const std::string& host, int port, const std::string& address,
-      std::optional<BasicAuthCredentials> credentials, Render render, HttpServerLimits limits = {});
+      std::optional<BasicAuthCredentials> credentials, Render render, HttpServerLimits limits = {},
+      Health health = {});
 
   /// Stops the thread and closes the listening socket and every connection.
   ~MetricsHttpServer();
@@ -66,9 +74,11 @@ class MetricsHttpServer {
 
 /// The response to one complete request header `request` (the text up to and including the
 /// blank line): 200 with `render()` for GET (headers only for HEAD) of /metrics with valid
-/// credentials when `credentials` is set, else 400, 401, 404 or 405. Exposed for tests.
+/// credentials when `credentials` is set; for /healthz 200 or 503 with `health()`'s detail line;
+/// for / a text/html page linking both; else 400, 401, 404 or 405. Exposed for tests.
 std::string answerHttpRequest(const std::string& request,
                               const std::optional<BasicAuthCredentials>& credentials,
-                              const MetricsHttpServer::Render& render);
+                              const MetricsHttpServer::Render& render,
+                              const MetricsHttpServer::Health& health = {});
 
 }  // namespace tierd::telemetry

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <variant>
 
+#include "telemetry/metrics/ProcessMetrics.h"
 #include "tierd/core/FileSafety.h"
 #include "tierd/core/Numbers.h"
 
@@ -140,7 +141,8 @@ PrometheusSink::PrometheusSink()
 
 PrometheusSink::~PrometheusSink() = default;
 
-Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ExporterOptions& options) {
+Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ExporterOptions& options,
+                                                              MetricsHttpServer::Health health) {
   auto hp = parseListenAddress(options.listenAddress);
   if (!hp) return hp.error();
   std::optional<BasicAuthCredentials> creds;
@@ -153,7 +155,7 @@ Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ExporterOpti
   PrometheusSink* self = sink.get();
   auto server = MetricsHttpServer::start(
       hp->first, hp->second, options.listenAddress, std::move(creds),
-      [self] { return self->render(); }, options.limits);
+      [self] { return self->render() + processMetricsText(); }, options.limits, std::move(health));
   if (!server) return server.error();
   sink->server_ = std::move(server.value());
   return sink;

@@ -55,13 +55,16 @@ class PrometheusSink : public MetricsSink {
 
   /// Creates the sink and starts serving /metrics. Errors (Environment) when the address is in
   /// use or not available on this host, naming the address and errno; Input for a malformed
-  /// address; the errors of readBasicAuthFile. Sets tierd_build_info to 1.
-  static Result<std::unique_ptr<PrometheusSink>> start(const ExporterOptions& options);
+  /// address; the errors of readBasicAuthFile. Sets tierd_build_info to 1. A scrape of
+  /// /metrics returns render() followed by processMetricsText() (the process_* metrics);
+  /// `health` answers /healthz (empty: 200 while serving).
+  static Result<std::unique_ptr<PrometheusSink>> start(const ExporterOptions& options,
+                                                       MetricsHttpServer::Health health = {});
 
   /// The TCP port actually listened on (useful with port 0), or 0 when not serving.
   int port() const;
 
-  /// The current exposition text (what a scrape returns).
+  /// The current exposition text of the catalog's metrics (a scrape adds the process_* ones).
   std::string render() const;
 
  protected:

@@ -56,8 +56,8 @@ int freePort() {
   return ntohs(sa.sin_port);
 }
 
-// GET http://127.0.0.1:port/metrics; nullopt when nothing answers yet.
-std::optional<std::string> scrape(int port) {
+// GET http://127.0.0.1:port`path`: the whole response; nullopt when nothing answers yet.
+std::optional<std::string> get(int port, const std::string& path) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return std::nullopt;
   sockaddr_in sa{};
@@ -68,7 +68,7 @@ std::optional<std::string> scrape(int port) {
     ::close(fd);
     return std::nullopt;
   }
-  const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     ::close(fd);
     return std::nullopt;
@@ -78,8 +78,26 @@ std::optional<std::string> scrape(int port) {
   for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
     out.append(buf, static_cast<size_t>(n));
   ::close(fd);
-  if (out.rfind("HTTP/1.", 0) != 0 || out.find(" 200 ") == std::string::npos) return std::nullopt;
+  if (out.rfind("HTTP/1.", 0) != 0) return std::nullopt;
   return out;
+}
+
+// GET http://127.0.0.1:port/metrics; nullopt when nothing answers 200 yet.
+std::optional<std::string> scrape(int port) {
+  auto out = get(port, "/metrics");
+  if (!out || out->rfind("HTTP/1.1 200 ", 0) != 0) return std::nullopt;
+  return out;
+}
+
+// GET /healthz until it answers 200 (at most 60 s); the last response.
+std::string waitHealthy(int port) {
+  std::string last;
+  for (int i = 0; i < 6000; ++i) {
+    if (auto r = get(port, "/healthz")) last = *r;
+    if (last.rfind("HTTP/1.1 200 ", 0) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return last;
 }
 
 // Polls until a scrape shows the first tick's metrics (at most 60 s): workload gauges are set
@@ -146,6 +164,16 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   CHECK(body->find("tierd_kernel_capability_available{capability=\"move_pages\"}") !=
         std::string::npos);
   CHECK(slurp(log).find("tierd: tick 1:") != std::string::npos);
+  // The loop's health and the process metrics, on the same port.
+  const std::string health = waitHealthy(port);
+  CHECK_MESSAGE(health.find("\r\n\r\nok: the last tick finished ") != std::string::npos, health);
+  body = scrape(port);
+  REQUIRE(body.has_value());
+  CHECK(body->find("tierd_daemon_ticks_total{result=\"ok\"} ") != std::string::npos);
+  CHECK(body->find("tierd_daemon_ticks_total{result=\"failed\"} 0") != std::string::npos);
+  CHECK(body->find("\ntierd_daemon_last_tick_timestamp_seconds 1") != std::string::npos);
+  CHECK(body->find("\nprocess_cpu_seconds_total ") != std::string::npos);
+  CHECK(body->find("\nprocess_open_fds ") != std::string::npos);
 
   // A second daemon on the same address: a clear startup error, exit 1, no abort.
   const fs::path log2 = dir.path / "second.log";

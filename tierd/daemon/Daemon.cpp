@@ -23,6 +23,7 @@
 #include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
+#include "telemetry/metrics/LoopHealth.h"
 #include "telemetry/metrics/PrometheusSink.h"
 #include "tierd/core/Clock.h"
 #include "tierd/core/Log.h"
@@ -317,7 +318,9 @@ class Daemon {
   // The exporter. Its address and credentials are read at start only (a reload keeps them).
   bool startExporter() {
     if (!initial_.daemon.metricsListen.empty()) {
-      auto started = telemetry::PrometheusSink::start(exporterOptions(initial_));
+      auto started = telemetry::PrometheusSink::start(exporterOptions(initial_), [this] {
+        return health_.check(std::chrono::steady_clock::now());
+      });
       if (!started) {
         log_.error("cannot serve metrics: " + started.error().describe());
         return false;
@@ -518,9 +521,19 @@ class Daemon {
       log_.warning("vmstat: " + vm.error().describe());
       metrics_->metricsError(vm.error().code);
     }
+    const uint64_t next =
+        report && report->nextIntervalNs > interval ? report->nextIntervalNs : interval;
+    metrics_->tickDone(report.ok(), realtimeSeconds());
+    health_.tickDone(std::chrono::steady_clock::now(), std::chrono::nanoseconds(next), report.ok());
     cpuMark_ = telemetry::threadCpuSeconds();
     metrics_->loopCpu("metrics", cpuMark_ - engineEnd);
-    return report && report->nextIntervalNs > interval ? report->nextIntervalNs : interval;
+    return next;
+  }
+
+  static double realtimeSeconds() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
   }
 
   // A tick's report: its problems, scope changes and progress logged, its metrics set.
@@ -598,6 +611,8 @@ class Daemon {
   std::optional<service::ServiceNotifier> notifier_;
   sys::SysRoot root_;
   std::unique_ptr<SignalWaiter> waiter_;
+  // Read by the exporter's thread (/healthz); declared before sink_, which joins that thread.
+  telemetry::LoopHealth health_;
   std::unique_ptr<telemetry::MetricsSink> sink_;
   std::optional<DaemonMetrics> metrics_;
   std::optional<telemetry::SysRootDamonFs> damonFs_;

@@ -105,6 +105,8 @@ void DaemonMetrics::start(const policy::CompiledConfig& config,
     sink_.add(kDaemonErrors, {c, "other"}, 0);
   for (const std::string& c : labelValues(telemetry::MetricId::DaemonCpu, "component"))
     sink_.add(kDaemonCpu, {c}, 0);
+  for (const char* result : {"ok", "failed"})
+    sink_.add(kDaemonTicks, {result}, 0);
   if (const std::string label = sourceLabel(sourceName); !label.empty()) {
     sink_.add(kSamplerSamples, {label}, 0);
     sink_.add(kSamplerLostSamples, {label}, 0);
@@ -262,6 +264,11 @@ void DaemonMetrics::totals(const EngineTotals& t, uint64_t pingPongHeldTotal) {
 
 void DaemonMetrics::tickFailed() {
   sink_.add(kDaemonErrors, {"topology", "other"}, 1);
+}
+
+void DaemonMetrics::tickDone(bool ok, double realtimeSeconds) {
+  sink_.add(kDaemonTicks, {ok ? "ok" : "failed"}, 1);
+  sink_.set(kDaemonLastTick, {}, realtimeSeconds);
 }
 
 void DaemonMetrics::vmstat(const std::map<std::string, int64_t>& values) {

@@ -114,6 +114,11 @@ class DaemonMetrics {
   /// A tick that failed as a whole (the topology could not be read).
   void tickFailed();
 
+  /// The loop finished a tick (`ok`: the engine's tick succeeded) at `realtimeSeconds`
+  /// (CLOCK_REALTIME, seconds since the Unix epoch): tierd_daemon_ticks_total{result} and
+  /// tierd_daemon_last_tick_timestamp_seconds.
+  void tickDone(bool ok, double realtimeSeconds);
+
   /// A /proc/vmstat reading (kernel migration counters as deltas).
   void vmstat(const std::map<std::string, int64_t>& values);
 

@@ -17,7 +17,7 @@ using telemetry::RecordingSink;
 
 namespace {
 
-policy::CompiledConfig configWith(std::vector<std::string> names) {
+policy::CompiledConfig configWith(const std::vector<std::string>& names) {
   policy::CompiledConfig c;
   for (auto& n : names) {
     policy::WorkloadConfig w;
@@ -370,4 +370,19 @@ TEST_CASE("every hotness source is spelled from one table: name, source label, c
   CHECK(telemetry::weightKindOf("something") == telemetry::WeightKind::PerSample);
   CHECK(sourceLabel("perf-sw-page-faults") == "perf_software");
   CHECK(sourceLabel("replay") == "replay");
+}
+
+TEST_CASE("ticks are counted by result with the last one's wall-clock time") {
+  RecordingSink s;
+  DaemonMetrics m(s);
+  m.start(configWith({"redis"}), {4096}, "damon-vaddr");
+  CHECK(s.has("tierd_daemon_ticks_total", {"ok"}));
+  CHECK(s.value("tierd_daemon_ticks_total", {"failed"}) == 0);
+  m.tickDone(true, 1.8e9);
+  m.tickDone(false, 1.8e9 + 2.5);
+  m.tickDone(true, 1.8e9 + 5);
+  CHECK(s.value("tierd_daemon_ticks_total", {"ok"}) == 2);
+  CHECK(s.value("tierd_daemon_ticks_total", {"failed"}) == 1);
+  CHECK(s.value("tierd_daemon_last_tick_timestamp_seconds", {}) == doctest::Approx(1.8e9 + 5));
+  CHECK(s.rejectedUpdates() == 0);
 }

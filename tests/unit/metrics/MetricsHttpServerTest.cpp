@@ -88,6 +88,7 @@ TEST_CASE("clients stalled in their request header do not delay a scrape") {
   limits.requestTimeout = std::chrono::seconds(120);  // they stay stalled for the whole test
   auto sink = startSink(limits);
   std::vector<int> stalled;
+  stalled.reserve(16);
   for (int i = 0; i < 16; ++i)
     stalled.push_back(stalledClient(sink->port()));
   const std::string body = scrape(sink->port());
@@ -106,6 +107,7 @@ TEST_CASE("over the connection cap the oldest stalled client makes room for a sc
   limits.requestTimeout = std::chrono::seconds(120);
   auto sink = startSink(limits);
   std::vector<int> stalled;
+  stalled.reserve(10);
   for (int i = 0; i < 10; ++i)
     stalled.push_back(stalledClient(sink->port()));
   const std::string body = scrape(sink->port());
@@ -144,7 +146,7 @@ TEST_CASE("requests are answered strictly") {
   CHECK(answerHttpRequest("GET /metrics?x=1 HTTP/1.1", none, render).find("200 OK") !=
         std::string::npos);
   CHECK(answerHttpRequest("POST /metrics HTTP/1.1", none, render).find("HTTP/1.1 405 ") == 0);
-  CHECK(answerHttpRequest("GET / HTTP/1.1", none, render).find("HTTP/1.1 404 ") == 0);
+  CHECK(answerHttpRequest("GET /index.html HTTP/1.1", none, render).find("HTTP/1.1 404 ") == 0);
   CHECK(answerHttpRequest("GET /metricsx HTTP/1.1", none, render).find("HTTP/1.1 404 ") == 0);
   CHECK(answerHttpRequest("garbage", none, render).find("HTTP/1.1 400 ") == 0);
   CHECK(answerHttpRequest("GET /metrics FTP/1.0", none, render).find("HTTP/1.1 400 ") == 0);
@@ -169,4 +171,51 @@ TEST_CASE("requests are answered strictly") {
   CHECK(answerHttpRequest("GET /metrics HTTP/1.1\r\nAuthorization: Bearer dGllcmQ6czNjcmV0", creds,
                           render)
             .find("HTTP/1.1 401 ") == 0);
+}
+
+TEST_CASE("/healthz answers the loop's verdict without credentials, / links the endpoints") {
+  const MetricsHttpServer::Render render = [] { return std::string("m 1\n"); };
+  const std::optional<BasicAuthCredentials> creds = BasicAuthCredentials{"tierd", "s3cret"};
+  HealthVerdict verdict{false, "stalled: the last tick finished 95.0 s ago (limit 30.0 s)"};
+  const MetricsHttpServer::Health health = [&] { return verdict; };
+  const std::string down = answerHttpRequest("GET /healthz HTTP/1.1", creds, render, health);
+  CHECK(down.find("HTTP/1.1 503 Service Unavailable\r\n") == 0);
+  CHECK(down.substr(down.size() - verdict.detail.size() - 1) == verdict.detail + "\n");
+  CHECK(down.find("m 1") == std::string::npos);
+  verdict = {true, "ok: the last tick finished 0.4 s ago"};
+  const std::string up = answerHttpRequest("GET /healthz?verbose HTTP/1.1", creds, render, health);
+  CHECK(up.find("HTTP/1.1 200 OK\r\n") == 0);
+  CHECK(up.find("ok: the last tick") != std::string::npos);
+  const std::string head = answerHttpRequest("HEAD /healthz HTTP/1.1", creds, render, health);
+  CHECK(head.find("HTTP/1.1 200 OK\r\n") == 0);
+  CHECK(head.substr(head.size() - 4) == "\r\n\r\n");
+  // Without a health callback the server answers for itself.
+  CHECK(answerHttpRequest("GET /healthz HTTP/1.1", creds, render).find("HTTP/1.1 200 OK") == 0);
+  const std::string index = answerHttpRequest("GET / HTTP/1.1", creds, render, health);
+  CHECK(index.find("HTTP/1.1 200 OK\r\nContent-Type: text/html") == 0);
+  CHECK(index.find("href=\"/metrics\"") != std::string::npos);
+  CHECK(index.find("href=\"/healthz\"") != std::string::npos);
+  CHECK(answerHttpRequest("POST /healthz HTTP/1.1", creds, render, health).find("HTTP/1.1 405 ") ==
+        0);
+  // /metrics still needs the credentials.
+  CHECK(answerHttpRequest("GET /metrics HTTP/1.1", creds, render, health).find("HTTP/1.1 401 ") ==
+        0);
+}
+
+TEST_CASE("a served scrape carries the process metrics, and /healthz the callback's verdict") {
+  ExporterOptions o;
+  o.listenAddress = "127.0.0.1:0";
+  auto sink = PrometheusSink::start(o, [] { return HealthVerdict{false, "starting: no tick"}; });
+  REQUIRE(sink);
+  const std::string body = scrape(sink.value()->port());
+  CHECK(body.find("HTTP/1.1 200 OK") == 0);
+  CHECK(body.find("tierd_build_info{") != std::string::npos);
+  for (const char* name : {"process_cpu_seconds_total ", "process_start_time_seconds ",
+                           "process_resident_memory_bytes ", "process_virtual_memory_bytes ",
+                           "process_open_fds ", "process_max_fds "})
+    CHECK_MESSAGE(body.find(std::string("\n") + name) != std::string::npos, name);
+  CHECK(sink.value()->render().find("process_cpu_seconds_total") == std::string::npos);
+  const std::string health = scrape(sink.value()->port(), "GET /healthz HTTP/1.0\r\n\r\n");
+  CHECK(health.find("HTTP/1.1 503 ") == 0);
+  CHECK(health.find("starting: no tick\n") != std::string::npos);
 }
