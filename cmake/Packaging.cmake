@@ -6,6 +6,7 @@
 #   /etc/tierd/tierd.toml                            default config, a dpkg conffile
 #   /usr/share/tierd/dashboards/*.json               Grafana dashboards
 #   /usr/share/tierd/grafana/provisioning/...        Grafana provisioning examples
+#   /usr/share/tierd/alerts/tierd.rules.yml          Prometheus alerting rules (alerts/)
 #   /etc/tierd/profiles/*.toml                       config profiles (config/profiles/), conffiles
 #   /usr/share/doc/tierd/examples/                   example configs (config/tierd-*.toml)
 #   /usr/share/doc/tierd/                            README.md and docs/*.md but benchmarks.md,
@@ -44,6 +45,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/ DESTINATION share/tierd/dash
         FILES_MATCHING PATTERN "*.json" PATTERN "provisioning" EXCLUDE)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboards/provisioning/
         DESTINATION share/tierd/grafana/provisioning)
+install(FILES ${PROJECT_SOURCE_DIR}/alerts/tierd.rules.yml
+              ${PROJECT_SOURCE_DIR}/alerts/tierd.rules.test.yml DESTINATION share/tierd/alerts)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/tierd)
 # Files the package installs compressed (gzip -9n: no name or timestamp, so the package is
 # reproducible), made at build time from the source file: build/packaging/NAME.gz.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the .deb from an already built tree with cpack into a temp dir (the build dir is left
 # alone) and checks with dpkg-deb that it holds the binaries, the unit, the default config as a
-# conffile (when config/tierd.toml exists), the dashboards, the docs (not the benchmark tables),
+# conffile (when config/tierd.toml exists), the dashboards, the alerting rules, the docs (not the benchmark tables),
 # Debian's copyright and changelog, and maintainer scripts that use Debian's systemd helpers.
 # Never installs it.
 # Usage: deb_package_test.sh BUILD_DIR SOURCE_DIR
@@ -24,6 +24,7 @@ need 'lib/systemd/system/tierd.service'
 need 'usr/share/tierd/dashboards/tierd-overview.json'
 need 'usr/share/tierd/dashboards/tierd-workload.json'
 need 'usr/share/tierd/grafana/provisioning/dashboards/tierd.yaml'
+need 'usr/share/tierd/alerts/tierd.rules.yml'
 need 'usr/share/tierd/grafana/provisioning/datasources/tierd-prometheus.yaml'
 need 'usr/share/doc/tierd/README.md'
 need 'usr/share/doc/tierd/metrics.md'
