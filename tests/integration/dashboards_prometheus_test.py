@@ -41,7 +41,7 @@ MAY_BE_EMPTY = {
 }
 # Dashboard expressions (fragments) that may be 0 after ticks that moved memory, and why.
 MAY_BE_ZERO = {
-    'tierd_migrate_pages_total{result!="moved"}':
+    'tierd_migrate_pages_total{instance=~"$instance",result!="moved"}':
         "no page is busy, gone or refused in the model run",
     "tierd_daemon_errors_total": "a clean run: nothing failed",
     "tierd_sampler_lost_samples_total": "the scripted source loses no sample (perf LOST only)",
@@ -51,9 +51,11 @@ MAY_BE_ZERO = {
     "tierd_config_reloads_total": "no SIGHUP in this run",
     "tierd_placement_settled": "1 only 10 ticks after the last moves: 0 while the model run moves",
     "tierd_metrics_rejected_updates_total": "must be 0: no update is dropped",
-    'tierd_hotness_hot_bytes{workload="$workload",tier="slow"}':
+    "tierd_daemon_last_tick_timestamp_seconds":
+        "time since the last tick: the exporter stamps whole seconds, so it can read 0",
+    'tierd_hotness_hot_bytes{instance=~"$instance",workload="$workload",tier="slow"}':
         "hot bytes left on the slow tier: 0 once the hot set is promoted",
-    'tierd_hotness_cold_bytes{workload="$workload",tier="fast"}':
+    'tierd_hotness_cold_bytes{instance=~"$instance",workload="$workload",tier="fast"}':
         "cold bytes on the fast tier: 0 once cooled regions are demoted",
 }
 DEADLINE_S = 90  # upper bound for the whole run; the poll usually ends after ~5 scrapes

@@ -41,6 +41,7 @@ Resolved resolve(const std::string& name) {
 
 bool hasLabel(const Resolved& r, const std::string& label) {
   if (label == "le") return r.suffix == "_bucket";
+  if (label == "instance" || label == "job") return true;  // Prometheus's target labels
   for (const auto& l : r.def->labels)
     if (l.name == label) return true;
   return false;
@@ -50,6 +51,7 @@ bool hasLabel(const Resolved& r, const std::string& label) {
 std::string substitute(std::string expr) {
   for (auto [from, to] : {std::pair<std::string, std::string>{"$__rate_interval", "1m"},
                           {"${workload}", "redis"},
+                          {"$instance", ".*"},
                           {"$workload", "redis"}}) {
     for (size_t p; (p = expr.find(from)) != std::string::npos;)
       expr.replace(p, from.size(), to);
@@ -190,6 +192,46 @@ TEST_CASE("the workload dashboard's $workload variable comes from a catalog work
   CHECK(found);
 }
 
+TEST_CASE("each dashboard has an $instance variable and every tierd selector is filtered by it") {
+  const std::regex selector("\\b(tierd_[a-zA-Z0-9_]+)(\\{([^}]*)\\})?");
+  for (const char* file : {"tierd-overview.json", "tierd-workload.json"}) {
+    INFO(file);
+    auto dash = loadDashboard(file);
+    bool found = false;
+    for (const auto& v : dash["templating"]["list"]) {
+      if (v["name"] != "instance") continue;
+      found = true;
+      CHECK(v["query"]["query"] == "label_values(tierd_build_info, instance)");
+      CHECK(v["multi"] == true);
+      CHECK(v["includeAll"] == true);
+      CHECK(v["allValue"] == ".*");
+    }
+    CHECK(found);
+    std::vector<std::string> exprs;
+    collectExprs(dash, exprs);
+    for (const auto& e : exprs)
+      for (auto it = std::sregex_iterator(e.begin(), e.end(), selector);
+           it != std::sregex_iterator(); ++it) {
+        INFO(e);
+        CHECK((*it)[3].str().find("instance=~\"$instance\"") != std::string::npos);
+      }
+  }
+}
+
+TEST_CASE("each panel has one unit: no override gives a series another one") {
+  for (const char* file : {"tierd-overview.json", "tierd-workload.json"}) {
+    auto dash = loadDashboard(file);
+    for (const auto& p : dash["panels"]) {
+      if (p["type"] == "row") continue;
+      INFO(file << ": " << p.value("title", "?"));
+      CHECK(p["fieldConfig"]["defaults"]["unit"].is_string());
+      for (const auto& o : p["fieldConfig"].value("overrides", nlohmann::json::array()))
+        for (const auto& prop : o["properties"])
+          CHECK(prop["id"] != "unit");
+    }
+  }
+}
+
 TEST_CASE("the overview dashboard covers its required panels") {
   auto dash = loadDashboard("tierd-overview.json");
   std::vector<std::string> exprs;
@@ -201,7 +243,8 @@ TEST_CASE("the overview dashboard covers its required panels") {
   for (const char* m :
        {"tierd_migrate_bytes_total", "tierd_migrate_system_cpu_seconds_total",
         "tierd_hotness_hot_bytes", "tierd_node_capacity_bytes", "tierd_daemon_errors_total",
-        "tierd_sampler_lost_samples_total", "tierd_kernel_vmstat_events_total"}) {
+        "tierd_sampler_lost_samples_total", "tierd_kernel_vmstat_events_total",
+        "tierd_daemon_ticks_total", "tierd_daemon_last_tick_timestamp_seconds"}) {
     INFO(m);
     CHECK(uses(m));
   }
