@@ -164,6 +164,11 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   CHECK(body->find("tierd_kernel_capability_available{capability=\"move_pages\"}") !=
         std::string::npos);
   CHECK(slurp(log).find("tierd: tick 1:") != std::string::npos);
+  // A host without a CPU-less node (this one, as a rule) has nothing to tier, and tierd says so.
+  if (slurp("/sys/devices/system/node/has_cpu") == slurp("/sys/devices/system/node/online"))
+    CHECK_MESSAGE(slurp(log).find("tierd: warning: nothing to tier: this host has no slow tier") !=
+                      std::string::npos,
+                  slurp(log));
   // The loop's health and the process metrics, on the same port.
   const std::string health = waitHealthy(port);
   CHECK_MESSAGE(health.find("\r\n\r\nok: the last tick finished ") != std::string::npos, health);

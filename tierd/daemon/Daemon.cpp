@@ -28,6 +28,7 @@
 #include "tierd/core/Clock.h"
 #include "tierd/core/Log.h"
 #include "tierd/core/Units.h"
+#include "tierd/daemon/Conditions.h"
 #include "tierd/daemon/DaemonMetrics.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/Service.h"
@@ -542,6 +543,13 @@ class Daemon {
       log_.warning(p);
     for (const std::string& c : report.scopeChanges)
       log_.info(c);
+    for (const ConditionLine& l :
+         conditions_.update(report, engine_->config().workloads.size(), sourceName_)) {
+      if (l.warning)
+        log_.warning(l.text);
+      else
+        log_.notice(l.text);
+    }
     log_.info(progressLine(tickNo_, report, processCpuSeconds(), intervalNs));
     publishTopology(report.topology, *sink_);
     metrics_->migrateOffload(migrateOffloadCounters(report.topology.caps));
@@ -634,6 +642,7 @@ class Daemon {
   std::chrono::steady_clock::time_point nextWatchdog_;
   uint64_t tickNo_ = 0;
   uint64_t lastTickNs_ = 0;
+  ConditionLog conditions_;  // what keeps tierd from its job, said when it begins and ends
   double cpuMark_ = 0;
 };
 
