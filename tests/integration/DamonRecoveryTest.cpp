@@ -159,16 +159,19 @@ void signalledTierctl(const std::string& args, int sig) {
     execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null").c_str(), nullptr);
     _exit(127);
   }
+  // Started: the kdamond is on and the ownership record names it (tierctl records the kdamond's
+  // pid once the kernel has started it, so the record completes after the state turns on).
+  const std::string recorded = "kdamond=0 pid=4242 operations=vaddr target=";
   bool created = false;
   for (int i = 0; i < 6000 && !created; ++i) {
-    created = t.attr(kKdamonds + "/nr_kdamonds") == "1" && t.attr(kKdamonds + "/0/state") != "off";
+    created = t.attr(kKdamonds + "/nr_kdamonds") == "1" &&
+              t.attr(kKdamonds + "/0/state") != "off" &&
+              slurp(t.owner()).find(recorded) != std::string::npos;
     if (!created) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  REQUIRE_MESSAGE(created, slurp(out));
+  REQUIRE_MESSAGE(created, slurp(out) << "\nrecord: " << slurp(t.owner()));
   int status = 0;
   REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still sampling
-  CHECK(fs::exists(t.owner()));
-  CHECK(slurp(t.owner()).find("kdamond=0 pid=4242 operations=vaddr target=") != std::string::npos);
   REQUIRE(kill(pid, sig) == 0);
   REQUIRE(waitpid(pid, &status, 0) == pid);
   CHECK_MESSAGE(WIFEXITED(status), slurp(out));
