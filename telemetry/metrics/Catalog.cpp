@@ -101,7 +101,8 @@ MetricDef histogram(HistogramHandle h, std::string name, std::string unit, std::
           std::move(buckets)};
 }
 
-// move_pages(2) calls: bytes and pages by result, call time, copy throughput, kernel CPU.
+// move_pages(2) calls: bytes and pages by result, call time, kernel CPU. Throughput and CPU
+// per GiB are PromQL over these counters (docs/metrics.md), not gauges tierd computes.
 std::vector<MetricDef> migrationMetrics() {
   using namespace metric;
   return {
@@ -120,22 +121,10 @@ std::vector<MetricDef> migrationMetrics() {
                 {direction()},
                 {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5,
                  1.0, 2.5}),
-      gauge(kMigrateCopyThroughput, "tierd_migrate_copy_throughput_bytes_per_second",
-            "bytes per second",
-            "Bytes moved per second of time spent inside the move_pages(2) calls that moved "
-            "them (rate-budget waits, busy back-offs, smaps/pagemap reads and status queries "
-            "excluded), over the last tick that moved pages in this direction.",
-            {direction()}),
       counter(kMigrateSystemCpu, "tierd_migrate_system_cpu_seconds_total", "seconds",
               "System (kernel) CPU time of the migrating thread spent inside the move_pages(2) "
               "calls that move pages (getrusage(RUSAGE_THREAD) ru_stime around each call).",
               {direction()}),
-      gauge(kMigrateSystemCpuPerGib, "tierd_migrate_system_cpu_seconds_per_gibibyte",
-            "seconds per GiB",
-            "System CPU seconds spent inside move_pages(2) calls that move pages per GiB moved, "
-            "over the ticks since the last update once at least 64 MiB moved: the CPU a kernel "
-            "with batched copy or DMA offload frees.",
-            {direction()}),
   };
 }
 
@@ -242,16 +231,16 @@ std::vector<MetricDef> workloadMetrics() {
             "its descendants; no hugetlb pages) when the workload is selected by cgroup and the "
             "file is readable, else from /proc/PID/numa_maps of its processes (pages present per "
             "node; file-backed mappings are file, the rest, hugetlb included, anon). "
-            "tierd_workload_memory_source_info says which.",
+            "tierd_workload_memory_source says which.",
             {workload(),
              tier(),
              {"kind",
               LabelDomain::Fixed,
               {"anon", "file"},
               "anon = anonymous memory; file = page cache and shared memory"}}),
-      gauge(kWorkloadMemorySource, "tierd_workload_memory_source_info", "info",
-            "1 for the source tierd_workload_memory_bytes of a workload was read from this "
-            "tick, 0 for the other.",
+      gauge(kWorkloadMemorySource, "tierd_workload_memory_source", "boolean",
+            "Which source tierd_workload_memory_bytes of a workload was read from this tick, as "
+            "an OpenMetrics state set: 1 for the source used, 0 for the other.",
             {workload(),
              {"source",
               LabelDomain::Fixed,
@@ -538,6 +527,12 @@ std::string catalogMarkdown() {
        "before the first tick, when no tick finished for 3 intervals and at least 30 s, or after "
        "3 failed ticks in a row; no credentials needed, so a liveness probe can use it) and `/` "
        "(links to both).\n\n"
+    << "Rates are PromQL over the counters, never gauges tierd computes. Copy throughput (bytes "
+       "moved per second inside move_pages(2)): `sum by (direction) "
+       "(rate(tierd_migrate_bytes_total{result=\"moved\"}[5m])) / sum by (direction) "
+       "(rate(tierd_migrate_call_duration_seconds_sum[5m]))`. Kernel CPU per GiB moved: `sum by "
+       "(direction) (rate(tierd_migrate_system_cpu_seconds_total[5m])) / (sum by (direction) "
+       "(rate(tierd_migrate_bytes_total{result=\"moved\"}[5m])) / 2^30)`.\n\n"
     << "| metric | type | unit | labels |\n|---|---|---|---|\n";
   for (const auto& m : catalog()) {
     std::string labels;

@@ -52,9 +52,7 @@ enum class MetricId : size_t {
   MigrateBytes,
   MigratePages,
   MigrateCallDuration,
-  MigrateCopyThroughput,
   MigrateSystemCpu,
-  MigrateSystemCpuPerGib,
   DaemonErrors,
   DaemonCpu,
   DaemonTicks,
@@ -122,9 +120,7 @@ namespace metric {
 inline constexpr CounterHandle kMigrateBytes{MetricId::MigrateBytes};
 inline constexpr CounterHandle kMigratePages{MetricId::MigratePages};
 inline constexpr HistogramHandle kMigrateCallDuration{MetricId::MigrateCallDuration};
-inline constexpr GaugeHandle kMigrateCopyThroughput{MetricId::MigrateCopyThroughput};
 inline constexpr CounterHandle kMigrateSystemCpu{MetricId::MigrateSystemCpu};
-inline constexpr GaugeHandle kMigrateSystemCpuPerGib{MetricId::MigrateSystemCpuPerGib};
 inline constexpr CounterHandle kDaemonErrors{MetricId::DaemonErrors};
 inline constexpr CounterHandle kDaemonCpu{MetricId::DaemonCpu};
 inline constexpr CounterHandle kDaemonTicks{MetricId::DaemonTicks};

@@ -21,10 +21,7 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
     }
     for (int i = 0; i < 4; ++i)
       sink.observe(kMigrateCallDuration, {dir}, 0.002 + 0.004 * i * scale);
-    sink.set(kMigrateCopyThroughput, {dir},
-             (10.0 + static_cast<double>(step % 5)) * (1 << 30) * scale);
     sink.add(kMigrateSystemCpu, {dir}, 0.02 * scale);
-    sink.set(kMigrateSystemCpuPerGib, {dir}, 0.0636 - 0.002 * static_cast<double>(step % 4));
     sink.add(kArbiterPingpongMoves, {dir}, step % 2);
   }
   sink.add(kDaemonErrors, {"migrate", "EBUSY"}, step % 2);

@@ -43,15 +43,9 @@ void MigrationMeter::record(const MovePagesCallStats& call, MetricsSink& sink) {
   sink.observe(metric::kMigrateCallDuration, {dir}, call.wallSeconds);
   sink.add(metric::kMigrateSystemCpu, {dir}, call.systemCpuSeconds);
 
-  const double moved = static_cast<double>(call.movedPages) * pageBytes;
   if (!call.workload.empty() && call.movedPages > 0)
-    sink.add(metric::kWorkloadMigratedBytes, {call.workload, dir}, moved);
-  Totals& t = tick_[call.direction];
-  t.movedBytes += moved;
-  t.callSeconds += call.wallSeconds;
-  CpuWindow& c = cpu_[call.direction];
-  c.movedBytes += moved;
-  c.systemCpuSeconds += call.systemCpuSeconds;
+    sink.add(metric::kWorkloadMigratedBytes, {call.workload, dir},
+             static_cast<double>(call.movedPages) * pageBytes);
 }
 
 std::string outcomeResultLabel(MoveOutcome o) {
@@ -61,7 +55,6 @@ std::string outcomeResultLabel(MoveOutcome o) {
 void MigrationMeter::recordBatch(const BatchResult& batch,
                                  const std::function<std::string(pid_t)>& workloadOf,
                                  MetricsSink& sink) {
-  std::map<Direction, double> movedBytes;
   for (const RangeResult& r : batch.ranges) {
     const Direction d = r.range.direction;
     const std::string dir = directionLabel(d);
@@ -79,7 +72,6 @@ void MigrationMeter::recordBatch(const BatchResult& batch,
       sink.add(metric::kMigratePages, {dir, ps, result}, static_cast<double>(n));
       sink.add(metric::kMigrateBytes, {dir, ps, result}, bytes);
     }
-    movedBytes[d] += static_cast<double>(r.bytesMoved);
     if (r.bytesMoved > 0 && workloadOf) {
       const std::string w = workloadOf(r.range.pid);
       if (!w.empty())
@@ -92,37 +84,16 @@ void MigrationMeter::recordBatch(const BatchResult& batch,
   for (const auto& [err, n] : st.errnoCalls)
     sink.add(metric::kDaemonErrors, {"migrate", errnoLabel(err)}, static_cast<double>(n));
 
-  // Per move call: its latency, and its time and kernel CPU for its direction. Rate-budget waits,
+  // Per move call: its latency and kernel CPU for its direction. Rate-budget waits,
   // busy back-offs, planning reads (smaps, pagemap) and status queries are outside every call.
   std::map<Direction, double> callCpu;
   for (const MoveCallRecord& c : st.moveCallRecords) {
     const double wall = static_cast<double>(c.wallNs) / 1e9;
     sink.observe(metric::kMigrateCallDuration, {directionLabel(c.direction)}, wall);
-    tick_[c.direction].callSeconds += wall;
     callCpu[c.direction] += static_cast<double>(c.kernelCpuNs) / 1e9;
   }
-  for (const auto& [d, cpu] : callCpu) {
+  for (const auto& [d, cpu] : callCpu)
     sink.add(metric::kMigrateSystemCpu, {directionLabel(d)}, cpu);
-    cpu_[d].systemCpuSeconds += cpu;
-  }
-  for (const auto& [d, bytes] : movedBytes) {
-    tick_[d].movedBytes += bytes;
-    cpu_[d].movedBytes += bytes;
-  }
-}
-
-void MigrationMeter::endTick(MetricsSink& sink) {
-  for (const auto& [d, t] : tick_) {
-    if (t.movedBytes <= 0 || t.callSeconds <= 0) continue;
-    sink.set(metric::kMigrateCopyThroughput, {directionLabel(d)}, t.movedBytes / t.callSeconds);
-  }
-  tick_.clear();
-  for (auto& [d, c] : cpu_) {
-    if (c.movedBytes < static_cast<double>(kMinBytesForCpuPerGib)) continue;
-    const double gib = c.movedBytes / static_cast<double>(1ULL << 30);
-    sink.set(metric::kMigrateSystemCpuPerGib, {directionLabel(d)}, c.systemCpuSeconds / gib);
-    c = CpuWindow{};
-  }
 }
 
 }  // namespace tierd::telemetry

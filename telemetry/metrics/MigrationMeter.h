@@ -4,8 +4,8 @@
 /// migrator reports each call once and the label mapping (direction, page size, per-page result,
 /// errno) lives in one place. Per call: tierd_migrate_pages_total / _bytes_total by result,
 /// tierd_migrate_call_duration_seconds, tierd_migrate_system_cpu_seconds_total and
-/// tierd_daemon_errors_total{component="migrate"}. Per tick (endTick): the copy throughput and
-/// system-CPU-per-GiB gauges from the tick's totals.
+/// tierd_daemon_errors_total{component="migrate"}. Copy throughput and system CPU per GiB are
+/// PromQL over these counters (docs/metrics.md), so every figure is cumulative.
 ///
 /// Two ways in: record() per move_pages(2) call, for a caller that has one call's statuses; and
 /// recordBatch() per Migrator::execute batch (BatchResult: per-range outcomes plus one
@@ -59,34 +59,14 @@ class MigrationMeter {
   /// outcome counts), bytes moved (RangeResult::bytesMoved), errors by errno
   /// (MigrationStats::errnoPages per page, errnoCalls per failed call), workload bytes moved, and
   /// per move call (MigrationStats::moveCallRecords, one direction each): one call-latency
-  /// observation, its wall time towards the direction's copy throughput and its kernel CPU
-  /// towards tierd_migrate_system_cpu_seconds_total and the CPU-per-GiB gauge. Rate-budget
+  /// observation (its wall time; the histogram's _sum is the time inside calls) and its kernel
+  /// CPU towards tierd_migrate_system_cpu_seconds_total. Rate-budget
   /// sleeps, busy back-offs, planning reads and status queries are in no call, so in none of
   /// these. Derived: the page size of a range is bytesMoved / moved pages when pages moved (the
   /// unit the migrator really used), else the planned MoveRange::pageSize; bytes of unmoved
   /// results are pages times that size.
   void recordBatch(const BatchResult& batch, const std::function<std::string(pid_t)>& workloadOf,
                    MetricsSink& sink);
-  /// Sets the per-tick gauges for directions that moved pages since the last endTick:
-  /// copy throughput = bytes moved / call seconds; system CPU per GiB once at least
-  /// kMinBytesForCpuPerGib were moved (accumulated across ticks until then).
-  void endTick(MetricsSink& sink);
-
-  /// Bytes a direction must have moved before its CPU-per-GiB gauge is updated (64 MiB), so a
-  /// single small call does not swing it.
-  static constexpr uint64_t kMinBytesForCpuPerGib = 64ULL << 20;
-
- private:
-  struct Totals {
-    double movedBytes = 0;
-    double callSeconds = 0;
-  };
-  struct CpuWindow {
-    double movedBytes = 0;
-    double systemCpuSeconds = 0;
-  };
-  std::map<Direction, Totals> tick_;
-  std::map<Direction, CpuWindow> cpu_;
 };
 
 }  // namespace tierd::telemetry

@@ -241,7 +241,6 @@ void DaemonMetrics::tick(const TickReport& report, const std::vector<SourceSnaps
     sink_.add(kArbiterPingpongMoves, {"promote"}, static_cast<double>(pp.promote));
     sink_.add(kArbiterPingpongMoves, {"demote"}, static_cast<double>(pp.demote));
   }
-  meter_.endTick(sink_);
 }
 
 void DaemonMetrics::totals(const EngineTotals& t, uint64_t pingPongHeldTotal) {

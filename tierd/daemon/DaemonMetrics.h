@@ -6,9 +6,10 @@
 ///
 /// At start every counter series tierd will update is added 0 (and the call-latency histogram
 /// declared with no observation), so every family is on the first scrape and rate() has a
-/// baseline. The copy-throughput and CPU-per-GiB gauges stay absent until pages moved: a 0
-/// there would read as a measurement. Counters the loop derives from cumulative totals (source
-/// samples, engine error counts, the heat model's ping-pong holds) are exported as deltas.
+/// baseline. Copy throughput and CPU per GiB are PromQL over counters (docs/metrics.md), so
+/// nothing reads as a measurement before pages moved. Counters the loop derives from cumulative
+/// totals (source samples, engine error counts, the heat model's ping-pong holds) are exported as
+/// deltas.
 ///
 /// Where the numbers come from:
 /// - tierd_daemon_cpu_seconds_total: TickReport::cpu (thread CPU clock around each engine phase:
@@ -24,7 +25,7 @@
 /// - tierd_workload_memory_bytes: WorkloadReport::memory (the cgroup's memory.numa_stat anon and
 ///   file bytes per node, else /proc/PID/numa_maps of the workload's processes), labelled with
 ///   where it came from.
-/// - migration: MigrationMeter::recordBatch (per move call, see there), endTick each tick.
+/// - migration: MigrationMeter::recordBatch (per move call, see there).
 /// - tierd_arbiter_pingpong_moves_total: policy::PingPongTracker over the moves each tick really
 ///   made (RangeResult with bytes moved), labelled with the direction of the move that closed the
 ///   ping-pong; tierd_arbiter_pingpong_holds_total: HeatModel::recordStats().pingPongHeld

@@ -63,27 +63,16 @@ TEST_CASE("catalog labels are bounded and never per-host or per-process") {
 }
 
 TEST_CASE("catalog includes the families the dashboards and docs rely on") {
-  for (const char* name : {"tierd_migrate_bytes_total",
-                           "tierd_migrate_pages_total",
-                           "tierd_migrate_call_duration_seconds",
-                           "tierd_migrate_copy_throughput_bytes_per_second",
-                           "tierd_daemon_errors_total",
-                           "tierd_daemon_cpu_seconds_total",
-                           "tierd_migrate_system_cpu_seconds_per_gibibyte",
-                           "tierd_sampler_samples_total",
-                           "tierd_sampler_lost_samples_total",
-                           "tierd_sampler_overhead_ratio",
-                           "tierd_sampler_period_events",
-                           "tierd_hotness_hot_bytes",
-                           "tierd_hotness_cold_bytes",
-                           "tierd_node_capacity_bytes",
-                           "tierd_node_used_bytes",
-                           "tierd_node_hugetlb_pages",
-                           "tierd_arbiter_pingpong_moves_total",
-                           "tierd_config_reloads_total",
-                           "tierd_kernel_capability_available",
-                           "tierd_kernel_vmstat_events_total",
-                           "tierd_build_info"}) {
+  for (const char* name :
+       {"tierd_migrate_bytes_total", "tierd_migrate_pages_total",
+        "tierd_migrate_call_duration_seconds", "tierd_daemon_errors_total",
+        "tierd_daemon_cpu_seconds_total", "tierd_sampler_samples_total",
+        "tierd_sampler_lost_samples_total", "tierd_sampler_overhead_ratio",
+        "tierd_sampler_period_events", "tierd_hotness_hot_bytes", "tierd_hotness_cold_bytes",
+        "tierd_node_capacity_bytes", "tierd_node_used_bytes", "tierd_node_hugetlb_pages",
+        "tierd_arbiter_pingpong_moves_total", "tierd_config_reloads_total",
+        "tierd_kernel_capability_available", "tierd_kernel_vmstat_events_total",
+        "tierd_build_info"}) {
     INFO(name);
     CHECK(findMetric(name) != nullptr);
   }

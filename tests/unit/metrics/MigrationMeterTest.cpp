@@ -17,7 +17,7 @@ TEST_CASE("per-page statuses map to the fixed result labels") {
   CHECK(migrateResultLabel(EXDEV) == "failed");
 }
 
-TEST_CASE("MigrationMeter reports each call and the per-tick gauges") {
+TEST_CASE("MigrationMeter reports each call in counters and the latency histogram") {
   RecordingSink s;
   s.setWorkloads({"redis"});
   MigrationMeter m;
@@ -41,18 +41,15 @@ TEST_CASE("MigrationMeter reports each call and the per-tick gauges") {
   CHECK(s.value("tierd_daemon_errors_total", {"migrate", "ENOMEM"}) == 1);
   CHECK(s.count("tierd_migrate_call_duration_seconds", {"promote"}) == 1);
   CHECK(s.value("tierd_workload_migrated_bytes_total", {"redis", "promote"}) == 32 << 20);
-  m.endTick(s);
-  // 32 MiB in 0.02 s of call time
-  CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"promote"}) ==
-        doctest::Approx(double(32 << 20) / 0.02));
-  // below 64 MiB: no CPU-per-GiB figure yet
-  CHECK_FALSE(s.has("tierd_migrate_system_cpu_seconds_per_gibibyte", {"promote"}));
+  // Copy throughput and CPU per GiB come from counters in PromQL: 32 MiB in 0.02 s of call
+  // time and 0.015 s of system CPU.
+  CHECK(s.value("tierd_migrate_call_duration_seconds", {"promote"}) == doctest::Approx(0.02));
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"promote"}) ==
+        doctest::Approx(call.systemCpuSeconds));
   m.record(call, s);
-  m.endTick(s);
-  // 64 MiB for 0.03 s of system CPU = 0.48 s per GiB
-  CHECK(s.value("tierd_migrate_system_cpu_seconds_per_gibibyte", {"promote"}) ==
-        doctest::Approx(0.03 / (64.0 / 1024)));
-  CHECK_FALSE(s.has("tierd_migrate_copy_throughput_bytes_per_second", {"demote"}));
+  CHECK(s.value("tierd_migrate_bytes_total", {"promote", "2M", "moved"}) == 64 << 20);
+  CHECK(s.value("tierd_migrate_system_cpu_seconds_total", {"promote"}) ==
+        doctest::Approx(2 * call.systemCpuSeconds));
 
   MovePagesCallStats failed;
   failed.direction = tierd::Direction::Demote;
@@ -115,12 +112,11 @@ TEST_CASE("recordBatch: exact page counts by result, latency, throughput and CPU
   CHECK(s.value("tierd_migrate_call_duration_seconds", {"promote"}) == doctest::Approx(0.016));
   CHECK(s.count("tierd_migrate_call_duration_seconds", {"demote"}) == 1);
   CHECK(s.value("tierd_migrate_call_duration_seconds", {"demote"}) == doctest::Approx(0.004));
-  m.endTick(s);
-  // Bytes moved per second inside the calls: 16 MiB in 16 ms up, 4 MiB in 4 ms down.
-  CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"promote"}) ==
+  // Bytes moved per second inside the calls, as PromQL computes it (bytes moved / the
+  // histogram's _sum): 16 MiB in 16 ms up, 4 MiB in 4 ms down.
+  CHECK(s.value("tierd_migrate_bytes_total", {"promote", "2M", "moved"}) /
+            s.value("tierd_migrate_call_duration_seconds", {"promote"}) ==
         doctest::Approx(double(16 << 20) / 0.016));
-  CHECK(s.value("tierd_migrate_copy_throughput_bytes_per_second", {"demote"}) ==
-        doctest::Approx(double(4 << 20) / 0.004));
   CHECK(outcomeResultLabel(tierd::MoveOutcome::NotAttempted).empty());
   CHECK(outcomeResultLabel(tierd::MoveOutcome::NoMemory) == "no_memory");
 }
