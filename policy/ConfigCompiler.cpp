@@ -489,7 +489,9 @@ class Compiler {
     const Error& e = text.error();
     // A refusal (not a regular file, too large, unsafe) or a failed call (with its errno).
     std::string why = e.code ? std::string("cannot read: ") + std::strerror(e.code)
-                             : "refusing the config file: " + e.message;
+                      : e.message.rfind("refusing", 0) == 0
+                          ? e.message
+                          : "refusing the config file: " + e.message;
     if (refFile.empty())
       error(file, {}, "", why);
     else

@@ -51,8 +51,8 @@ toml::table toTable(const CompiledConfig& cfg) {
                           {"settled_interval", formatDuration(cfg.daemon.settledIntervalNs)}});
   if (!cfg.daemon.metricsBasicAuthFile.empty())
     root["daemon"].as_table()->insert("metrics_basic_auth_file", cfg.daemon.metricsBasicAuthFile);
-  if (cfg.daemon.metricsAllowUnauthenticatedRemote)
-    root["daemon"].as_table()->insert("metrics_allow_unauthenticated_remote", true);
+  root["daemon"].as_table()->insert("metrics_allow_unauthenticated_remote",
+                                    cfg.daemon.metricsAllowUnauthenticatedRemote);
   toml::table tiers;
   if (!cfg.tiers.fastNodes.empty()) {
     toml::array a;
@@ -87,7 +87,8 @@ toml::table toTable(const CompiledConfig& cfg) {
                   {"max_promote_mib_per_s", static_cast<int64_t>(cfg.migration.maxPromoteMiBPerS)},
                   {"max_demote_mib_per_s", static_cast<int64_t>(cfg.migration.maxDemoteMiBPerS)},
                   {"call_latency_target", formatDuration(cfg.migration.callLatencyTargetNs)},
-                  {"fast_headroom", amountText(cfg.migration.fastHeadroom)}});
+                  {"fast_headroom", amountText(cfg.migration.fastHeadroom)},
+                  {"allow_kernel_tiering", cfg.migration.allowKernelTiering}});
   toml::array workloads;
   for (const WorkloadConfig& w : cfg.workloads) {
     toml::table t{{"name", w.name},
@@ -99,6 +100,7 @@ toml::table toTable(const CompiledConfig& cfg) {
                   {"heat_half_life", formatDuration(w.policy.heatHalfLifeNs)},
                   {"cooldown", formatDuration(w.policy.cooldownNs)}};
     if (!w.profile.empty()) t.insert("profile", w.profile);
+    if (w.selector.uid) t.insert("uid", static_cast<int64_t>(*w.selector.uid));
     switch (w.selector.kind) {
       case WorkloadSelector::Kind::Cgroup:
         t.insert("cgroup", w.selector.cgroup);

@@ -212,7 +212,7 @@ TEST_CASE("tierd refuses a config file that group or others can write") {
     int status = std::system(cmd.c_str());
     CHECK(WEXITSTATUS(status) == 1);
     const std::string text = slurp(err);
-    CHECK_MESSAGE(text.find("refusing the config file") != std::string::npos, text);
+    CHECK_MESSAGE(text.find("refusing a config file writable by group or others") != std::string::npos, text);
     CHECK_MESSAGE(text.find(config.string()) != std::string::npos, text);
   }
   // The same file, writable by its owner only, is accepted.

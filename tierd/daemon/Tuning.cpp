@@ -35,6 +35,17 @@ telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c) {
   return o;
 }
 
+std::vector<std::string> exporterStartProblems(const policy::CompiledConfig& c) {
+  std::vector<std::string> problems;
+  if (c.daemon.metricsListen.empty()) return problems;  // the exporter is off
+  if (auto hp = telemetry::parseListenAddress(c.daemon.metricsListen); !hp)
+    problems.push_back("daemon.metrics_listen: " + hp.error().describe());
+  if (!c.daemon.metricsBasicAuthFile.empty())
+    if (auto creds = telemetry::readBasicAuthFile(c.daemon.metricsBasicAuthFile); !creds)
+      problems.push_back("daemon.metrics_basic_auth_file: " + creds.error().describe());
+  return problems;
+}
+
 std::string checkReplayTrace(const std::string& path) {
   // One descriptor, opened without blocking: a FIFO or device named as the trace is refused
   // unread (it would hang the compile, or never end it; for a reload, on the tick loop).

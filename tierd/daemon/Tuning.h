@@ -42,6 +42,14 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& c);
 /// daemon starts its exporter with them (when metrics_listen is not "").
 telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c);
 
+/// What the daemon's start checks beyond the compiled config, and `tierd --check-config` with
+/// it, so a config that passes the check does not fail the start: with the exporter on,
+/// daemon.metrics_listen parses (telemetry::parseListenAddress) and
+/// daemon.metrics_basic_auth_file, when set, is a private file holding "user:password"
+/// (telemetry::readBasicAuthFile). One line per problem, naming the key; empty when both hold.
+/// Whether the port is free is only known when the daemon binds it.
+std::vector<std::string> exporterStartProblems(const policy::CompiledConfig& c);
+
 /// The config compiler's check of `[sampling] trace` (CompileOptions::checkTrace): "" when
 /// the file is a regular file that telemetry::parseTrace accepts, else the reason ("...: cannot
 /// read the trace (No such file or directory)", "...: the trace is not a regular file",

@@ -66,6 +66,10 @@ int tierdMain(int argc, char** argv) {
     policy::CompileOutcome out =
         cli::compileConfigReporting("tierd", configPath, daemon::daemonCompileOptions());
     if (!out.ok()) return 1;
+    const std::vector<std::string> problems = daemon::exporterStartProblems(*out.config);
+    for (const std::string& p : problems)
+      std::cerr << configPath << ": " << p << "\n";
+    if (!problems.empty()) return 1;
     std::cout << (parsed->has("json") ? policy::configToJson(*out.config)
                                       : policy::configToText(*out.config));
     return 0;

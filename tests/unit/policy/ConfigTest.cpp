@@ -533,7 +533,7 @@ TEST_CASE("with a trusted uid, profiles get the same file safety check as the ma
   out = compileConfigFile(t.main, t.trusted());
   REQUIRE(out.errors.size() == 1);
   CHECK(out.errors[0].line == 0);
-  CHECK(out.errors[0].message.find("refusing the config file: ") == 0);
+  CHECK(out.errors[0].message.find("refusing a config file writable by group or others") == 0);
   REQUIRE(::chmod(t.main.c_str(), 0644) == 0);
 
   // A reload through the store uses the store's options.
@@ -782,4 +782,81 @@ TEST_CASE("a reload of a file over the limits is rejected and the running config
   CHECK(store.reloadsFailed() == 2);
   CHECK_FALSE(store.hasPending());
   CHECK(store.current()->workloads.at(0).name == "w");
+}
+
+TEST_CASE("the compiled output prints every key the config set and compiles back to it") {
+  // Every schema key set to a value other than its default (profile files' keys and `profile`,
+  // which needs a profile file, aside; `trace` with source "replay" below).
+  const std::string text = R"(
+[daemon]
+interval = "2s"
+metrics_listen = "127.0.0.1:9500"
+metrics_basic_auth_file = "/etc/tierd/metrics.auth"
+metrics_allow_unauthenticated_remote = true
+dry_run = true
+full_locate_interval = "20s"
+settled_interval = "5s"
+[tiers]
+fast_nodes = [0]
+slow_nodes = [1]
+[sampling]
+source = "damon"
+cpu_budget_percent = 2.5
+sample_period = 20011
+damon_max_processes = 8
+damon_max_regions = 2000
+damon_read = "tracepoint"
+damon_stat = "disable"
+kdamond_nice = 5
+max_sample_interval = "10ms"
+settled_cpu_budget_percent = 0.5
+settled_damon_window = "2s"
+settle_trickle_percent = 1.0
+[migration]
+page_granularity = "base"
+max_promote_mib_per_s = 128
+max_demote_mib_per_s = 64
+call_latency_target = "10ms"
+fast_headroom = "10%"
+allow_kernel_tiering = true
+[[workload]]
+name = "a"
+cgroup = "/sys/fs/cgroup/a.slice"
+uid = 1000
+fast_quota = "50%"
+hot_threshold = 3.0
+hot_ratio = 1.5
+fill_headroom = "90%"
+cold_threshold = 0.25
+heat_half_life = "20s"
+cooldown = "60s"
+[[workload]]
+name = "b"
+command = "redis-server"
+[[workload]]
+name = "c"
+pids = [42]
+)";
+  CompileOutcome a = compileConfigText(text, "/x/t.toml");
+  REQUIRE_MESSAGE(a.ok(), errorLines(a));
+  const std::string printed = configToText(*a.config);
+  for (const KeySpec& k : configSchema()) {
+    const std::string section = k.section;
+    if (section == "profile" || std::string(k.key) == "profile" || std::string(k.key) == "trace")
+      continue;
+    INFO(section << "." << k.key);
+    CHECK(printed.find("\n" + std::string(k.key) + " = ") != std::string::npos);
+  }
+  CompileOutcome b = compileConfigText(printed, "/x/t.toml");
+  REQUIRE_MESSAGE(b.ok(), errorLines(b) << printed);
+  CHECK(*b.config == *a.config);
+  CHECK(b.config->migration.allowKernelTiering);
+  CHECK(b.config->workloads[0].selector.uid == 1000u);
+
+  CompileOutcome replay =
+      compileConfigText("[sampling]\nsource = \"replay\"\ntrace = \"/x/run.trace\"\n", "/x/t.toml");
+  REQUIRE_MESSAGE(replay.ok(), errorLines(replay));
+  const std::string replayed = configToText(*replay.config);
+  CHECK(replayed.find("\ntrace = \"/x/run.trace\"") != std::string::npos);
+  CHECK(*compileConfigText(replayed, "/x/t.toml").config == *replay.config);
 }
