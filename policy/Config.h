@@ -61,6 +61,11 @@ struct DaemonConfig {
   /// (daemon.metrics_allow_unauthenticated_remote); else the compiler refuses such a config.
   bool metricsAllowUnauthenticatedRemote = false;
   bool dryRun = false;  ///< decide and report, move nothing
+  /// Least severe log level written (daemon.log_level: "error" .. "debug"; tierd/core/Log.h).
+  std::string logLevel = "info";
+  /// Longest time between two progress lines of uneventful ticks, ns; 0 = every tick
+  /// (daemon.progress_interval).
+  uint64_t progressIntervalNs = 0;
   /// Longest reuse of a process's mappings and page locations, ns; 0 = read every tick
   /// (daemon.full_locate_interval; Engine "locate phase").
   uint64_t fullLocateIntervalNs = 0;

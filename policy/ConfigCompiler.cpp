@@ -642,6 +642,8 @@ void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig
   out.intervalNs = d["interval"].ns;
   out.metricsListen = d["metrics_listen"].s;
   out.dryRun = d["dry_run"].b;
+  out.logLevel = d["log_level"].s;
+  out.progressIntervalNs = d["progress_interval"].ns;
   out.fullLocateIntervalNs = d["full_locate_interval"].ns;
   out.settledIntervalNs = d["settled_interval"].ns;
   if (out.settledIntervalNs != 0 && out.settledIntervalNs < out.intervalNs)

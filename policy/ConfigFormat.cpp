@@ -47,6 +47,8 @@ toml::table toTable(const CompiledConfig& cfg) {
               toml::table{{"interval", formatDuration(cfg.daemon.intervalNs)},
                           {"metrics_listen", cfg.daemon.metricsListen},
                           {"dry_run", cfg.daemon.dryRun},
+                          {"log_level", cfg.daemon.logLevel},
+                          {"progress_interval", formatDuration(cfg.daemon.progressIntervalNs)},
                           {"full_locate_interval", formatDuration(cfg.daemon.fullLocateIntervalNs)},
                           {"settled_interval", formatDuration(cfg.daemon.settledIntervalNs)}});
   if (!cfg.daemon.metricsBasicAuthFile.empty())

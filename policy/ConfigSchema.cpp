@@ -44,6 +44,17 @@ std::vector<KeySpec> daemonKeys() {
        "IPAddressAllow already limits who reaches the port."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
+      {"daemon", "log_level", ValueType::Enum, "\"info\"", 0, 0, "error|warning|notice|info|debug",
+       false, false, "",
+       "Least severe log lines written (syslog priorities): \"notice\" drops the per-tick "
+       "progress lines and the per-process scope lines (info), keeping warnings, errors and "
+       "state changes. A reload applies it."},
+      {"daemon", "progress_interval", ValueType::Duration, "\"0s\"", 0, 86400 * kS, "", false,
+       false, "",
+       "The per-tick progress line (`tick N: ...`, level info) is written for a tick that planned "
+       "or moved pages, changed a scope or had a problem, and otherwise at most once per this "
+       "interval: \"60s\" keeps an idle daemon to a line a minute. \"0s\": every tick. A reload "
+       "applies it."},
       {"daemon", "full_locate_interval", ValueType::Duration, "\"10s\"", 0, 3600 * kS, "", false,
        false, "",
        "Longest time a process's mappings and page locations (smaps, numa_maps, location "

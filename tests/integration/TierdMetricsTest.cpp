@@ -212,7 +212,8 @@ TEST_CASE("tierd refuses a config file that group or others can write") {
     int status = std::system(cmd.c_str());
     CHECK(WEXITSTATUS(status) == 1);
     const std::string text = slurp(err);
-    CHECK_MESSAGE(text.find("refusing a config file writable by group or others") != std::string::npos, text);
+    CHECK_MESSAGE(
+        text.find("refusing a config file writable by group or others") != std::string::npos, text);
     CHECK_MESSAGE(text.find(config.string()) != std::string::npos, text);
   }
   // The same file, writable by its owner only, is accepted.
@@ -416,4 +417,36 @@ TEST_CASE("after ticks that moved memory, every family that counts moves has rea
   }
   CHECK(largest(samples, *tierd::telemetry::findMetric("tierd_metrics_rejected_updates_total")) ==
         0);
+}
+
+TEST_CASE("daemon.log_level and daemon.progress_interval shape what tierd writes") {
+  TempDir dir;
+  const fs::path config = dir.path / "tierd.toml";
+  auto runTicks = [&](const std::string& daemonKeys) {
+    std::ofstream(config) << "[daemon]\nmetrics_listen = \"\"\ninterval = \"100ms\"\n"
+                          << daemonKeys << "[[workload]]\nname = \"none\"\npids = [4194304]\n";
+    REQUIRE(::chmod(config.c_str(), 0644) == 0);
+    const fs::path err = dir.path / "err";
+    const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --dry-run --ticks 4 --config " +
+                            config.string() + " 2>" + err.string();
+    CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 0);
+    return slurp(err);
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  std::string log = runTicks("");
+  CHECK_MESSAGE(count(log, "tierd: tick ") == 4, log);  // the default: every tick
+  // Quiet ticks (a workload that matches nothing): the first line, then one per hour.
+  log = runTicks("progress_interval = \"1h\"\n");
+  CHECK_MESSAGE(count(log, "tierd: tick ") == 1, log);
+  CHECK(log.find("tierd: tick 1:") != std::string::npos);
+  // notice: no progress lines at all, the stop line and warnings still.
+  log = runTicks("log_level = \"notice\"\n");
+  CHECK_MESSAGE(count(log, "tierd: tick ") == 0, log);
+  CHECK_MESSAGE(log.find("tierd: stopped after 4 ticks") != std::string::npos, log);
+  CHECK_MESSAGE(log.find("tierd: warning: ") != std::string::npos, log);
 }

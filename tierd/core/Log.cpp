@@ -25,6 +25,11 @@ const char* logLevelName(LogLevel level) {
   return "info";
 }
 
+void Logger::setMinLevel(LogLevel level) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  options_.minLevel = level;
+}
+
 bool parseLogLevel(std::string_view name, LogLevel& out) {
   for (LogLevel l :
        {LogLevel::Error, LogLevel::Warning, LogLevel::Notice, LogLevel::Info, LogLevel::Debug})
@@ -69,8 +74,8 @@ void Logger::emit(LogLevel level, std::string_view message) {
 }
 
 bool Logger::log(LogLevel level, std::string_view message, uint64_t nowNs) {
-  if (static_cast<int>(level) > static_cast<int>(options_.minLevel)) return false;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (static_cast<int>(level) > static_cast<int>(options_.minLevel)) return false;
   std::string key = std::to_string(static_cast<int>(level)) + "|" + std::string(message);
   auto it = keys_.find(key);
   if (it == keys_.end()) {

@@ -50,6 +50,9 @@ class Logger {
   /// Returns true when written, false when filtered by level or suppressed by the rate limit.
   bool log(LogLevel level, std::string_view message, uint64_t nowNs);
 
+  /// Changes the least severe level written from now on (daemon.log_level on a reload).
+  void setMinLevel(LogLevel level);
+
   /// Messages suppressed by the rate limit so far (all keys).
   uint64_t suppressedTotal() const;
 

@@ -46,6 +46,15 @@ std::string sourceWarning(const TickReport& r, const std::string& source) {
 
 }  // namespace
 
+bool wantsProgressLine(const TickReport& r, std::optional<uint64_t> lastLineNs, uint64_t nowNs,
+                       uint64_t intervalNs) {
+  if (!lastLineNs || intervalNs == 0) return true;
+  if (r.plannedPromoteBytes || r.plannedDemoteBytes || r.promotedBytes || r.demotedBytes ||
+      !r.scopeChanges.empty() || !r.problems.empty())
+    return true;
+  return nowNs < *lastLineNs || nowNs - *lastLineNs >= intervalNs;
+}
+
 void ConditionLog::set(const std::string& key, const std::string& warning, const std::string& ended,
                        std::vector<ConditionLine>& out) {
   auto it = active_.find(key);

@@ -10,12 +10,21 @@
 ///   kernel.numa_balancing=0 see only a page's first touch).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tierd/daemon/Engine.h"
 
 namespace tierd::daemon {
+
+/// Whether a tick's progress line (`tick N: ...`) is written, under daemon.progress_interval
+/// (`intervalNs`; 0: every tick): for the first tick (`lastLineNs` empty), for a tick that
+/// planned or moved bytes, saw a process enter or leave a scope or had a problem, and otherwise
+/// once `intervalNs` has passed since the last line. `nowNs` and `lastLineNs` are
+/// TickReport::nowNs values (monotonic).
+bool wantsProgressLine(const TickReport& r, std::optional<uint64_t> lastLineNs, uint64_t nowNs,
+                       uint64_t intervalNs);
 
 /// One line to log.
 struct ConditionLine {

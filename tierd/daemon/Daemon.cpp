@@ -51,6 +51,11 @@ class DaemonLog {
   void warning(const std::string& m) { logger_.log(LogLevel::Warning, m, monotonicNs()); }
   void notice(const std::string& m) { logger_.log(LogLevel::Notice, m, monotonicNs()); }
   void info(const std::string& m) { logger_.log(LogLevel::Info, m, monotonicNs()); }
+  // daemon.log_level (the compiler accepts only level names).
+  void setLevel(const std::string& name) {
+    LogLevel l = LogLevel::Info;
+    if (parseLogLevel(name, l)) logger_.setMinLevel(l);
+  }
 
  private:
   Logger logger_;
@@ -313,6 +318,7 @@ class Daemon {
     }
     if (options_.dryRun) initial_.daemon.dryRun = true;
     store_.emplace(initial_, compileOptions_);
+    log_.setLevel(initial_.daemon.logLevel);
     return true;
   }
 
@@ -481,6 +487,7 @@ class Daemon {
     auto next = std::make_shared<policy::CompiledConfig>(*store_->current());
     if (options_.dryRun) next->daemon.dryRun = true;
     engine_->setConfig(next);
+    log_.setLevel(next->daemon.logLevel);
     metrics_->setWorkloads(*next);
     metrics_->configReload(true);
     if (next->daemon.metricsListen != initial_.daemon.metricsListen)
@@ -550,7 +557,11 @@ class Daemon {
       else
         log_.notice(l.text);
     }
-    log_.info(progressLine(tickNo_, report, processCpuSeconds(), intervalNs));
+    if (wantsProgressLine(report, lastProgressNs_, report.nowNs,
+                          engine_->config().daemon.progressIntervalNs)) {
+      log_.info(progressLine(tickNo_, report, processCpuSeconds(), intervalNs));
+      lastProgressNs_ = report.nowNs;
+    }
     publishTopology(report.topology, *sink_);
     metrics_->migrateOffload(migrateOffloadCounters(report.topology.caps));
     metrics_->tick(report, snapshotSources(*engine_, root_), wallSeconds,
@@ -642,6 +653,7 @@ class Daemon {
   std::chrono::steady_clock::time_point nextWatchdog_;
   uint64_t tickNo_ = 0;
   uint64_t lastTickNs_ = 0;
+  std::optional<uint64_t> lastProgressNs_;  // TickReport::nowNs of the last progress line
   ConditionLog conditions_;  // what keeps tierd from its job, said when it begins and ends
   double cpuMark_ = 0;
 };

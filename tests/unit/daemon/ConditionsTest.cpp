@@ -84,3 +84,25 @@ TEST_CASE("a source that cannot see accesses is a warning, with what would") {
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].text.find("no hotness source is available") == 0);
 }
+
+TEST_CASE("progress lines: eventful ticks always, quiet ones once per progress_interval") {
+  constexpr uint64_t kS = 1'000'000'000;
+  TickReport quiet = twoTiers(1);
+  CHECK(wantsProgressLine(quiet, std::nullopt, 5 * kS, 60 * kS));  // the first tick
+  CHECK_FALSE(wantsProgressLine(quiet, 5 * kS, 6 * kS, 60 * kS));
+  CHECK_FALSE(wantsProgressLine(quiet, 5 * kS, 64 * kS, 60 * kS));
+  CHECK(wantsProgressLine(quiet, 5 * kS, 65 * kS, 60 * kS));
+  CHECK(wantsProgressLine(quiet, 5 * kS, 6 * kS, 0));  // "0s": every tick
+  TickReport moved = quiet;
+  moved.promotedBytes = 2 << 20;
+  CHECK(wantsProgressLine(moved, 5 * kS, 6 * kS, 60 * kS));
+  TickReport planned = quiet;
+  planned.plannedDemoteBytes = 2 << 20;  // a dry run plans and moves nothing: still said
+  CHECK(wantsProgressLine(planned, 5 * kS, 6 * kS, 60 * kS));
+  TickReport entered = quiet;
+  entered.scopeChanges.push_back("workload 'redis': pid 42 in scope");
+  CHECK(wantsProgressLine(entered, 5 * kS, 6 * kS, 60 * kS));
+  TickReport problem = quiet;
+  problem.problems.push_back("workload 'redis': cgroup re-created, history reset");
+  CHECK(wantsProgressLine(problem, 5 * kS, 6 * kS, 60 * kS));
+}
