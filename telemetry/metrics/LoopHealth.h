@@ -17,8 +17,10 @@ struct HealthVerdict {
   std::string detail;  ///< one line, e.g. "ok: last tick 2.1 s ago"
 };
 
+/// The tick loop's liveness for /healthz: tickDone() from the loop, check() from any thread.
 class LoopHealth {
  public:
+  /// Monotonic: a wall-clock step neither stalls nor revives the loop.
   using Clock = std::chrono::steady_clock;
 
   /// A silent loop is healthy for at least this long (a tick that reads a large process's

@@ -32,6 +32,7 @@ struct ConditionLine {
   std::string text;
 };
 
+/// The conditions above, remembered between ticks so each is said when it begins and ends.
 class ConditionLog {
  public:
   /// The lines that this tick's `report` changes, in the order tiers, workloads, source.
