@@ -60,6 +60,9 @@ struct DaemonConfig {
   /// metrics_listen may be a non-loopback address without metricsBasicAuthFile
   /// (daemon.metrics_allow_unauthenticated_remote); else the compiler refuses such a config.
   bool metricsAllowUnauthenticatedRemote = false;
+  /// Path of the control socket tierctl talks to (daemon.control_socket; tierd/daemon/Control.h):
+  /// absolute, or "" = none.
+  std::string controlSocket;
   bool dryRun = false;  ///< decide and report, move nothing
   /// Least severe log level written (daemon.log_level: "error" .. "debug"; tierd/core/Log.h).
   std::string logLevel = "info";

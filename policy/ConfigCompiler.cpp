@@ -642,6 +642,11 @@ void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig
   out.intervalNs = d["interval"].ns;
   out.metricsListen = d["metrics_listen"].s;
   out.dryRun = d["dry_run"].b;
+  out.controlSocket = d["control_socket"].s;
+  if (!out.controlSocket.empty() &&
+      (out.controlSocket.front() != '/' || out.controlSocket.size() > 107))
+    c.error(path, d["control_socket"].pos, "daemon.control_socket",
+            "must be an absolute path of at most 107 bytes (sun_path), or \"\" for none");
   out.logLevel = d["log_level"].s;
   out.progressIntervalNs = d["progress_interval"].ns;
   out.fullLocateIntervalNs = d["full_locate_interval"].ns;

@@ -46,6 +46,7 @@ toml::table toTable(const CompiledConfig& cfg) {
   root.insert("daemon",
               toml::table{{"interval", formatDuration(cfg.daemon.intervalNs)},
                           {"metrics_listen", cfg.daemon.metricsListen},
+                          {"control_socket", cfg.daemon.controlSocket},
                           {"dry_run", cfg.daemon.dryRun},
                           {"log_level", cfg.daemon.logLevel},
                           {"progress_interval", formatDuration(cfg.daemon.progressIntervalNs)},

@@ -42,6 +42,14 @@ std::vector<KeySpec> daemonKeys() {
        "metrics_basic_auth_file. false: such a config is refused, since anyone who reaches the "
        "port could read the metrics; set it to true only when a firewall or the unit's "
        "IPAddressAllow already limits who reaches the port."},
+      {"daemon", "control_socket", ValueType::String, "\"/run/tierd/control.sock\"", 0, 0, "",
+       false, false, "",
+       "Unix socket `tierctl status`, `pause`, `resume` and `restore` talk to tierd through: "
+       "an absolute path (at most 107 bytes) in a directory only root can enter (the unit's "
+       "/run/tierd, 0700; created 0700 when missing); the socket is 0600 and answers only "
+       "root and tierd's own user. A socket there that no process serves is replaced; when "
+       "another tierd serves it, this one runs without a control socket (a warning). \"\" "
+       "disables it. Read at start; a reload does not change it."},
       {"daemon", "dry_run", ValueType::Bool, "false", 0, 0, "", false, false, "",
        "Decide and report plans but move nothing (same as `tierd --dry-run`)."},
       {"daemon", "log_level", ValueType::Enum, "\"info\"", 0, 0, "error|warning|notice|info|debug",

@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,6 +48,7 @@ const char* kGood = R"([daemon]
 interval = "100ms"
 dry_run = true
 metrics_listen = ""
+control_socket = ""
 [[workload]]
 name = "sleepers"
 command = "itest-sleeper"
@@ -194,5 +197,78 @@ TEST_CASE("tierd refuses source = replay once at start, naming the offline repla
                 text);
   CHECK(text.find("tierctl simulate --trace " + (dir / "gups.trace").string()) !=
         std::string::npos);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Runs `tierctl ARGS` and returns its exit code; its stdout and stderr go to `out`.
+int tierctl(const std::string& args, const fs::path& out) {
+  const std::string cmd =
+      std::string(TIERD_BIN_DIR) + "/tierctl " + args + " > " + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("tierctl status, pause and resume reach a running tierd through its control socket") {
+  char tmpl[] = "/tmp/tierd-daemon-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir = tmpl;
+  const fs::path config = dir / "tierd.toml";
+  const fs::path log = dir / "tierd.log";
+  const fs::path out = dir / "tierctl.out";
+  const fs::path socket = dir / "run" / "control.sock";
+  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\ndry_run = "
+                           "true\ncontrol_socket = \""
+                        << socket.string()
+                        << "\"\n[[workload]]\nname = \"sleepers\"\ncommand = \"itest-sleeper\"\n";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  REQUIRE(waitFor(log, "tick 2:"));
+  const std::string sock = " --socket " + socket.string();
+  REQUIRE(tierctl("status --json" + sock, out) == 0);
+  const auto doc = nlohmann::json::parse(slurp(out));
+  CHECK(doc["pid"] == pid);
+  CHECK(doc["dry_run"] == true);
+  CHECK(doc["paused"] == false);
+  CHECK(doc["tick"].get<uint64_t>() >= 2);
+  REQUIRE(doc["workloads"].size() == 1);
+  CHECK(doc["workloads"][0]["name"] == "sleepers");
+  CHECK(doc["workloads"][0]["state"] == "dry-run");
+  REQUIRE(tierctl("status" + sock, out) == 0);
+  CHECK_MESSAGE(slurp(out).find("state: dry run: plans only, no page moves") != std::string::npos,
+                slurp(out));
+  CHECK(slurp(out).find("sleepers         dry-run") != std::string::npos);
+
+  CHECK(tierctl("pause" + sock, out) == 0);
+  CHECK(slurp(out).find("paused: tierd moves no pages") != std::string::npos);
+  CHECK(waitFor(log, "paused by the operator"));
+  REQUIRE(tierctl("status --json" + sock, out) == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["paused"] == true);
+  CHECK(tierctl("pause --workload nosuch" + sock, out) == 1);
+  CHECK(slurp(out).find("no workload 'nosuch' in the config (sleepers)") != std::string::npos);
+  CHECK(tierctl("restore --workload sleepers" + sock, out) == 1);
+  CHECK(slurp(out).find("a dry run moves no pages: nothing to restore") != std::string::npos);
+  CHECK(tierctl("restore" + sock, out) == 2);  // usage: the workload is required
+  CHECK(tierctl("resume" + sock, out) == 0);
+  REQUIRE(tierctl("status --json" + sock, out) == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["paused"] == false);
+
+  REQUIRE(kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(fs::exists(socket));  // removed at the stop
+  CHECK(tierctl("status" + sock, out) == 1);
+  CHECK(slurp(out).find("is tierd running") != std::string::npos);
   fs::remove_all(dir);
 }

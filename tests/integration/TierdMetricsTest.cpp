@@ -144,8 +144,10 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   const int port = freePort();
   const std::string listen = "127.0.0.1:" + std::to_string(port);
   const fs::path config = dir.path / "tierd.toml";
-  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"" << listen
-                        << "\"\n[[workload]]\nname = \"sleepers\"\ncommand = \"itest-sleeper\"\n";
+  std::ofstream(config)
+      << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"" << listen
+      << "\"\ncontrol_socket = \"\"\n[[workload]]\nname = \"sleepers\"\ncommand = "
+         "\"itest-sleeper\"\n";
   const fs::path log = dir.path / "tierd.log";
   const pid_t pid = spawnTierd(config, log);
 
@@ -203,7 +205,7 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
 TEST_CASE("tierd refuses a config file that group or others can write") {
   TempDir dir;
   const fs::path config = dir.path / "tierd.toml";
-  std::ofstream(config) << "[daemon]\nmetrics_listen = \"\"\n";
+  std::ofstream(config) << "[daemon]\nmetrics_listen = \"\"\ncontrol_socket = \"\"\n";
   for (mode_t mode : {mode_t(0664), mode_t(0646)}) {
     REQUIRE(::chmod(config.c_str(), mode) == 0);
     const fs::path err = dir.path / "err";
@@ -265,7 +267,8 @@ TEST_CASE("tierd tells systemd READY, RELOADING, READY, STOPPING and pets the wa
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
 
   const fs::path config = dir.path / "tierd.toml";
-  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\n";
+  std::ofstream(config)
+      << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\ncontrol_socket = \"\"\n";
   const fs::path log = dir.path / "tierd.log";
   pid_t pid = fork();
   REQUIRE(pid >= 0);
@@ -423,8 +426,9 @@ TEST_CASE("daemon.log_level and daemon.progress_interval shape what tierd writes
   TempDir dir;
   const fs::path config = dir.path / "tierd.toml";
   auto runTicks = [&](const std::string& daemonKeys) {
-    std::ofstream(config) << "[daemon]\nmetrics_listen = \"\"\ninterval = \"100ms\"\n"
-                          << daemonKeys << "[[workload]]\nname = \"none\"\npids = [4194304]\n";
+    std::ofstream(config)
+        << "[daemon]\nmetrics_listen = \"\"\ncontrol_socket = \"\"\ninterval = \"100ms\"\n"
+        << daemonKeys << "[[workload]]\nname = \"none\"\npids = [4194304]\n";
     REQUIRE(::chmod(config.c_str(), 0644) == 0);
     const fs::path err = dir.path / "err";
     const std::string cmd = std::string(TIERD_BIN_DIR) + "/tierd --dry-run --ticks 4 --config " +

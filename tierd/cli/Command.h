@@ -121,4 +121,16 @@ int benchCommand(const std::vector<std::string>& args, size_t begin);
 /// replays a trace through a config on a modelled machine (docs/simulate.md).
 int simulateCommand(const std::vector<std::string>& args, size_t begin);
 
+/// `tierctl status [--json] [--socket PATH]`: what the running tierd sees and does per workload
+/// (tierd/daemon/ControlStatus.h), asked through its control socket (daemon.control_socket).
+int statusCommand(const std::vector<std::string>& args, size_t begin);
+/// `tierctl pause [--workload NAME] [--socket PATH]`: the running tierd moves no pages (of one
+/// workload) until resumed.
+int pauseCommand(const std::vector<std::string>& args, size_t begin);
+/// `tierctl resume [--workload NAME] [--socket PATH]`: undo pause and restore (of one workload).
+int resumeCommand(const std::vector<std::string>& args, size_t begin);
+/// `tierctl restore --workload NAME [--wait SECONDS] [--socket PATH]`: the running tierd moves the
+/// workload's pages back to where its memory policy puts them and holds it (the rollback).
+int restoreCommand(const std::vector<std::string>& args, size_t begin);
+
 }  // namespace tierd::cli

@@ -11,6 +11,11 @@ namespace {
 
 // One row per subcommand; each lives in tierd/cli/<Name>Command.cpp.
 const CommandEntry kTierctlCommands[] = {
+    {"status", &statusCommand, "what the running tierd sees and does, per workload"},
+    {"pause", &pauseCommand, "the running tierd moves no pages (of one workload) until resumed"},
+    {"resume", &resumeCommand, "undo pause and restore: tier again (one workload or all)"},
+    {"restore", &restoreCommand,
+     "move a workload's pages back to where its memory policy puts them, and hold it"},
     {"topology", &topologyCommand,
      "nodes, tiers (fast/slow) and why, capacity, distances, kernel capabilities"},
     {"sampling", &samplingCommand,

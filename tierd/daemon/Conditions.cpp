@@ -82,4 +82,11 @@ std::vector<ConditionLine> ConditionLog::update(const TickReport& report,
   return out;
 }
 
+std::vector<std::string> ConditionLog::active() const {
+  std::vector<std::string> out;
+  for (const char* key : {"tiers", "workloads", "source"})
+    if (auto it = active_.find(key); it != active_.end()) out.push_back(it->second);
+  return out;
+}
+
 }  // namespace tierd::daemon

@@ -41,6 +41,8 @@ class ConditionLog {
   /// topology gives the tiers and /proc/sys/kernel/numa_balancing (Topology::caps).
   std::vector<ConditionLine> update(const TickReport& report, size_t configuredWorkloads,
                                     const std::string& sourceName);
+  /// The warnings of the conditions that hold now, in the order tiers, workloads, source.
+  std::vector<std::string> active() const;
 
  private:
   // Per condition ("tiers", "workloads", "source"): the warning said while it holds.

@@ -1,5 +1,6 @@
 #include "tierd/daemon/Daemon.h"
 
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigStore.h"
@@ -29,6 +32,8 @@
 #include "tierd/core/Log.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Conditions.h"
+#include "tierd/daemon/Control.h"
+#include "tierd/daemon/ControlStatus.h"
 #include "tierd/daemon/DaemonMetrics.h"
 #include "tierd/daemon/Engine.h"
 #include "tierd/daemon/Service.h"
@@ -265,6 +270,7 @@ class Daemon {
       log_.warning("pid pins: " + st.error().describe() + "; pids entries pin afresh");
     engine_->setScopeProvider(std::move(scopes));
     startSignalThread();
+    startControl();
     log_.notice("running with " + options_.configPath + " (" +
                 std::to_string(store_->current()->workloads.size()) + " workloads, tick " +
                 std::to_string(store_->current()->daemon.intervalNs / 1'000'000) + " ms" +
@@ -279,6 +285,7 @@ class Daemon {
     while (!stop_.load()) {
       reloadIfAsked();
       applyPendingConfig();
+      applyOperatorHold();
       const uint64_t tickStart = monotonicNs();
       const uint64_t interval = engine_->config().daemon.intervalNs;
       const uint64_t next = tick(tickStart, interval);
@@ -289,6 +296,7 @@ class Daemon {
       sleepUntil(tickStart + next);
     }
     (void)notifier_->stopping();
+    control_.reset();     // no request reaches a stopping daemon
     engine_->shutdown();  // our kdamonds off and removed: DAMON_STAT can start again
     restoreDamonStat();
     logTotals();
@@ -467,6 +475,137 @@ class Daemon {
     });
   }
 
+  // The control socket (daemon.control_socket, under --sys-root), when configured: its
+  // directory made 0700 when missing. Without it tierd runs on (a warning): the socket is how an
+  // operator asks, not how tierd tiers.
+  void startControl() {
+    noteConfig(*store_->current());
+    if (initial_.daemon.controlSocket.empty()) return;
+    const std::string path = root_.path(initial_.daemon.controlSocket);
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (!dir.empty() && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      log_.warning("control socket: cannot create " + dir + ": " + std::strerror(errno) +
+                   "; tierctl status, pause, resume and restore are unavailable");
+      return;
+    }
+    auto server = ControlServer::start(path, [this](const ControlRequest& r) { return answer(r); });
+    if (!server) {
+      log_.warning("control socket: " + server.error().describe() +
+                   "; tierctl status, pause, resume and restore are unavailable");
+      return;
+    }
+    control_ = std::move(server.value());
+    log_.notice("control socket on " + path + " (tierctl status --socket " + path + ")");
+  }
+
+  // What the control thread needs of a config: its workload names and whether it is a dry run.
+  void noteConfig(const policy::CompiledConfig& c) {
+    std::lock_guard<std::mutex> lock(controlMu_);
+    workloadNames_.clear();
+    for (const auto& w : c.workloads)
+      workloadNames_.insert(w.name);
+    dryRunNow_ = c.daemon.dryRun;
+  }
+
+  static std::string okJson(const std::string& message) {
+    return nlohmann::json{{"ok", true}, {"message", message}}.dump();
+  }
+  static std::string errorJson(const std::string& message) {
+    return nlohmann::json{{"ok", false}, {"error", message}}.dump();
+  }
+
+  // One control request, on the control thread: never waits for the tick loop.
+  std::string answer(const ControlRequest& r) {
+    std::lock_guard<std::mutex> lock(controlMu_);
+    if (!r.workload.empty() && !workloadNames_.count(r.workload)) {
+      std::string names;
+      for (const std::string& n : workloadNames_)
+        names += (names.empty() ? "" : ", ") + n;
+      return errorJson("no workload '" + r.workload + "' in the config (" +
+                       (names.empty() ? "none" : names) + ")");
+    }
+    switch (r.verb) {
+      case ControlRequest::Verb::Status:
+        if (status_.empty()) return errorJson("no tick finished yet; ask again in a moment");
+        return "{\"ok\":true,\"status\":" + statusWithHold(status_, wantedHold_) + "}";
+      case ControlRequest::Verb::Pause:
+        if (r.workload.empty()) {
+          wantedHold_.all = true;
+          log_.notice("paused by the operator: no page moves until tierctl resume");
+          return okJson(
+              "paused: tierd moves no pages from its next tick (sampling and metrics "
+              "go on) until `tierctl resume`");
+        }
+        wantedHold_.workloads.insert(r.workload);
+        log_.notice("workload '" + r.workload + "' paused by the operator");
+        return okJson("paused workload '" + r.workload +
+                      "': none of its pages move from the "
+                      "next tick until `tierctl resume " +
+                      r.workload + "`");
+      case ControlRequest::Verb::Resume:
+        if (r.workload.empty()) {
+          wantedHold_ = {};
+          log_.notice("resumed by the operator: every workload is tiered");
+          return okJson("resumed: every workload is tiered again from the next tick");
+        }
+        wantedHold_.workloads.erase(r.workload);
+        wantedHold_.restore.erase(r.workload);
+        log_.notice("workload '" + r.workload + "' resumed by the operator");
+        return okJson("resumed workload '" + r.workload + "'" +
+                      (wantedHold_.all ? " (tierd stays paused: `tierctl resume` for all)" : ""));
+      case ControlRequest::Verb::Restore:
+        if (dryRunNow_) return errorJson("a dry run moves no pages: nothing to restore");
+        wantedHold_.restore[r.workload] = ++restoreRequests_;
+        log_.notice("workload '" + r.workload + "': restore asked by the operator");
+        wake_.store(true);
+        cv_.notify_all();
+        return okJson("restoring workload '" + r.workload +
+                      "': its pages move back to where its "
+                      "memory policy puts them, a batch a tick (`tierctl status` shows how far); "
+                      "tierd moves none of its pages otherwise until `tierctl resume " +
+                      r.workload + "`");
+    }
+    return errorJson("unknown request");
+  }
+
+  // The holds the operator asked for, to the engine at the tick boundary.
+  void applyOperatorHold() {
+    OperatorHold hold;
+    {
+      std::lock_guard<std::mutex> lock(controlMu_);
+      hold = wantedHold_;
+    }
+    if (hold != engine_->hold()) engine_->setHold(std::move(hold));
+  }
+
+  // The status document of the tick just done (`report`: null when it failed).
+  void publishStatus(const TickReport* report) {
+    if (!control_) return;
+    StatusFacts f;
+    f.pid = ::getpid();
+    f.version = TIERD_VERSION;
+    f.configPath = options_.configPath;
+    f.tick = tickNo_;
+    f.lastTickUnix = realtimeSeconds();
+    f.intervalNs = engine_->config().daemon.intervalNs;
+    f.dryRun = engine_->config().daemon.dryRun;
+    f.source = sourceName_;
+    f.sourceWhy = why_;
+    f.hold = engine_->hold();
+    f.report = report;
+    f.restores = engine_->restores();
+    f.totals = engine_->totals();
+    f.conditions = conditions_.active();
+    for (const auto& [pid, source] : engine_->sources())
+      f.pidWorkloads[pid] = engine_->workloadOf(pid);
+    if (report)
+      for (const SourceState& st : report->sourceStates)
+        f.pidWorkloads[st.pid] = engine_->workloadOf(st.pid);
+    std::string doc = statusDocument(f);
+    std::lock_guard<std::mutex> lock(controlMu_);
+    status_ = std::move(doc);
+  }
+
   // SIGHUP: compiles the config file again aside; on errors the running config stays. Compiled
   // here on the tick loop: the compiler's limits (ConfigStore.h) bound the time it takes.
   void reloadIfAsked() {
@@ -487,11 +626,14 @@ class Daemon {
     auto next = std::make_shared<policy::CompiledConfig>(*store_->current());
     if (options_.dryRun) next->daemon.dryRun = true;
     engine_->setConfig(next);
+    noteConfig(*next);
     log_.setLevel(next->daemon.logLevel);
     metrics_->setWorkloads(*next);
     metrics_->configReload(true);
     if (next->daemon.metricsListen != initial_.daemon.metricsListen)
       log_.warning("daemon.metrics_listen changed: takes effect when tierd restarts");
+    if (next->daemon.controlSocket != initial_.daemon.controlSocket)
+      log_.warning("daemon.control_socket changed: takes effect when tierd restarts");
     if (next->daemon.metricsBasicAuthFile != initial_.daemon.metricsBasicAuthFile)
       log_.warning("daemon.metrics_basic_auth_file changed: takes effect when tierd restarts");
     if (next->sampling.source != initial_.sampling.source)
@@ -532,6 +674,7 @@ class Daemon {
     const uint64_t next =
         report && report->nextIntervalNs > interval ? report->nextIntervalNs : interval;
     metrics_->tickDone(report.ok(), realtimeSeconds());
+    publishStatus(report ? &report.value() : nullptr);
     health_.tickDone(std::chrono::steady_clock::now(), std::chrono::nanoseconds(next), report.ok());
     cpuMark_ = telemetry::threadCpuSeconds();
     metrics_->loopCpu("metrics", cpuMark_ - engineEnd);
@@ -603,9 +746,10 @@ class Daemon {
         std::chrono::steady_clock::now() +
         std::chrono::nanoseconds(static_cast<int64_t>(dueNs) - static_cast<int64_t>(monotonicNs()));
     std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_.load() && !reload_.load() && std::chrono::steady_clock::now() < tickDue) {
+    auto woken = [&] { return stop_.load() || reload_.load() || wake_.exchange(false); };
+    while (!woken() && std::chrono::steady_clock::now() < tickDue) {
       const auto until = watchdogEvery_ ? std::min(tickDue, nextWatchdog_) : tickDue;
-      cv_.wait_until(lock, until, [&] { return stop_.load() || reload_.load(); });
+      cv_.wait_until(lock, until, woken);
       lock.unlock();
       petWatchdog();
       lock.lock();
@@ -655,6 +799,18 @@ class Daemon {
   uint64_t lastTickNs_ = 0;
   std::optional<uint64_t> lastProgressNs_;  // TickReport::nowNs of the last progress line
   ConditionLog conditions_;  // what keeps tierd from its job, said when it begins and ends
+  // The control socket's side (Control.h), shared with its thread under controlMu_: the last
+  // status document, the configured workload names, and the holds the operator asked for
+  // (applied by the loop before each tick).
+  std::mutex controlMu_;
+  std::string status_;
+  std::set<std::string> workloadNames_;
+  bool dryRunNow_ = false;
+  OperatorHold wantedHold_;
+  uint64_t restoreRequests_ = 0;
+  std::atomic<bool> wake_{false};  // a restore asked for: the loop ticks without waiting
+  // Declared last: destroyed first, so its thread never sees the members above gone.
+  std::unique_ptr<ControlServer> control_;
   double cpuMark_ = 0;
 };
 

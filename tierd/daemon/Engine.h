@@ -131,6 +131,14 @@ struct WorkloadReport {
   /// accounts them); numa_maps counts them as anon.
   std::map<NodeId, NodeMemory> memory;
   MemorySource memorySource = MemorySource::NumaMaps;
+  /// Bytes of this tick's plan for the workload (the arbiter's and a restore's ranges), by
+  /// direction, whether executed, held or a dry run.
+  uint64_t plannedPromoteBytes = 0;
+  uint64_t plannedDemoteBytes = 0;
+  uint64_t movedBytes = 0;  ///< bytes moved this tick, both directions
+  /// Bytes of the arbiter's plan not executed because the operator holds the workload
+  /// (OperatorHold: tierctl pause or restore).
+  uint64_t heldBytes = 0;
 };
 
 /// One sampled process's source and heat at the end of a tick (the progress line prints it, so
@@ -211,6 +219,43 @@ struct TickReport {
   /// tick counts a weighted (DAMON) source's rates as covering that many intervals
   /// (policy::TickSpan).
   uint64_t nextIntervalNs = 0;
+};
+
+/// The operator's holds on page moves, set through the daemon's control socket (tierctl pause,
+/// resume and restore; Control.h). Not kept across a restart of tierd.
+struct OperatorHold {
+  bool all = false;                 ///< tierctl pause: the arbiter's plans move nothing
+  std::set<std::string> workloads;  ///< workloads whose planned moves are held (pause W, restore W)
+  /// Workloads being restored (tierctl restore W), each with its request number: a new number
+  /// starts the restore again. A restored workload should also be in `workloads`.
+  std::map<std::string, uint64_t> restore;
+  bool operator==(const OperatorHold&) const = default;
+};
+
+/// Where the kernel's memory policy of a mapping puts its pages, from the policy word of its
+/// /proc/PID/numa_maps line (Documentation/admin-guide/mm/numa_memory_policy.rst) and the task's
+/// home nodes (policy::TaskNodes::home): "default" and "local": `home`; "bind:S", "prefer:S",
+/// "prefer (many):S", "preferred_many:S": the node list S (mode flags such as "=static" and
+/// "=relative" ignored). nullopt for interleave and weighted interleave (pages spread by offset:
+/// tierctl restore leaves them) and for a word it does not know; an empty set when `home` is
+/// unknown.
+std::optional<std::set<NodeId>> policyNodes(std::string_view policy, const std::set<NodeId>& home);
+
+/// A workload's restore (OperatorHold::restore, Engine::restores()): its regions moved back,
+/// per 2 MiB region (per huge page for hugetlb) like any move of tierd, to the node its mapping's
+/// memory policy puts them (policyNodes: a region already on one of those nodes stays; else the
+/// first of them among the task's home nodes, else the first of them, within its cpuset.mems).
+struct RestoreStatus {
+  uint64_t request = 0;        ///< OperatorHold::restore's number it answers
+  uint64_t ticks = 0;          ///< ticks that planned moves for it
+  uint64_t movedBytes = 0;     ///< bytes moved back so far
+  uint64_t plannedBytes = 0;   ///< bytes of the regions its last tick planned
+  uint64_t failedPages = 0;    ///< pages its last tick could not move (no memory, busy, refused)
+  size_t skippedMappings = 0;  ///< mappings left where they are at its last tick (interleave,
+                               ///< a policy word not known, numa_maps unreadable)
+  /// No region is left to move back, or a tick moved nothing though it reached every page it
+  /// planned (what is left cannot move: `failedPages`). Its regions are planned no more.
+  bool done = false;
 };
 
 /// Cumulative counters since the engine started.
@@ -338,6 +383,16 @@ class Engine {
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
   void shutdown();
 
+  /// Sets the operator's holds (Control.h), applied from the next tick on: a held workload's
+  /// planned moves are not executed (WorkloadReport::heldBytes); a workload in `restore` with a
+  /// request number not seen yet starts its restore (RestoreStatus), one planned batch a tick,
+  /// executed first in the tick's migration step, also while `all` holds the arbiter's plans
+  /// (not in a dry run). A workload no longer in `restore` has its status dropped.
+  void setHold(OperatorHold hold);
+  const OperatorHold& hold() const { return hold_; }
+  /// Each restore's progress, by workload name.
+  const std::map<std::string, RestoreStatus>& restores() const { return restores_; }
+
   const EngineTotals& totals() const { return totals_; }
   const policy::HeatModel& heat() const { return heat_; }
 
@@ -391,6 +446,20 @@ class Engine {
   };
 
   void applyWorkloadParams();
+  /// The moves of this tick's restores (OperatorHold::restore) from `ctx`'s regions and tasks
+  /// (RestoreStatus); sets each restore's plannedBytes and skippedMappings, or done when nothing
+  /// is left to plan.
+  std::vector<MoveRange> planRestores(const policy::TickContext& ctx,
+                                      const topology::Topology& topo);
+  /// After execute(): each restore's moved bytes and failed pages from report.batch, done when
+  /// it moved nothing though every page was reached; each workload's planned, moved and held
+  /// bytes (WorkloadReport).
+  /// `planned`: the executed batch's input, its first `restoreMoves` ranges a restore's; `held`:
+  /// the arbiter's moves not executed (heldByOperator).
+  void accountMoves(const std::vector<MoveRange>& planned, size_t restoreMoves,
+                    const std::vector<MoveRange>& held, TickReport& report);
+  /// True when the operator holds the workload of tracked `pid` (OperatorHold).
+  bool heldByOperator(pid_t pid) const;
   /// A scoped process of this tick: its workload and the start time the scope read, and for a
   /// `command` workload the executable it matched with (WorkloadScope::executables).
   struct Scoped {
@@ -514,7 +583,9 @@ class Engine {
   /// weighted source's rates at this tick cover min(now - then, next) of time (drainSources).
   uint64_t lastTickNs_ = 0;
   uint64_t lastNextIntervalNs_ = 0;
-  uint64_t pausedAtNs_ = 0;  ///< when pauseSampling() last paused a source
+  uint64_t pausedAtNs_ = 0;                        ///< when pauseSampling() last paused a source
+  OperatorHold hold_;                              ///< setHold()
+  std::map<std::string, RestoreStatus> restores_;  ///< by workload name (setHold, restores())
 };
 
 }  // namespace tierd::daemon

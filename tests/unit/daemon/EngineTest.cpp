@@ -1345,3 +1345,94 @@ TEST_CASE("locate: ranges a stop left unreached keep the full read, and their pa
   CHECK(t2.promotedBytes == 4 * 2 * kMiB);
   CHECK(rig.regionsOn(kPid, 0) == 4);  // the kernel's own answer agrees
 }
+
+TEST_CASE("policyNodes: where a mapping's memory policy puts its pages") {
+  const std::set<NodeId> home = {0};
+  CHECK(policyNodes("default", home) == std::set<NodeId>{0});
+  CHECK(policyNodes("local", home) == std::set<NodeId>{0});
+  CHECK(policyNodes("default", {}) == std::set<NodeId>{});
+  CHECK(policyNodes("bind:1-2", home) == std::set<NodeId>{1, 2});
+  CHECK(policyNodes("bind=static:1", home) == std::set<NodeId>{1});
+  CHECK(policyNodes("prefer:1", home) == std::set<NodeId>{1});
+  CHECK(policyNodes("prefer (many):0,2", home) == std::set<NodeId>{0, 2});
+  CHECK(policyNodes("interleave:0-1", home) == std::nullopt);
+  CHECK(policyNodes("interleave=static:0-3", home) == std::nullopt);
+  CHECK(policyNodes("weighted interleave:0-1", home) == std::nullopt);
+  CHECK(policyNodes("bind", home) == std::nullopt);       // no node list: not known
+  CHECK(policyNodes("mystery:1", home) == std::nullopt);  // a word not known: left
+}
+
+// /proc/PID/numa_maps of the test process: its table bound to node 1 (MPOL_BIND).
+void bindTableToSlowNode(Rig& rig) {
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "%llx bind:1 anon=16384 dirty=16384 N1=16384 kernelpagesize_kB=4\n",
+                static_cast<unsigned long long>(kBase));
+  rig.put("/proc/" + std::to_string(kPid) + "/numa_maps", line);
+}
+
+TEST_CASE("restore: a bound workload's promoted hot set goes back to its node and stays there") {
+  Rig rig;
+  uint64_t s = 0;
+  while (s < 5)
+    rig.tick(++s);
+  REQUIRE(rig.regionsOn(kPid, 0) == 4);
+  bindTableToSlowNode(rig);
+  OperatorHold hold;
+  hold.restore["gups"] = 1;
+  rig.engine->setHold(hold);
+  TickReport r = rig.tick(++s);
+  CHECK(rig.regionsOn(kPid, 0) == 0);
+  CHECK(r.demotedBytes == 4 * 2 * kMiB);
+  CHECK(r.workloads[0].plannedDemoteBytes == 4 * 2 * kMiB);
+  CHECK(r.workloads[0].movedBytes == 4 * 2 * kMiB);
+  REQUIRE(rig.engine->restores().count("gups"));
+  CHECK(rig.engine->restores().at("gups").movedBytes == 4 * 2 * kMiB);
+  CHECK_FALSE(rig.engine->restores().at("gups").done);
+  rig.tick(++s);
+  CHECK(rig.engine->restores().at("gups").done);
+  CHECK(rig.engine->restores().at("gups").ticks == 1);
+  // Held: the arbiter plans the hot set again, nothing of it moves.
+  uint64_t held = 0;
+  for (int i = 0; i < 8; ++i)
+    held += rig.tick(++s).workloads[0].heldBytes;
+  CHECK(held > 0);
+  CHECK(rig.regionsOn(kPid, 0) == 0);
+  CHECK(rig.regionsOn(kStranger, 1) == 32);  // never touched
+  // Resumed: tiered again.
+  rig.engine->setHold({});
+  CHECK(rig.engine->restores().empty());
+  for (int i = 0; i < 10; ++i)
+    rig.tick(++s);
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+}
+
+TEST_CASE("pause holds every plan, and a default-policy workload is restored to its home node") {
+  Rig rig;
+  OperatorHold hold;
+  hold.all = true;
+  rig.engine->setHold(hold);
+  uint64_t held = 0, s = 0;
+  while (s < 5)
+    held += rig.tick(++s).workloads[0].heldBytes;
+  CHECK(held > 0);
+  CHECK(rig.regionsOn(kPid, 0) == 0);
+  CHECK(rig.engine->totals().promotedBytes == 0);
+  // The fake kernel's numa_maps says "default": local to the task's home node, 0 (the only
+  // node with CPUs); a restore runs while paused.
+  hold.restore["gups"] = 7;
+  rig.engine->setHold(hold);
+  for (int i = 0; i < 4 && !rig.engine->restores().at("gups").done; ++i)
+    rig.tick(++s);
+  CHECK(rig.engine->restores().at("gups").done);
+  CHECK(rig.engine->restores().at("gups").request == 7);
+  CHECK(rig.regionsOn(kPid, 0) == 32);
+  CHECK(rig.regionsOn(kStranger, 1) == 32);
+  // A new request number starts the restore again (nothing left to move: done at once).
+  hold.restore["gups"] = 8;
+  rig.engine->setHold(hold);
+  CHECK_FALSE(rig.engine->restores().at("gups").done);
+  rig.tick(++s);
+  CHECK(rig.engine->restores().at("gups").done);
+  CHECK(rig.engine->restores().at("gups").movedBytes == 0);
+}
