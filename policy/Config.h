@@ -20,8 +20,11 @@ enum class SampleSource {
   Perf,    ///< perf_event PEBS/IBS sampling
   Damon,   ///< DAMON vaddr monitoring
   Replay,  ///< a recorded trace (`[sampling] trace`)
+  /// software page-fault sampling (PERF_COUNT_SW_PAGE_FAULTS), the last resort of auto: sees a
+  /// page's first touch, and NUMA hint faults while kernel.numa_balancing is on
+  PerfSwPageFaults,
 };
-/// "auto", "perf", "damon", "replay".
+/// "auto", "perf", "damon", "replay", "perf-sw-page-faults".
 const char* sampleSourceName(SampleSource s);
 
 /// `[migration] page_granularity`: which addresses are passed to move_pages(2).

@@ -691,10 +691,11 @@ void compileTiers(Compiler& c, Values& t, const std::string& path, TiersConfig& 
 void compileSampling(Compiler& c, Values& s, const std::string& path, const CompileOptions& options,
                      const DaemonConfig& daemon, SamplingConfig& out) {
   const std::string& src = s["source"].s;
-  out.source = src == "perf"     ? SampleSource::Perf
-               : src == "damon"  ? SampleSource::Damon
-               : src == "replay" ? SampleSource::Replay
-                                 : SampleSource::Auto;
+  out.source = src == "perf"                  ? SampleSource::Perf
+               : src == "damon"               ? SampleSource::Damon
+               : src == "replay"              ? SampleSource::Replay
+               : src == "perf-sw-page-faults" ? SampleSource::PerfSwPageFaults
+                                              : SampleSource::Auto;
   out.cpuBudgetPercent = s["cpu_budget_percent"].d;
   out.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
   out.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);

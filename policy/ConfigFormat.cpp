@@ -17,6 +17,8 @@ const char* sampleSourceName(SampleSource s) {
       return "damon";
     case SampleSource::Replay:
       return "replay";
+    case SampleSource::PerfSwPageFaults:
+      return "perf-sw-page-faults";
   }
   return "?";
 }

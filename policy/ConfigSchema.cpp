@@ -92,10 +92,12 @@ std::vector<KeySpec> tiersKeys() {
 // [sampling]: where access samples come from and what they may cost.
 std::vector<KeySpec> samplingKeys() {
   return {
-      {"sampling", "source", ValueType::Enum, "\"auto\"", 0, 0, "auto|perf|damon|replay", false,
-       false, "",
-       "Where access samples come from: perf (PEBS/IBS), DAMON vaddr, a recorded trace, or auto "
-       "(perf when the PMU samples memory, else DAMON). \"replay\" plays `trace` through "
+      {"sampling", "source", ValueType::Enum, "\"auto\"", 0, 0,
+       "auto|perf|damon|perf-sw-page-faults|replay", false, false, "",
+       "Where access samples come from: perf (PEBS/IBS), DAMON vaddr, software page faults "
+       "(perf-sw-page-faults: a page's first touch, and NUMA hint faults while "
+       "kernel.numa_balancing is on), a recorded trace, or auto (perf when the PMU samples "
+       "memory, else DAMON, else software page faults). \"replay\" plays `trace` through "
        "`tierctl simulate --config FILE`; the daemon refuses to start with it (a trace's pids "
        "and addresses are the recording's). Read at start; a reload does not change it."},
       {"sampling", "cpu_budget_percent", ValueType::Number, "1.0", 0.01, 100, "", false, false,

@@ -35,12 +35,13 @@ struct SourceInfo {
   SourceKind kind;
   /// HotnessSource::name(), trace header `source`, probe output and log lines.
   std::string_view name;
-  /// The `source` label of the sampler metrics (tierd_sampler_*).
+  /// The `source` label of the sampler metrics (tierd_sampler_*): the name itself.
   std::string_view metricLabel;
-  /// The tierd_capability{capability} flag of the machine feature it needs ("" = none).
+  /// The tierd_capability{capability} flag of the machine feature it needs ("" = none): the
+  /// name with '_' for '-', as the flag's other values are spelled.
   std::string_view capability;
-  /// The `[sampling] source` value that selects it ("" = chosen only by "auto"; PEBS and IBS
-  /// share "perf": the CPU decides).
+  /// The `[sampling] source` value that selects it (PEBS and IBS share "perf": the CPU decides;
+  /// DAMON's is "damon").
   std::string_view configName;
   /// How its samples count. A replayed trace counts one per sample in the daemon; the simulator
   /// and `tierctl hotness --trace` weigh by the recorded source (weightKindOf(header.source)).
@@ -50,11 +51,12 @@ struct SourceInfo {
 /// The vocabulary, in the order `auto` prefers them (best first; replay
 /// is never chosen by auto).
 inline constexpr std::array<SourceInfo, 5> kSources = {{
-    {SourceKind::PerfPebs, "perf-pebs", "pebs", "perf_pebs", "perf", WeightKind::PerSample},
-    {SourceKind::PerfIbs, "perf-ibs", "ibs", "perf_ibs", "perf", WeightKind::PerSample},
-    {SourceKind::DamonVaddr, "damon-vaddr", "damon", "damon_vaddr", "damon", WeightKind::Weighted},
-    {SourceKind::PerfSoftware, "perf-sw-page-faults", "perf_software", "perf_software", "",
-     WeightKind::PerSample},
+    {SourceKind::PerfPebs, "perf-pebs", "perf-pebs", "perf_pebs", "perf", WeightKind::PerSample},
+    {SourceKind::PerfIbs, "perf-ibs", "perf-ibs", "perf_ibs", "perf", WeightKind::PerSample},
+    {SourceKind::DamonVaddr, "damon-vaddr", "damon-vaddr", "damon_vaddr", "damon",
+     WeightKind::Weighted},
+    {SourceKind::PerfSoftware, "perf-sw-page-faults", "perf-sw-page-faults", "perf_sw_page_faults",
+     "perf-sw-page-faults", WeightKind::PerSample},
     {SourceKind::Replay, "replay", "replay", "", "replay", WeightKind::PerSample},
 }};
 

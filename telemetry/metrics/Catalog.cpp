@@ -61,8 +61,9 @@ LabelDef component() {
 LabelDef source() {
   return {"source",
           LabelDomain::Fixed,
-          {"pebs", "ibs", "perf_software", "damon", "replay"},
-          "hotness source: Intel PEBS, AMD IBS, software perf events, DAMON, replayed trace"};
+          {"perf-pebs", "perf-ibs", "damon-vaddr", "perf-sw-page-faults", "replay"},
+          "hotness source, by its name (tierctl sampling --probe, tierctl status, the log): Intel "
+          "PEBS, AMD IBS, DAMON vaddr, software page faults, a replayed trace"};
 }
 LabelDef workload() {
   return {"workload", LabelDomain::Workload, {}, "a workload name from the config"};
@@ -337,7 +338,7 @@ std::vector<MetricDef> systemMetrics() {
               LabelDomain::Fixed,
               {"thp", "hugetlb_1g", "memory_tiers", "hmat", "demotion", "numa_balancing_tiering",
                "damon_sysfs", "damon_vaddr", "damon_paddr", "perf_pebs", "perf_ibs",
-               "perf_software", "move_pages", "kernel_folio_copy_chunked",
+               "perf_sw_page_faults", "move_pages", "kernel_folio_copy_chunked",
                "kernel_pages_stat_batched", "kernel_migrate_offload",
                "kernel_migrate_offload_move_pages", "kernel_migrate_offload_hugetlb"},
               "what is available"}}),

@@ -31,7 +31,7 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   sink.add(kDaemonTicks, {"ok"}, 1);
   sink.add(kDaemonTicks, {"failed"}, step % 7 == 0 ? 1 : 0);
   sink.set(kDaemonLastTick, {}, static_cast<double>(std::time(nullptr)));
-  for (const char* src : {"perf_software", "damon"}) {
+  for (const char* src : {"perf-sw-page-faults", "damon-vaddr"}) {
     sink.add(kSamplerSamples, {src}, 1000 + 10 * s);
     sink.add(kSamplerLostSamples, {src}, step % 4 == 0 ? 3 : 0);
     sink.add(kSamplerThrottleEvents, {src}, 0);
@@ -40,7 +40,7 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
     sink.set(kSamplerPeriod, {src}, src[0] == 'p' ? 10007 : 0);
     sink.set(kSamplerInterval, {src}, src[0] == 'd' ? 0.005 : 0);
   }
-  sink.set(kSamplerOpenPerfEvents, {"perf_software"}, 8);
+  sink.set(kSamplerOpenPerfEvents, {"perf-sw-page-faults"}, 8);
   sink.add(kSamplerSourceRetries, {}, step % 7 == 0 ? 1 : 0);
   sink.set(kPlacementSettled, {}, step % 20 >= 10 ? 1 : 0);
   sink.set(kTickInterval, {}, step % 20 >= 10 ? 4 : 1);
@@ -82,7 +82,7 @@ void DemoFeeder::feed(MetricsSink& sink, const std::vector<std::string>& workloa
   }
   sink.add(kConfigReloads, {"success"}, step == 0 ? 1 : 0);
   sink.add(kConfigReloads, {"failure"}, 0);
-  for (const char* cap : {"thp", "memory_tiers", "demotion", "damon_vaddr", "perf_software",
+  for (const char* cap : {"thp", "memory_tiers", "demotion", "damon_vaddr", "perf_sw_page_faults",
                           "move_pages", "kernel_migrate_offload"})
     sink.set(kKernelCapability, {cap}, 1);
   for (const char* cap : {"perf_pebs", "perf_ibs", "hmat"})

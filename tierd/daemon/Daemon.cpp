@@ -203,6 +203,9 @@ std::string chooseSource(const policy::CompiledConfig& c, const telemetry::Sampl
     case policy::SampleSource::Replay:
       why = "configured";
       return std::string(sourceInfo(SourceKind::Replay).name);
+    case policy::SampleSource::PerfSwPageFaults:
+      why = "configured";
+      return std::string(sourceInfo(SourceKind::PerfSoftware).name);
     case policy::SampleSource::Auto:
       break;
   }

@@ -55,8 +55,8 @@
 namespace tierd::daemon {
 
 /// The `source` label of a hotness source name (its kSources metricLabel,
-/// telemetry/hotness/SourceNames.h): perf-pebs -> pebs, perf-ibs -> ibs,
-/// perf-sw-page-faults -> perf_software, damon-vaddr -> damon, replay -> replay; "" otherwise.
+/// telemetry/hotness/SourceNames.h: the name itself, e.g. damon-vaddr); "" for a name tierd
+/// does not know.
 std::string sourceLabel(const std::string& sourceName);
 
 /// One running hotness source as the loop sees it after a tick.
@@ -101,7 +101,7 @@ class DaemonMetrics {
   /// A SIGHUP reload finished (`ok` false: the old config stays).
   void configReload(bool ok);
 
-  /// A capability flag tierd probes itself (perf_pebs, perf_ibs, perf_software, move_pages).
+  /// A capability flag tierd probes itself (perf_pebs, perf_ibs, perf_sw_page_faults, move_pages).
   void capability(const std::string& name, bool available);
 
   /// One tick's report. `wallSeconds` since the previous tick (for the sampler overhead);

@@ -146,7 +146,7 @@ struct WorkloadReport {
 /// hot regions wait for the arbiter).
 struct SourceState {
   pid_t pid = 0;
-  std::string source;   ///< HotnessSource::name(): "damon-vaddr", "pebs", ...
+  std::string source;   ///< HotnessSource::name(): "damon-vaddr", "perf-pebs", ...
   std::string state;    ///< HotnessSource::state(): "sample_us=500 access=23% regions=412 ..."
   size_t regions = 0;   ///< the process's tracked regions on known nodes (HeatModel)
   double meanHeat = 0;  ///< their mean heat, heat units (HeatModel)

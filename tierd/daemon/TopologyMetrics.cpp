@@ -39,7 +39,7 @@ void publishTopology(const topology::Topology& topo, telemetry::MetricsSink& sin
   flag("damon_vaddr", has(c.damonOperations, "vaddr"));
   flag("damon_paddr", has(c.damonOperations, "paddr"));
   flag("perf_ibs", has(c.perfPmus, "ibs_op"));
-  flag("perf_software", has(c.perfPmus, "software"));
+  flag("perf_sw_page_faults", has(c.perfPmus, "software"));
   // tierd's own kernel patches (kernel-patches/), by the release tag -tierdN.
   flag("kernel_folio_copy_chunked", c.tierdKernel && c.tierdKernel->folioCopyChunked);
   flag("kernel_pages_stat_batched", c.tierdKernel && c.tierdKernel->pagesStatBatched);

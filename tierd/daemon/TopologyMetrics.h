@@ -18,8 +18,8 @@ namespace tierd {
 /// Sets tierd_node_capacity_bytes, tierd_node_used_bytes, tierd_node_hugetlb_pages,
 /// tierd_node_hugetlb_free_pages for each node with memory (tier fast or slow), and
 /// tierd_kernel_capability_available for thp, hugetlb_1g, memory_tiers, hmat, demotion,
-/// numa_balancing_tiering, damon_sysfs, damon_vaddr, damon_paddr, perf_ibs, perf_software, and
-/// tierd's kernel patches: kernel_folio_copy_chunked, kernel_pages_stat_batched (release tag),
+/// numa_balancing_tiering, damon_sysfs, damon_vaddr, damon_paddr, perf_ibs, perf_sw_page_faults,
+/// and tierd's kernel patches: kernel_folio_copy_chunked, kernel_pages_stat_batched (release tag),
 /// kernel_migrate_offload (/sys/kernel/mm/migrate_offload/ exists) and
 /// kernel_migrate_offload_move_pages (offload enabled for move_pages(2)'s reason).
 void publishTopology(const topology::Topology& topo, telemetry::MetricsSink& sink);

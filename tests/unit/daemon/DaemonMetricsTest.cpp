@@ -39,8 +39,8 @@ TEST_CASE("start puts every counter series tierd updates at 0") {
   CHECK(s.has("tierd_migrate_pages_total", {"demote", "4k", "node_not_allowed"}));
   CHECK(s.has("tierd_migrate_bytes_total", {"demote", "4k", "no_memory"}));
   CHECK(s.seriesCount("tierd_daemon_cpu_seconds_total") == 7);
-  CHECK(s.has("tierd_sampler_samples_total", {"damon"}));
-  CHECK(s.has("tierd_sampler_lost_samples_total", {"damon"}));
+  CHECK(s.has("tierd_sampler_samples_total", {"damon-vaddr"}));
+  CHECK(s.has("tierd_sampler_lost_samples_total", {"damon-vaddr"}));
   CHECK(s.has("tierd_config_reloads_total", {"failure"}));
   CHECK(s.has("tierd_workload_migrated_bytes_total", {"gups", "demote"}));
   CHECK(s.has("tierd_arbiter_pingpong_moves_total", {"promote"}));
@@ -133,10 +133,10 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   CHECK(s.value("tierd_daemon_cpu_seconds_total", {"topology"}) == doctest::Approx(0.001));
   CHECK(s.value("tierd_daemon_cpu_seconds_total", {"scope"}) == doctest::Approx(0.002));
   CHECK(s.value("tierd_daemon_cpu_seconds_total", {"migrate"}) == doctest::Approx(0.03));
-  CHECK(s.value("tierd_sampler_samples_total", {"perf_software"}) == 100);
-  CHECK(s.value("tierd_sampler_lost_samples_total", {"perf_software"}) == 3);
-  CHECK(s.value("tierd_sampler_overhead_ratio", {"perf_software"}) == doctest::Approx(0.01));
-  CHECK(s.value("tierd_sampler_period_events", {"perf_software"}) == 1);
+  CHECK(s.value("tierd_sampler_samples_total", {"perf-sw-page-faults"}) == 100);
+  CHECK(s.value("tierd_sampler_lost_samples_total", {"perf-sw-page-faults"}) == 3);
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"perf-sw-page-faults"}) == doctest::Approx(0.01));
+  CHECK(s.value("tierd_sampler_period_events", {"perf-sw-page-faults"}) == 1);
   CHECK(s.value("tierd_hotness_hot_bytes", {"redis", "slow"}) == double(2ULL << 21));
   CHECK(s.value("tierd_hotness_cold_bytes", {"redis", "slow"}) == double(20ULL << 21));
   // Resident memory per tier and kind from WorkloadReport::memory (node 7 is in no tier).
@@ -153,10 +153,10 @@ TEST_CASE("a tick exports CPU by phase, source increases, hot and cold bytes, mi
   // The next tick exports increases only; a restarted source (totals back down) counts anew.
   src.stats.samples = 150;
   m.tick(TickReport{}, {src}, 1.0, workloadOf);
-  CHECK(s.value("tierd_sampler_samples_total", {"perf_software"}) == 150);
+  CHECK(s.value("tierd_sampler_samples_total", {"perf-sw-page-faults"}) == 150);
   src.stats.samples = 7;
   m.tick(TickReport{}, {src}, 1.0, workloadOf);
-  CHECK(s.value("tierd_sampler_samples_total", {"perf_software"}) == 157);
+  CHECK(s.value("tierd_sampler_samples_total", {"perf-sw-page-faults"}) == 157);
 
   // Engine totals and ping-pong holds as increases.
   EngineTotals t;
@@ -281,22 +281,23 @@ TEST_CASE("sampler overhead counts the kdamonds tierd owns beside its own sampli
   src.workerCpuSeconds = 0.3;  // the kdamond started this tick
   auto none = [](pid_t) { return std::string(); };
   m.tick(r, {src}, 2.0, none);
-  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx((0.1 + 0.3) / 2));
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon-vaddr"}) ==
+        doctest::Approx((0.1 + 0.3) / 2));
   src.workerCpuSeconds = 1.2;  // 0.9 s more in the next second
   m.tick(r, {src}, 1.0, none);
-  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx(0.1 + 0.9));
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon-vaddr"}) == doctest::Approx(0.1 + 0.9));
   // A new kdamond for the pid (restarted source): its CPU is counted from its start.
   src.workerPid = 902;
   src.workerCpuSeconds = 0.2;
   m.tick(r, {src}, 1.0, none);
-  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon"}) == doctest::Approx(0.1 + 0.2));
+  CHECK(s.value("tierd_sampler_overhead_ratio", {"damon-vaddr"}) == doctest::Approx(0.1 + 0.2));
   // Back-offs for the CPU budget are counted as increases of the source's total.
-  CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon"}) == 0);
+  CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon-vaddr"}) == 0);
   src.stats.budgetBackoffs = 2;
   m.tick(r, {src}, 1.0, none);
   src.stats.budgetBackoffs = 3;
   m.tick(r, {src}, 1.0, none);
-  CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon"}) == 3);
+  CHECK(s.value("tierd_sampler_budget_backoffs_total", {"damon-vaddr"}) == 3);
   // Settled placement (Engine::tick, "Settling") is a gauge, set every tick.
   CHECK(s.value("tierd_placement_settled", {}) == 0);
   r.settled = true;
@@ -318,7 +319,7 @@ TEST_CASE("sampler overhead counts the kdamonds tierd owns beside its own sampli
   perf2.pid = 44;
   perf2.openEvents = 2;
   m.tick(r, {perf, perf2}, 1.0, none);
-  CHECK(s.value("tierd_sampler_open_perf_events", {"perf_software"}) == 8);
+  CHECK(s.value("tierd_sampler_open_perf_events", {"perf-sw-page-faults"}) == 8);
   CHECK(s.rejectedUpdates() == 0);
 }
 
@@ -338,9 +339,9 @@ TEST_CASE("taskCpuSeconds reads utime + stime of /proc/PID/stat") {
 }
 
 TEST_CASE("source names map to the bounded source label") {
-  CHECK(sourceLabel("perf-pebs") == "pebs");
-  CHECK(sourceLabel("perf-ibs") == "ibs");
-  CHECK(sourceLabel("damon-vaddr") == "damon");
+  CHECK(sourceLabel("perf-pebs") == "perf-pebs");
+  CHECK(sourceLabel("perf-ibs") == "perf-ibs");
+  CHECK(sourceLabel("damon-vaddr") == "damon-vaddr");
   CHECK(sourceLabel("something") == "");
 }
 
@@ -349,8 +350,9 @@ TEST_CASE("every hotness source is spelled from one table: name, source label, c
   const auto& capValues =
       telemetry::findMetric("tierd_kernel_capability_available")->labels[0].values;
   std::vector<std::string> configNames;  // the `[sampling] source` values
-  for (policy::SampleSource c : {policy::SampleSource::Auto, policy::SampleSource::Perf,
-                                 policy::SampleSource::Damon, policy::SampleSource::Replay})
+  for (policy::SampleSource c :
+       {policy::SampleSource::Auto, policy::SampleSource::Perf, policy::SampleSource::Damon,
+        policy::SampleSource::Replay, policy::SampleSource::PerfSwPageFaults})
     configNames.emplace_back(policy::sampleSourceName(c));
   auto in = [](const std::vector<std::string>& v, std::string_view s) {
     return std::find(v.begin(), v.end(), std::string(s)) != v.end();
@@ -361,13 +363,14 @@ TEST_CASE("every hotness source is spelled from one table: name, source label, c
     CHECK(sourceLabel(std::string(s.name)) == s.metricLabel);
     CHECK(in(sourceValues, s.metricLabel));
     if (!s.capability.empty()) CHECK(in(capValues, s.capability));
-    if (!s.configName.empty()) CHECK(in(configNames, s.configName));
+    CHECK(in(configNames, s.configName));  // every source can be asked for by name
+    CHECK(s.metricLabel == s.name);        // one spelling in the log, tierctl and metrics
   }
   // Only DAMON weighs its samples; the names the rig greps for stay as they were.
   CHECK(telemetry::weightKindOf("damon-vaddr") == telemetry::WeightKind::Weighted);
   CHECK(telemetry::weightKindOf("perf-pebs") == telemetry::WeightKind::PerSample);
   CHECK(telemetry::weightKindOf("something") == telemetry::WeightKind::PerSample);
-  CHECK(sourceLabel("perf-sw-page-faults") == "perf_software");
+  CHECK(sourceLabel("perf-sw-page-faults") == "perf-sw-page-faults");
   CHECK(sourceLabel("replay") == "replay");
 }
 

@@ -50,7 +50,7 @@ TEST_CASE("publishTopology exports memory nodes per tier, hugetlb pools and capa
   CHECK(cap("numa_balancing_tiering") == 1);
   CHECK(cap("damon_vaddr") == 1);
   CHECK(cap("damon_paddr") == 1);
-  CHECK(cap("perf_software") == 1);
+  CHECK(cap("perf_sw_page_faults") == 1);
   CHECK(cap("perf_ibs") == 0);
   CHECK_FALSE(s.has("tierd_kernel_capability_available", {"perf_pebs"}));
   CHECK(cap("kernel_folio_copy_chunked") == 0);  // a stock kernel

@@ -51,8 +51,8 @@ TEST_CASE("updates with unbounded or wrong labels are dropped and counted") {
   CHECK_FALSE(s.set(metric::kNodeCapacity, {"01", "fast"}, 1));
   CHECK_FALSE(s.set(metric::kNodeCapacity, {"1024", "fast"}, 1));
   CHECK(s.set(metric::kNodeCapacity, {"1023", "fast"}, 1));
-  CHECK_FALSE(s.add(metric::kSamplerSamples, {"damon"}, -1));  // counters only go up
-  CHECK_FALSE(s.set(metric::kSamplerOverhead, {"damon"}, NAN));
+  CHECK_FALSE(s.add(metric::kSamplerSamples, {"damon-vaddr"}, -1));  // counters only go up
+  CHECK_FALSE(s.set(metric::kSamplerOverhead, {"damon-vaddr"}, NAN));
   CHECK_FALSE(s.set(metric::kBuildInfo, {"9.9.9-not-this-build"}, 1));
   CHECK(s.rejectedUpdates() == 9);
   CHECK(s.value("tierd_metrics_rejected_updates_total", {"tierd_migrate_bytes_total"}) == 2);

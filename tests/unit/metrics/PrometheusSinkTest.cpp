@@ -122,10 +122,10 @@ TEST_CASE("exporter serves /metrics on a free port and a taken port is a clear e
   REQUIRE_MESSAGE(sink.ok(), sink.error().describe());
   const int port = (*sink)->port();
   REQUIRE(port > 0);
-  CHECK((*sink)->add(metric::kSamplerSamples, {"damon"}, 7));
+  CHECK((*sink)->add(metric::kSamplerSamples, {"damon-vaddr"}, 7));
   const std::string body = httpGet(port, "/metrics");
   CHECK(body.find("200 OK") != std::string::npos);
-  CHECK(body.find("tierd_sampler_samples_total{source=\"damon\"} 7") != std::string::npos);
+  CHECK(body.find("tierd_sampler_samples_total{source=\"damon-vaddr\"} 7") != std::string::npos);
 
   ExporterOptions taken;
   taken.listenAddress = "127.0.0.1:" + std::to_string(port);
