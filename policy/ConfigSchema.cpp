@@ -57,7 +57,7 @@ std::vector<KeySpec> daemonKeys() {
        "Least severe log lines written (syslog priorities): \"notice\" drops the per-tick "
        "progress lines and the per-process scope lines (info), keeping warnings, errors and "
        "state changes. A reload applies it."},
-      {"daemon", "progress_interval", ValueType::Duration, "\"0s\"", 0, 86400 * kS, "", false,
+      {"daemon", "progress_interval", ValueType::Duration, "\"60s\"", 0, 86400 * kS, "", false,
        false, "",
        "The per-tick progress line (`tick N: ...`, level info) is written for a tick that planned "
        "or moved pages, changed a scope or had a problem, and otherwise at most once per this "

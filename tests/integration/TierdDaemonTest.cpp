@@ -46,6 +46,7 @@ bool waitFor(const fs::path& log, const std::string& needle, size_t times = 1) {
 
 const char* kGood = R"([daemon]
 interval = "100ms"
+progress_interval = "0s"
 dry_run = true
 metrics_listen = ""
 control_socket = ""
@@ -220,10 +221,10 @@ TEST_CASE("tierctl status, pause and resume reach a running tierd through its co
   const fs::path log = dir / "tierd.log";
   const fs::path out = dir / "tierctl.out";
   const fs::path socket = dir / "run" / "control.sock";
-  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\ndry_run = "
-                           "true\ncontrol_socket = \""
-                        << socket.string()
-                        << "\"\n[[workload]]\nname = \"sleepers\"\ncommand = \"itest-sleeper\"\n";
+  std::ofstream(config)
+      << "[daemon]\ninterval = \"100ms\"\nprogress_interval = \"0s\"\nmetrics_listen = "
+         "\"\"\ndry_run = true\ncontrol_socket = \""
+      << socket.string() << "\"\n[[workload]]\nname = \"sleepers\"\ncommand = \"itest-sleeper\"\n";
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {

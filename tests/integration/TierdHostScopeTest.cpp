@@ -235,7 +235,8 @@ constexpr uid_t kNobody = 65534;
 
 // The tierd config head shared by the tests: 100 ms ticks, no exporter, auto sampling.
 std::string configHead() {
-  return "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"\"\ncontrol_socket = \"\"\n";
+  return "[daemon]\ninterval = \"100ms\"\nprogress_interval = \"0s\"\nmetrics_listen = "
+         "\"\"\ncontrol_socket = \"\"\n";
 }
 
 // Checks what tierd said about sampling: a source, and not DAMON while a kdamond that is not
