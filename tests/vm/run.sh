@@ -24,6 +24,7 @@
 #   gapbs=PROGRAM...       GAPBS programs (e.g. "pr bc") built by build-gapbs.sh (from
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
+#   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
 #   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
@@ -284,6 +285,20 @@ boot() {
       3) ;;
       *) die "$name: cannot build GAPBS (see above)" ;;
     esac
+  fi
+  # "# rig: deb=yes": the .deb, built from this build folder by cpack as `cmake --build build
+  # --target package` does, in $RIG_OUT/supplied.
+  if [ "$(header "$file" deb)" = yes ]; then
+    local dtmp
+    dtmp="$(mktemp -d)"
+    cpack --config "$build/CPackConfig.cmake" -B "$dtmp" >"$dtmp/cpack.log" 2>&1 || {
+      cat "$dtmp/cpack.log"
+      rm -rf "$dtmp"
+      die "$name: cpack cannot build the .deb from $build"
+    }
+    mkdir -p "$outdir/supplied"
+    cp "$dtmp"/tierd_*.deb "$outdir/supplied/"
+    rm -rf "$dtmp"
   fi
   prepare_kernel "$(kernel_series "$file")"
   memsim="$(memsim_mode "$file")"
