@@ -2,6 +2,7 @@
 // socket (tierd/daemon/Control.h), answered with JSON.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -150,14 +151,17 @@ int restoreCommand(const std::vector<std::string>& args, size_t begin) {
   if (int rc = call(spec, socket, {ControlRequest::Verb::Restore, name}, &answer); rc != 0)
     return rc;
   std::cout << answer.value("message", "") << "\n";
-  for (uint64_t i = 0; i < waitNs / 250'000'000; ++i) {
+  // The status of this request (its number): an earlier restore's "done" does not count.
+  const uint64_t request = answer.value("request", uint64_t{0});
+  const uint64_t polls = waitNs ? std::max<uint64_t>(1, waitNs / 250'000'000) : 0;
+  for (uint64_t i = 0; i < polls; ++i) {
     ::usleep(250'000);
     nlohmann::json st;
     if (int rc = call(spec, socket, {ControlRequest::Verb::Status, ""}, &st); rc != 0) return rc;
     for (const auto& w : st["status"]["workloads"]) {
       if (w.value("name", "") != name || !w.contains("restore")) continue;
       const auto& r = w["restore"];
-      if (!r.value("done", false)) continue;
+      if (r.value("request", uint64_t{0}) != request || !r.value("done", false)) continue;
       std::cout << "restore of '" << name << "' done: " << r["moved_bytes"].get<uint64_t>()
                 << " bytes moved back in " << r.value("ticks", 0)
                 << (r.value("ticks", 0) == 1 ? " tick, " : " ticks, ") << r.value("failed_pages", 0)

@@ -8,6 +8,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -71,7 +73,7 @@ bool writeAll(int fd, std::string_view data) {
 }
 
 // A socket file at `path` that nothing serves (connect refused) may be replaced; anything else
-// (a file, a live tierd) is refused.
+// (a file, a live tierd, one too busy to accept: EAGAIN) is refused. The probe never blocks.
 Status clearStaleSocket(const std::string& path, const sockaddr_un& addr) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
@@ -79,13 +81,37 @@ Status clearStaleSocket(const std::string& path, const sockaddr_un& addr) {
     return Error::fromErrno("lstat", path);
   }
   if (!S_ISSOCK(st.st_mode)) return Error::env("exists and is not a socket", path);
-  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (probe < 0) return Error::fromErrno("socket", path);
-  const bool live = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  const int rc = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int e = errno;
   ::close(probe);
-  if (live) return Error::env("another process serves this control socket", path);
+  if (rc == 0 || e == EAGAIN) return Error::env("another process serves this control socket", path);
+  if (e != ECONNREFUSED) return Error::sys(e, "connect to the socket there", path);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Error::fromErrno("unlink", path);
   return Ok{};
+}
+
+// The socket's directory must be one only its owner (root or tierd's user) can change: another
+// user who could write there could replace the socket with their own.
+Status checkDirectory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return Error::fromErrno("stat", dir);
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return Error::env("the socket's directory is owned by uid " + std::to_string(st.st_uid) +
+                          ", neither root nor tierd's user",
+                      dir);
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return Error::env("the socket's directory is writable by group or others", dir);
+  return Ok{};
+}
+
+int remainingMs(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count()));
 }
 
 }  // namespace
@@ -126,17 +152,22 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& p
                                                             Handler handler) {
   auto addr = socketAddress(path);
   if (!addr) return addr.error();
+  if (Status st = checkDirectory(path); !st) return st.error();
   if (Status st = clearStaleSocket(path, *addr); !st) return st.error();
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Error::fromErrno("socket", path);
-  // Mode 0600 from the start: no moment where another user could connect.
-  const mode_t old = ::umask(0177);
-  const int bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
-  const int bindErrno = errno;
-  ::umask(old);
-  if (bound != 0) {
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
+    const int e = errno;
     ::close(fd);
-    return Error::sys(bindErrno, "bind", path);
+    return Error::sys(e, "bind", path);
+  }
+  // 0600 before listen(): nobody connects before it (connecting needs write permission on the
+  // socket file, and the directory is its owner's alone: checkDirectory).
+  if (::chmod(path.c_str(), 0600) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    return Error::sys(e, "chmod 0600", path);
   }
   if (::listen(fd, 8) != 0) {
     const int e = errno;
@@ -178,7 +209,15 @@ void ControlServer::serve() {
     if (p[1].revents) return;
     if (!(p[0].revents & POLLIN)) continue;
     const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      // Out of descriptors or memory: the connection stays queued and poll() would report it at
+      // once, forever; wait a little (or for the stop) instead of spinning.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        pollfd w{wakeFd_, POLLIN, 0};
+        if (::poll(&w, 1, 100) > 0) return;
+      }
+      continue;
+    }
     answer(fd);
     ::close(fd);
   }
@@ -190,8 +229,11 @@ void ControlServer::answer(int fd) {
   std::string line;
   char buf[512];
   bool tooLong = false;
+  // One deadline for the whole request: a peer trickling bytes cannot hold the server.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestTimeoutMs);
   while (line.find('\n') == std::string::npos) {
-    if (!waitFd(fd, POLLIN, kRequestTimeoutMs)) return;
+    if (!waitFd(fd, POLLIN, remainingMs(deadline))) return;
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;  // a request without its newline still counts at EOF
@@ -225,10 +267,16 @@ Result<std::string> controlCall(const std::string& path, const ControlRequest& r
                                 int timeoutMs) {
   auto addr = socketAddress(path);
   if (!addr) return addr.error();
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Error::fromErrno("socket", path);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
+  // Non-blocking: a tierd whose queue is full (EAGAIN) is tried again until the deadline.
+  while (::connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
     const int e = errno;
+    if ((e == EAGAIN || e == EINTR) && remainingMs(deadline) > 0) {
+      ::usleep(10'000);
+      continue;
+    }
     ::close(fd);
     return Error::sys(e, "connect (is tierd running, with daemon.control_socket here?)", path);
   }
@@ -240,12 +288,12 @@ Result<std::string> controlCall(const std::string& path, const ControlRequest& r
   std::string answer;
   char buf[4096];
   for (;;) {
-    if (!waitFd(fd, POLLIN, timeoutMs)) {
+    if (!waitFd(fd, POLLIN, remainingMs(deadline))) {
       ::close(fd);
       return Error::sys(ETIMEDOUT, "no answer within " + std::to_string(timeoutMs) + " ms", path);
     }
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;
     answer.append(buf, static_cast<size_t>(n));
     if (answer.size() > kMaxAnswerBytes) {

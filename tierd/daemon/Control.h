@@ -33,9 +33,15 @@ inline constexpr size_t kControlMaxRequestBytes = 4096;
 
 /// One parsed request line.
 struct ControlRequest {
-  enum class Verb { Status, Pause, Resume, Restore };
-  Verb verb = Verb::Status;
-  std::string workload;  ///< "" = every workload (pause, resume); required for restore
+  /// The request's first word.
+  enum class Verb {
+    Status,   ///< "status"
+    Pause,    ///< "pause [WORKLOAD]"
+    Resume,   ///< "resume [WORKLOAD]"
+    Restore,  ///< "restore WORKLOAD"
+  };
+  Verb verb = Verb::Status;  ///< what is asked
+  std::string workload;      ///< "" = every workload (pause, resume); required for restore
   bool operator==(const ControlRequest&) const = default;
 };
 
@@ -52,11 +58,12 @@ class ControlServer {
   /// Answers one request with one JSON document (no newline). Runs on the server's thread.
   using Handler = std::function<std::string(const ControlRequest&)>;
 
-  /// Binds and listens on `path` (created with mode 0600; its directory must exist) and starts
-  /// the thread. A socket file left at `path` by a tierd that is gone (connect(2) refused) is
+  /// Binds and listens on `path` (mode 0600 before listen(2)) and starts the thread. The
+  /// directory must exist, be owned by root or tierd's user and not be writable by group or
+  /// others. A socket file left at `path` by a tierd that is gone (connect(2) refused) is
   /// replaced; anything else there is an error. Errors: Environment with errno (bind, listen,
-  /// "another process serves PATH", "PATH exists and is not a socket"), Input (path longer than
-  /// sun_path's 107 bytes).
+  /// "another process serves this control socket", "exists and is not a socket", the
+  /// directory's owner or mode), Input (path longer than sun_path's 107 bytes).
   static Result<std::unique_ptr<ControlServer>> start(const std::string& path, Handler handler);
 
   /// Stops the thread and removes the socket file.
@@ -81,9 +88,9 @@ class ControlServer {
 };
 
 /// Sends `request` to the tierd serving `path` and returns its JSON answer (without the
-/// newline). Waits at most `timeoutMs` for the answer. Errors: Environment with errno (no tierd
-/// there: ENOENT or ECONNREFUSED; EACCES for a user other than root), Input (answer too long,
-/// over 16 MiB).
+/// newline). Waits at most `timeoutMs` in all (connect, send and answer). Errors: Environment with
+/// errno (no tierd there: ENOENT or ECONNREFUSED; EACCES for a user other than root), Input (answer
+/// too long, over 16 MiB).
 Result<std::string> controlCall(const std::string& path, const ControlRequest& request,
                                 int timeoutMs = 10'000);
 

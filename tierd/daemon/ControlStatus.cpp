@@ -19,6 +19,7 @@ json restoreJson(const RestoreStatus& r) {
           {"moved_bytes", r.movedBytes},
           {"planned_bytes", r.plannedBytes},
           {"failed_pages", r.failedPages},
+          {"blocked_bytes", r.blockedBytes},
           {"skipped_mappings", r.skippedMappings}};
 }
 
@@ -69,9 +70,10 @@ std::string statusWithHold(const std::string& document, const OperatorHold& want
                        : (d.value("dry_run", false) ? "dry-run" : "tiering");
       continue;
     }
-    const bool done = w.contains("restore") &&
-                      w["restore"].value("request", 0ull) == asked->second &&
-                      w["restore"].value("done", false);
+    // A restore of an earlier request (asked again since the last tick) says nothing yet.
+    if (w.contains("restore") && w["restore"].value("request", 0ull) != asked->second)
+      w.erase("restore");
+    const bool done = w.contains("restore") && w["restore"].value("done", false);
     w["state"] = done ? "restored" : "restoring";
   }
   return d.dump();
@@ -203,9 +205,12 @@ Result<std::string> formatStatus(const std::string& text) {
         << (r.value("ticks", 0) == 1 ? " tick" : " ticks");
       if (r.value("failed_pages", 0))
         o << ", " << r.value("failed_pages", 0) << " pages could not move";
+      if (r.value("blocked_bytes", 0))
+        o << ", " << formatBytes(r["blocked_bytes"])
+          << " left: its direction is off (migration.max_*_mib_per_s = 0)";
       if (r.value("skipped_mappings", 0))
         o << ", " << r.value("skipped_mappings", 0) << " mappings left (interleaved or unreadable)";
-      o << "; `tierctl resume " << w.value("name", "") << "` tiers it again\n";
+      o << "; `tierctl resume --workload " << w.value("name", "") << "` tiers it again\n";
     }
   } catch (const json::exception& e) {
     return Error::input(std::string("not a status document: ") + e.what(), "status");

@@ -288,6 +288,7 @@ class Daemon {
     while (!stop_.load()) {
       reloadIfAsked();
       applyPendingConfig();
+      wake_.store(false);  // this tick serves a restore asked during the wait
       applyOperatorHold();
       const uint64_t tickStart = monotonicNs();
       const uint64_t interval = engine_->config().daemon.intervalNs;
@@ -543,7 +544,7 @@ class Daemon {
         log_.notice("workload '" + r.workload + "' paused by the operator");
         return okJson("paused workload '" + r.workload +
                       "': none of its pages move from the "
-                      "next tick until `tierctl resume " +
+                      "next tick until `tierctl resume --workload " +
                       r.workload + "`");
       case ControlRequest::Verb::Resume:
         if (r.workload.empty()) {
@@ -558,15 +559,25 @@ class Daemon {
                       (wantedHold_.all ? " (tierd stays paused: `tierctl resume` for all)" : ""));
       case ControlRequest::Verb::Restore:
         if (dryRunNow_) return errorJson("a dry run moves no pages: nothing to restore");
-        wantedHold_.restore[r.workload] = ++restoreRequests_;
-        log_.notice("workload '" + r.workload + "': restore asked by the operator");
-        wake_.store(true);
-        cv_.notify_all();
-        return okJson("restoring workload '" + r.workload +
-                      "': its pages move back to where its "
-                      "memory policy puts them, a batch a tick (`tierctl status` shows how far); "
-                      "tierd moves none of its pages otherwise until `tierctl resume " +
-                      r.workload + "`");
+        {
+          const uint64_t request = ++restoreRequests_;
+          wantedHold_.restore[r.workload] = request;
+          log_.notice("workload '" + r.workload + "': restore asked by the operator");
+          {
+            std::lock_guard<std::mutex> wake(mu_);  // as the signal thread sets its flags
+            wake_.store(true);
+          }
+          cv_.notify_all();
+          return nlohmann::json{
+              {"ok", true},
+              {"request", request},
+              {"message", "restoring workload '" + r.workload +
+                              "': its pages move back to where its memory policy puts them, a "
+                              "batch a tick (`tierctl status` shows how far); tierd moves none of "
+                              "its pages otherwise until `tierctl resume --workload " +
+                              r.workload + "`"}}
+              .dump();
+        }
     }
     return errorJson("unknown request");
   }
@@ -749,7 +760,7 @@ class Daemon {
         std::chrono::steady_clock::now() +
         std::chrono::nanoseconds(static_cast<int64_t>(dueNs) - static_cast<int64_t>(monotonicNs()));
     std::unique_lock<std::mutex> lock(mu_);
-    auto woken = [&] { return stop_.load() || reload_.load() || wake_.exchange(false); };
+    auto woken = [&] { return stop_.load() || reload_.load() || wake_.load(); };
     while (!woken() && std::chrono::steady_clock::now() < tickDue) {
       const auto until = watchdogEvery_ ? std::min(tickDue, nextWatchdog_) : tickDue;
       cv_.wait_until(lock, until, woken);

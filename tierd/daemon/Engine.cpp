@@ -1031,6 +1031,11 @@ std::vector<MoveRange> Engine::planRestores(const policy::TickContext& ctx,
           ++status.skippedMappings;
       }
     std::set<std::pair<pid_t, uint64_t>> skipped;  // (pid, VMA start) counted once
+    // Room per node as this plan fills it: each region goes to the candidate with most room.
+    std::map<NodeId, uint64_t> room;
+    for (const policy::NodeFacts& n : ctx.nodes)
+      room[n.id] = n.freeBytes;
+    status.blockedBytes = 0;
     for (const policy::RegionView& r : w->regions) {
       if (r.node < 0) continue;
       auto v = vmas.find(r.pid);
@@ -1052,12 +1057,14 @@ std::vector<MoveRange> Engine::planRestores(const policy::TickContext& ctx,
         continue;
       }
       if (nodes->count(r.node)) continue;
-      NodeId target = *nodes->begin();
-      for (NodeId n : *nodes)
-        if (t.home.count(n)) {
-          target = n;
-          break;
-        }
+      // Among the policy's nodes, the task's home nodes first; then the one with most room.
+      std::set<NodeId> pick;
+      std::set_intersection(nodes->begin(), nodes->end(), t.home.begin(), t.home.end(),
+                            std::inserter(pick, pick.begin()));
+      if (pick.empty()) pick = *nodes;
+      NodeId target = *pick.begin();
+      for (NodeId n : pick)
+        if (room[n] > room[target]) target = n;
       const topology::Node* to = topo.node(target);
       MoveRange m;
       m.pid = r.pid;
@@ -1066,6 +1073,13 @@ std::vector<MoveRange> Engine::planRestores(const policy::TickContext& ctx,
       m.pageSize = r.pageSize;
       m.target = target;
       m.direction = to && to->tier == topology::Tier::Slow ? Direction::Demote : Direction::Promote;
+      // migration.max_*_mib_per_s = 0 turns a direction off, for a restore too.
+      const policy::MigrationConfig& mc = config_->migration;
+      if ((m.direction == Direction::Promote ? mc.maxPromoteMiBPerS : mc.maxDemoteMiBPerS) == 0) {
+        status.blockedBytes += r.length;
+        continue;
+      }
+      room[target] -= std::min(room[target], r.length);
       moves.push_back(m);
       status.plannedBytes += r.length;
     }

@@ -227,7 +227,7 @@ struct OperatorHold {
   bool all = false;                 ///< tierctl pause: the arbiter's plans move nothing
   std::set<std::string> workloads;  ///< workloads whose planned moves are held (pause W, restore W)
   /// Workloads being restored (tierctl restore W), each with its request number: a new number
-  /// starts the restore again. A restored workload should also be in `workloads`.
+  /// starts the restore again. Their planned moves are held as those of `workloads` are.
   std::map<std::string, uint64_t> restore;
   bool operator==(const OperatorHold&) const = default;
 };
@@ -243,8 +243,10 @@ std::optional<std::set<NodeId>> policyNodes(std::string_view policy, const std::
 
 /// A workload's restore (OperatorHold::restore, Engine::restores()): its regions moved back,
 /// per 2 MiB region (per huge page for hugetlb) like any move of tierd, to the node its mapping's
-/// memory policy puts them (policyNodes: a region already on one of those nodes stays; else the
-/// first of them among the task's home nodes, else the first of them, within its cpuset.mems).
+/// memory policy puts them (policyNodes, within the task's cpuset.mems: a region already on one
+/// of those nodes stays; else it goes to the one of them among the task's home nodes, or of all
+/// of them when none is a home node, with the most free memory left by the regions planned
+/// before it). A direction whose migration.max_*_mib_per_s is 0 is not moved (`blockedBytes`).
 struct RestoreStatus {
   uint64_t request = 0;        ///< OperatorHold::restore's number it answers
   uint64_t ticks = 0;          ///< ticks that planned moves for it
@@ -253,6 +255,9 @@ struct RestoreStatus {
   uint64_t failedPages = 0;    ///< pages its last tick could not move (no memory, busy, refused)
   size_t skippedMappings = 0;  ///< mappings left where they are at its last tick (interleave,
                                ///< a policy word not known, numa_maps unreadable)
+  /// Bytes of regions its last tick left because their direction is turned off
+  /// (migration.max_promote_mib_per_s or max_demote_mib_per_s = 0).
+  uint64_t blockedBytes = 0;
   /// No region is left to move back, or a tick moved nothing though it reached every page it
   /// planned (what is left cannot move: `failedPages`). Its regions are planned no more.
   bool done = false;
@@ -389,6 +394,7 @@ class Engine {
   /// executed first in the tick's migration step, also while `all` holds the arbiter's plans
   /// (not in a dry run). A workload no longer in `restore` has its status dropped.
   void setHold(OperatorHold hold);
+  /// The holds setHold() set last.
   const OperatorHold& hold() const { return hold_; }
   /// Each restore's progress, by workload name.
   const std::map<std::string, RestoreStatus>& restores() const { return restores_; }

@@ -224,6 +224,7 @@ TEST_CASE("the status answer shows the holds asked since the last tick") {
   wanted.restore["b"] = 4;  // asked again: not done until the engine answers request 4
   d = nlohmann::json::parse(statusWithHold(doc, wanted));
   CHECK(d["workloads"][1]["state"] == "restoring");
+  CHECK_FALSE(d["workloads"][1].contains("restore"));  // request 3's "done" says nothing of 4
   wanted = {};
   wanted.all = true;  // `tierctl pause` after a resume of b
   d = nlohmann::json::parse(statusWithHold(doc, wanted));
@@ -231,4 +232,16 @@ TEST_CASE("the status answer shows the holds asked since the last tick") {
   CHECK(d["workloads"][1]["state"] == "paused");
   CHECK_FALSE(d["workloads"][1].contains("restore"));
   CHECK(statusWithHold("not json", wanted) == "not json");
+}
+
+TEST_CASE("the control socket's directory must be its owner's alone") {
+  TempDir dir;
+  REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+  const std::string path = (dir.path / "control.sock").string();
+  auto refused = ControlServer::start(path, echo);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("writable by group or others") != std::string::npos);
+  CHECK_FALSE(fs::exists(path));
+  REQUIRE(::chmod(dir.path.c_str(), 0755) == 0);
+  CHECK(ControlServer::start(path, echo).ok());
 }

@@ -1436,3 +1436,25 @@ TEST_CASE("pause holds every plan, and a default-policy workload is restored to 
   CHECK(rig.engine->restores().at("gups").done);
   CHECK(rig.engine->restores().at("gups").movedBytes == 0);
 }
+
+TEST_CASE("restore leaves a direction whose rate is 0 and says how much it left") {
+  Rig rig;
+  uint64_t s = 0;
+  while (s < 5)
+    rig.tick(++s);
+  REQUIRE(rig.regionsOn(kPid, 0) == 4);
+  bindTableToSlowNode(rig);
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->migration.maxDemoteMiBPerS = 0;  // demotion off: the restore must not demote either
+  rig.engine->setConfig(cfg);
+  OperatorHold hold;
+  hold.restore["gups"] = 1;
+  rig.engine->setHold(hold);
+  TickReport r = rig.tick(++s);
+  CHECK(r.demotedBytes == 0);
+  CHECK(rig.regionsOn(kPid, 0) == 4);
+  const RestoreStatus& st = rig.engine->restores().at("gups");
+  CHECK(st.blockedBytes == 4 * 2 * kMiB);
+  CHECK(st.plannedBytes == 0);
+  CHECK(st.done);  // nothing it may move is left
+}
