@@ -55,6 +55,20 @@ json workloadJson(const StatusFacts& f, const WorkloadReport& w) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, uint64_t>> notMovedReasons(const policy::ArbiterStats& a) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [n, why] : {std::pair{a.skippedBudget, "budget"},
+                               {a.skippedNoRoom, "no-room"},
+                               {a.skippedQuota, "quota"},
+                               {a.skippedNotAllowed, "not-allowed"},
+                               {a.skippedNotCloser, "not-closer"},
+                               {a.skippedFillNoRoom, "fill-no-room"},
+                               {a.coolingDown, "cooling-down"},
+                               {a.held, "held"}})
+    if (n) out.emplace_back(why, n);
+  return out;
+}
+
 std::string statusWithHold(const std::string& document, const OperatorHold& wanted) {
   json d = json::parse(document, nullptr, false);
   if (d.is_discarded() || !d.is_object()) return document;
@@ -108,17 +122,9 @@ std::string statusDocument(const StatusFacts& f) {
         {"planned_bytes", {{"promote", r->plannedPromoteBytes}, {"demote", r->plannedDemoteBytes}}},
         {"moved_bytes", {{"promote", r->promotedBytes}, {"demote", r->demotedBytes}}},
         {"problems", r->problems}};
-    const policy::ArbiterStats& a = r->arbiter;
     json left = json::object();
-    for (const auto& [n, why] : {std::pair{a.skippedBudget, "budget"},
-                                 {a.skippedNoRoom, "no-room"},
-                                 {a.skippedQuota, "quota"},
-                                 {a.skippedNotAllowed, "not-allowed"},
-                                 {a.skippedNotCloser, "not-closer"},
-                                 {a.skippedFillNoRoom, "fill-no-room"},
-                                 {a.coolingDown, "cooling-down"},
-                                 {a.held, "held"}})
-      if (n) left[why] = n;
+    for (const auto& [why, n] : notMovedReasons(r->arbiter))
+      left[why] = n;
     doc["last_tick"]["not_moved"] = left;
     for (const WorkloadReport& w : r->workloads)
       workloads.push_back(workloadJson(f, w));

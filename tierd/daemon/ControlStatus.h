@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tierd/daemon/Engine.h"
@@ -33,6 +34,12 @@ struct StatusFacts {
   std::vector<std::string> conditions;  ///< what keeps tierd from its job (ConditionLog::active)
   std::map<pid_t, std::string> pidWorkloads;  ///< each tracked pid's workload (Engine::workloadOf)
 };
+
+/// Why the arbiter left candidates this tick (policy::ArbiterStats), only the reasons that
+/// occurred, as (name, count) in a fixed order: "budget", "no-room", "quota", "not-allowed",
+/// "not-closer", "fill-no-room", "cooling-down", "held". The progress line's `left:` and the
+/// status document's `not_moved` use the same names.
+std::vector<std::pair<std::string, uint64_t>> notMovedReasons(const policy::ArbiterStats& a);
 
 /// The status document of `f`: one JSON object (no newline).
 std::string statusDocument(const StatusFacts& f);

@@ -132,17 +132,9 @@ std::string progressLine(uint64_t tickNo, const TickReport& r, double cpuSeconds
   if (r.settled && r.nextIntervalNs > intervalNs)
     line += " next tick in " + policy::formatDuration(r.nextIntervalNs);
   // Why candidates were left this tick (policy::ArbiterStats), only the reasons that occurred.
-  const policy::ArbiterStats& a = r.arbiter;
   std::string left;
-  for (const auto& [n, why] : {std::pair{a.skippedBudget, "budget"},
-                               {a.skippedNoRoom, "no-room"},
-                               {a.skippedQuota, "quota"},
-                               {a.skippedNotAllowed, "not-allowed"},
-                               {a.skippedNotCloser, "not-closer"},
-                               {a.skippedFillNoRoom, "fill-no-room"},
-                               {a.coolingDown, "cooling-down"},
-                               {a.held, "held"}})
-    if (n) left += std::string(left.empty() ? "" : " ") + why + "=" + std::to_string(n);
+  for (const auto& [why, n] : notMovedReasons(r.arbiter))
+    left += (left.empty() ? "" : " ") + why + "=" + std::to_string(n);
   if (!left.empty()) line += " left: " + left;
   for (const SourceState& st : r.sourceStates) {
     line += " [pid " + std::to_string(st.pid) + " " + st.source + " " + st.state;
