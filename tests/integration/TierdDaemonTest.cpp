@@ -55,6 +55,20 @@ name = "sleepers"
 command = "itest-sleeper"
 )";
 
+// Starts `tierd --config CONFIG` with its stderr in `log`; returns its pid.
+pid_t spawnTierd(const fs::path& config, const fs::path& log) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("tierd ticks, keeps its config on a broken reload, takes a fixed one, stops on SIGTERM") {
@@ -65,15 +79,7 @@ TEST_CASE("tierd ticks, keeps its config on a broken reload, takes a fixed one, 
   const fs::path log = dir / "tierd.log";
   std::ofstream(config) << kGood;
 
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    FILE* f = freopen(log.c_str(), "w", stderr);
-    (void)f;
-    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
-    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
-    _exit(127);
-  }
+  const pid_t pid = spawnTierd(config, log);
   CHECK(waitFor(log, "tick 2:"));
   CHECK(count(slurp(log), "sleepers pids=0") >= 2);
 
@@ -130,15 +136,7 @@ TEST_CASE("tierd run as root keeps only CAP_SYS_NICE, CAP_SYS_PTRACE and CAP_PER
   const fs::path config = dir / "tierd.toml";
   const fs::path log = dir / "tierd.log";
   std::ofstream(config) << kGood;
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    FILE* f = freopen(log.c_str(), "w", stderr);
-    (void)f;
-    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
-    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
-    _exit(127);
-  }
+  const pid_t pid = spawnTierd(config, log);
   CHECK(waitFor(log, "tick 1:"));
   // Every thread (the exporter's and the signal thread too) has the reduced sets.
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
@@ -225,15 +223,7 @@ TEST_CASE("tierctl status, pause and resume reach a running tierd through its co
       << "[daemon]\ninterval = \"100ms\"\nprogress_interval = \"0s\"\nmetrics_listen = "
          "\"\"\ndry_run = true\ncontrol_socket = \""
       << socket.string() << "\"\n[[workload]]\nname = \"sleepers\"\ncommand = \"itest-sleeper\"\n";
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    FILE* f = freopen(log.c_str(), "w", stderr);
-    (void)f;
-    const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
-    execl(bin.c_str(), "tierd", "--config", config.c_str(), nullptr);
-    _exit(127);
-  }
+  const pid_t pid = spawnTierd(config, log);
   REQUIRE(waitFor(log, "tick 2:"));
   const std::string sock = " --socket " + socket.string();
   REQUIRE(tierctl("status --json" + sock, out) == 0);
