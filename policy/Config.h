@@ -63,6 +63,9 @@ struct DaemonConfig {
   /// metrics_listen may be a non-loopback address without metricsBasicAuthFile
   /// (daemon.metrics_allow_unauthenticated_remote); else the compiler refuses such a config.
   bool metricsAllowUnauthenticatedRemote = false;
+  /// The user the metrics exporter process runs as when tierd is root (daemon.metrics_user;
+  /// telemetry/metrics/ExporterProcess.h): a user name, never root.
+  std::string metricsUser = "nobody";
   /// Path of the control socket tierctl talks to (daemon.control_socket; tierd/daemon/Control.h):
   /// absolute, or "" = none.
   std::string controlSocket;

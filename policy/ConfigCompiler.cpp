@@ -643,6 +643,12 @@ void compileDaemon(Compiler& c, Values& d, const std::string& path, DaemonConfig
   out.metricsListen = d["metrics_listen"].s;
   out.dryRun = d["dry_run"].b;
   out.controlSocket = d["control_socket"].s;
+  out.metricsUser = d["metrics_user"].s;
+  if (out.metricsUser.empty() || out.metricsUser == "root")
+    c.error(path, d["metrics_user"].pos, "daemon.metrics_user",
+            "must name an unprivileged user (the exporter never runs as root)");
+  else if (const std::string bad = checkNoControl(out.metricsUser); !bad.empty())
+    c.error(path, d["metrics_user"].pos, "daemon.metrics_user", bad);
   if (!out.controlSocket.empty() &&
       (out.controlSocket.front() != '/' || out.controlSocket.size() > 107))
     c.error(path, d["control_socket"].pos, "daemon.control_socket",

@@ -48,6 +48,7 @@ toml::table toTable(const CompiledConfig& cfg) {
   root.insert("daemon",
               toml::table{{"interval", formatDuration(cfg.daemon.intervalNs)},
                           {"metrics_listen", cfg.daemon.metricsListen},
+                          {"metrics_user", cfg.daemon.metricsUser},
                           {"control_socket", cfg.daemon.controlSocket},
                           {"dry_run", cfg.daemon.dryRun},
                           {"log_level", cfg.daemon.logLevel},

@@ -42,6 +42,13 @@ std::vector<KeySpec> daemonKeys() {
        "metrics_basic_auth_file. false: such a config is refused, since anyone who reaches the "
        "port could read the metrics; set it to true only when a firewall or the unit's "
        "IPAddressAllow already limits who reaches the port."},
+      {"daemon", "metrics_user", ValueType::String, "\"nobody\"", 0, 0, "", false, false, "",
+       "User the metrics exporter process runs as: tierd serves HTTP from a process of its own "
+       "that it starts as this user with no capabilities and no_new_privs, and hands it the "
+       "rendered metrics (docs/service.md, \"Processes and privileges\"). A user name "
+       "(getpwnam), not root; a dedicated user no other process runs as is best. Used when "
+       "tierd runs as root; otherwise the exporter keeps tierd's user and drops every "
+       "capability. Read at start; a reload does not change it."},
       {"daemon", "control_socket", ValueType::String, "\"/run/tierd/control.sock\"", 0, 0, "",
        false, false, "",
        "Unix socket `tierctl status`, `pause`, `resume` and `restore` talk to tierd through: "

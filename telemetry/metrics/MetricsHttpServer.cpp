@@ -149,11 +149,7 @@ std::string answerHttpRequest(const std::string& request,
   return response("200 OK", "", "text/plain; version=0.0.4; charset=utf-8", render(), withBody);
 }
 
-namespace {
-
-// Binds and listens like the exporter must, reporting the real errno (EADDRINUSE,
-// EADDRNOTAVAIL, EACCES) with a hint.
-Result<int> bindListener(const std::string& host, int port, const std::string& address) {
+Result<int> bindMetricsListener(const std::string& host, int port, const std::string& address) {
   const bool v6 = host.find(':') != std::string::npos;
   int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
@@ -188,6 +184,8 @@ Result<int> bindListener(const std::string& host, int port, const std::string& a
   e.kind = ErrorKind::Environment;
   return e;
 }
+
+namespace {
 
 struct Connection {
   int fd = -1;
@@ -351,10 +349,17 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::start(
     const std::string& host, int port, const std::string& address,
     std::optional<BasicAuthCredentials> credentials, Render render, HttpServerLimits limits,
     Health health) {
-  auto state = std::make_unique<State>();
-  auto fd = bindListener(host, port, address);
+  auto fd = bindMetricsListener(host, port, address);
   if (!fd) return fd.error();
-  state->listenFd = fd.value();
+  return serve(fd.value(), address, std::move(credentials), std::move(render), limits,
+               std::move(health));
+}
+
+Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::serve(
+    int listenFd, const std::string& address, std::optional<BasicAuthCredentials> credentials,
+    Render render, HttpServerLimits limits, Health health) {
+  auto state = std::make_unique<State>();
+  state->listenFd = listenFd;
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   if (::getsockname(state->listenFd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)

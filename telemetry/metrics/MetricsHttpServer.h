@@ -58,6 +58,12 @@ class MetricsHttpServer {
       std::optional<BasicAuthCredentials> credentials, Render render, HttpServerLimits limits = {},
       Health health = {});
 
+  /// Serves on `listenFd`, a listening TCP socket bindMetricsListener made (possibly in another
+  /// process), which the server owns from now on. Errors as start() after the bind.
+  static Result<std::unique_ptr<MetricsHttpServer>> serve(
+      int listenFd, const std::string& address, std::optional<BasicAuthCredentials> credentials,
+      Render render, HttpServerLimits limits = {}, Health health = {});
+
   /// Stops the thread and closes the listening socket and every connection.
   ~MetricsHttpServer();
   MetricsHttpServer(const MetricsHttpServer&) = delete;
@@ -71,6 +77,11 @@ class MetricsHttpServer {
   explicit MetricsHttpServer(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
+
+/// Binds `host` (numeric IPv4 or IPv6, no brackets) and `port` (0: a free one) and listens: a
+/// non-blocking close-on-exec TCP socket. Errors: Environment with the errno and a hint
+/// (EADDRINUSE, EADDRNOTAVAIL, EACCES), naming `address`.
+Result<int> bindMetricsListener(const std::string& host, int port, const std::string& address);
 
 /// The response to one complete request header `request` (the text up to and including the
 /// blank line): 200 with `render()` for GET (headers only for HEAD) of /metrics with valid

@@ -36,6 +36,9 @@ struct ExporterOptions {
   std::string basicAuthFile;
   /// Connection cap and request/response timeouts of the HTTP server.
   HttpServerLimits limits;
+  /// The user tierd's exporter process runs as (daemon.metrics_user; ExporterProcess.h). Not
+  /// used by start(), which serves from the calling process.
+  std::string user = "nobody";
 };
 
 /// Reads and checks a credentials file (see ExporterOptions::basicAuthFile). Errors: Environment

@@ -455,3 +455,114 @@ TEST_CASE("daemon.log_level and daemon.progress_interval shape what tierd writes
   CHECK_MESSAGE(log.find("tierd: stopped after 4 ticks") != std::string::npos, log);
   CHECK_MESSAGE(log.find("tierd: warning: ") != std::string::npos, log);
 }
+
+namespace {
+
+// "Key:\tvalue" of /proc/PID/status.
+std::string statusField(pid_t pid, const std::string& key) {
+  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) {
+      std::string v = line.substr(key.size() + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  return "";
+}
+
+// The inode of the socket listening on 127.0.0.1:`port` (/proc/net/tcp, state 0A), or "".
+std::string listeningInode(int port) {
+  std::istringstream in(slurp("/proc/net/tcp"));
+  std::string line;
+  char want[32];
+  std::snprintf(want, sizeof want, "0100007F:%04X", port);
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string sl, local, remote, st, queues, timer, retr, uid, timeout, inode;
+    f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid >> timeout >> inode;
+    if (local == want && st == "0A") return inode;
+  }
+  return "";
+}
+
+// Whether process `pid` holds the socket `inode` open.
+bool holdsSocket(pid_t pid, const std::string& inode) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    if (fs::read_symlink(e.path(), lec).string() == "socket:[" + inode + "]") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the metrics exporter is a process of its own, unprivileged, and tierd stops when it "
+    "ends") {
+  TempDir dir;
+  const int port = freePort();
+  const fs::path config = dir.path / "tierd.toml";
+  std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"127.0.0.1:" << port
+                        << "\"\ncontrol_socket = \"\"\n[[workload]]\nname = \"sleepers\"\n"
+                           "command = \"itest-sleeper\"\n";
+  const fs::path log = dir.path / "tierd.log";
+  const pid_t pid = spawnTierd(config, log);
+  REQUIRE_MESSAGE(waitForMetrics(port, pid).has_value(), slurp(log));
+
+  // The log names the exporter's pid; it is tierd's child, runs `tierd --metrics-exporter`.
+  const std::string text = slurp(log);
+  const size_t at = text.find("served by pid ");
+  REQUIRE_MESSAGE(at != std::string::npos, text);
+  const pid_t exporter = std::atoi(text.c_str() + at + 14);
+  REQUIRE(exporter > 0);
+  CHECK(statusField(exporter, "PPid") == std::to_string(pid));
+  std::string cmdline = slurp("/proc/" + std::to_string(exporter) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  CHECK(cmdline == "tierd --metrics-exporter ");
+  // Unprivileged: daemon.metrics_user's uid (nobody by default) when tierd is root, tierd's own
+  // otherwise; no capability in any set; no_new_privs.
+  const std::string uid = std::to_string(::geteuid() == 0 ? 65534 : ::getuid());
+  CHECK(statusField(exporter, "Uid") == uid + "\t" + uid + "\t" + uid + "\t" + uid);
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"})
+    CHECK_MESSAGE(statusField(exporter, set) == "0000000000000000", set);
+  CHECK(statusField(exporter, "NoNewPrivs") == "1");
+  // The exporter holds the listening socket, the daemon does not.
+  const std::string inode = listeningInode(port);
+  REQUIRE(!inode.empty());
+  CHECK(holdsSocket(exporter, inode));
+  CHECK_FALSE(holdsSocket(pid, inode));
+  // The root daemon gave up the capabilities that switched the exporter's user.
+  if (::geteuid() == 0) {
+    const uint64_t eff = std::stoull(statusField(pid, "CapEff"), nullptr, 16);
+    CHECK((eff & ((1ull << 6) | (1ull << 7))) == 0);  // CAP_SETGID, CAP_SETUID
+  }
+  // What a scrape shows comes from the daemon: its tick loop's health and its workloads.
+  CHECK(waitHealthy(port).find("\r\n\r\nok: the last tick finished ") != std::string::npos);
+
+  // The exporter gone: tierd says so and stops with exit 1 (the unit then restarts it).
+  REQUIRE(::kill(exporter, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK_MESSAGE(slurp(log).find("tierd: error: the metrics exporter process (pid " +
+                                std::to_string(exporter) + ") ended (killed by signal 9)") !=
+                    std::string::npos,
+                slurp(log));
+
+  // An exporter user that does not exist stops the start with a clear error.
+  if (::geteuid() == 0) {
+    std::ofstream(config) << "[daemon]\nmetrics_listen = \"127.0.0.1:" << port
+                          << "\"\nmetrics_user = \"tierd-no-such-user\"\ncontrol_socket = \"\"\n";
+    const fs::path log2 = dir.path / "nouser.log";
+    const pid_t bad = spawnTierd(config, log2);
+    REQUIRE(::waitpid(bad, &status, 0) == bad);
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK_MESSAGE(slurp(log2).find("cannot serve metrics: tierd-no-such-user: no such user "
+                                   "(daemon.metrics_user names the metrics exporter's user)") !=
+                      std::string::npos,
+                  slurp(log2));
+  }
+}

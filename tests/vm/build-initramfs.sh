@@ -63,8 +63,10 @@ install -m 0755 "$here/init.sh" "$root/init"
 cp "$kdir"/modules/*.ko "$root/modules/"
 cp "$kdir/modules.order" "$root/modules/order"
 mkdir -p "$root/etc"
-echo "root:x:0:0:root:/tmp:/bin/sh" >"$root/etc/passwd"
-echo "root:x:0:" >"$root/etc/group"
+# nobody: the user tierd's metrics exporter process runs as (daemon.metrics_user's default).
+printf 'root:x:0:0:root:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+  >"$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 
 find "$root" -exec touch -h -d @0 {} +
 (cd "$root" && find . -mindepth 1 | LC_ALL=C sort |

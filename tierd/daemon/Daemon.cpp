@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +27,9 @@
 #include "telemetry/hotness/SourceNames.h"
 #include "telemetry/hotness/Trace.h"
 #include "telemetry/metrics/CpuTime.h"
+#include "telemetry/metrics/ExporterProcess.h"
 #include "telemetry/metrics/LoopHealth.h"
+#include "telemetry/metrics/ProcessMetrics.h"
 #include "telemetry/metrics/PrometheusSink.h"
 #include "tierd/core/Clock.h"
 #include "tierd/core/Log.h"
@@ -159,10 +162,13 @@ bool dropCapabilities(DaemonLog& log) {
     log.error(current.error().describe());
     return false;
   }
-  const sys::CapabilityPlan plan = sys::planCapabilityDrop(*current, sys::daemonCapabilities());
-  if (plan.missing)
+  // CAP_SETUID and CAP_SETGID stay until the exporter process has switched users (Daemon::
+  // startExporter drops them); without them a root tierd's exporter cannot start, and says so.
+  const sys::CapabilityPlan plan = sys::planCapabilityDrop(
+      *current, sys::daemonCapabilities() | sys::exporterSpawnCapabilities());
+  if (const sys::CapMask missing = plan.missing & sys::daemonCapabilities())
     log.warning("capabilities not permitted (what needs them will fail): " +
-                sys::capabilityNames(plan.missing));
+                sys::capabilityNames(missing));
   if (!plan.changes()) return true;
   if (Status s = sys::applyCapabilityPlan(plan); !s) {
     log.error(s.error().describe());
@@ -277,7 +283,12 @@ class Daemon {
     watchdogEvery_ = notifier_->watchdogInterval();
     nextWatchdog_ = std::chrono::steady_clock::now();
     cpuMark_ = telemetry::threadCpuSeconds();
+    int status = 0;
     while (!stop_.load()) {
+      if (!exporterRunning()) {
+        status = 1;
+        break;
+      }
       reloadIfAsked();
       applyPendingConfig();
       wake_.store(false);  // this tick serves a restore asked during the wait
@@ -296,7 +307,7 @@ class Daemon {
     engine_->shutdown();  // our kdamonds off and removed: DAMON_STAT can start again
     restoreDamonStat();
     logTotals();
-    return 0;
+    return status;
   }
 
  private:
@@ -326,27 +337,69 @@ class Daemon {
     return true;
   }
 
-  // The exporter. Its address and credentials are read at start only (a reload keeps them).
+  // The exporter: a process of its own that serves HTTP without privileges and asks this one
+  // for the rendered metrics (telemetry/metrics/ExporterProcess.h). Its address, credentials and
+  // user are read at start only (a reload keeps them). Then the capabilities that switched its
+  // user are dropped, before any other thread of the daemon starts.
   bool startExporter() {
     if (!initial_.daemon.metricsListen.empty()) {
-      auto started = telemetry::PrometheusSink::start(exporterOptions(initial_), [this] {
-        return health_.check(std::chrono::steady_clock::now());
-      });
-      if (!started) {
-        log_.error("cannot serve metrics: " + started.error().describe());
+      const telemetry::ExporterOptions o = exporterOptions(initial_);
+      telemetry::ExporterProcessOptions p;
+      p.listenAddress = o.listenAddress;
+      p.limits = o.limits;
+      p.user = o.user;
+      if (!o.basicAuthFile.empty()) {
+        auto creds = telemetry::readBasicAuthFile(o.basicAuthFile);
+        if (!creds) {
+          log_.error("cannot serve metrics: " + creds.error().describe());
+          return false;
+        }
+        p.credentials = creds.value();
+      }
+      auto sink = std::make_unique<telemetry::PrometheusSink>();
+      telemetry::PrometheusSink* s = sink.get();
+      auto spawned = telemetry::ExporterProcess::spawn(
+          p, [s] { return s->render() + telemetry::processMetricsText(); },
+          [this] { return health_.check(std::chrono::steady_clock::now()); });
+      if (!spawned) {
+        log_.error("cannot serve metrics: " + spawned.error().describe());
         return false;
       }
+      sink_ = std::move(sink);
+      exporter_ = std::move(spawned.value());
       log_.notice("metrics on http://" + initial_.daemon.metricsListen + "/metrics" +
                   (initial_.daemon.metricsBasicAuthFile.empty()
                        ? std::string()
-                       : " (basic auth from " + initial_.daemon.metricsBasicAuthFile + ")"));
-      sink_ = std::move(started.value());
+                       : " (basic auth from " + initial_.daemon.metricsBasicAuthFile + ")") +
+                  ", served by pid " + std::to_string(exporter_->pid()) + " as uid " +
+                  std::to_string(exporter_->uid()) + " without capabilities");
     } else {
       log_.notice("metrics exporter off (daemon.metrics_listen = \"\")");
       sink_ = std::make_unique<NullSink>();
     }
+    if (Status dropped = sys::dropPermitted(sys::exporterSpawnCapabilities()); !dropped) {
+      log_.error(dropped.error().describe());
+      return false;
+    }
+    if (exporter_)
+      if (Status answering = exporter_->answer(); !answering) {
+        log_.error("cannot serve metrics: " + answering.error().describe());
+        return false;
+      }
     metrics_.emplace(*sink_);
     return true;
+  }
+
+  // True while the exporter process serves (or none is configured). A tierd whose exporter is
+  // gone stops with exit status 1: it cannot start an unprivileged one again (its capabilities
+  // to switch users are dropped), and the unit's Restart=on-failure starts a whole new tierd.
+  bool exporterRunning() {
+    if (!exporter_ || exporter_->running()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it be reaped
+    const std::string how = exporter_->exitDescription();
+    log_.error("the metrics exporter process (pid " + std::to_string(exporter_->pid()) + ") ended" +
+               (how.empty() ? "" : " (" + how + ")") + "; stopping (a restart starts a new one)");
+    return false;
   }
 
   // What a killed tierd (or tierctl) left in the kernel, undone before anything that can fail
@@ -783,6 +836,8 @@ class Daemon {
   // Read by the exporter's thread (/healthz); declared before sink_, which joins that thread.
   telemetry::LoopHealth health_;
   std::unique_ptr<telemetry::MetricsSink> sink_;
+  // Declared after sink_: destroyed first, so its answering thread never renders a sink gone.
+  std::unique_ptr<telemetry::ExporterProcess> exporter_;
   std::optional<DaemonMetrics> metrics_;
   std::optional<telemetry::SysRootDamonFs> damonFs_;
   std::optional<telemetry::LinuxPerfEventOpener> opener_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "telemetry/hotness/Trace.h"
+#include "telemetry/metrics/ExporterProcess.h"
 #include "tierd/core/Units.h"
 
 namespace tierd::daemon {
@@ -32,6 +33,7 @@ telemetry::ExporterOptions exporterOptions(const policy::CompiledConfig& c) {
   telemetry::ExporterOptions o;
   o.listenAddress = c.daemon.metricsListen;
   o.basicAuthFile = c.daemon.metricsBasicAuthFile;
+  o.user = c.daemon.metricsUser;
   return o;
 }
 
@@ -43,6 +45,9 @@ std::vector<std::string> exporterStartProblems(const policy::CompiledConfig& c) 
   if (!c.daemon.metricsBasicAuthFile.empty())
     if (auto creds = telemetry::readBasicAuthFile(c.daemon.metricsBasicAuthFile); !creds)
       problems.push_back("daemon.metrics_basic_auth_file: " + creds.error().describe());
+  if (::geteuid() == 0)
+    if (auto who = telemetry::exporterUser(c.daemon.metricsUser); !who)
+      problems.push_back("daemon.metrics_user: " + who.error().describe());
   return problems;
 }
 

@@ -6,6 +6,7 @@
 #include "policy/ConfigCompiler.h"
 #include "policy/ConfigFormat.h"
 #include "policy/ConfigSchema.h"
+#include "telemetry/metrics/ExporterProcess.h"
 #include "tierd/cli/Args.h"
 #include "tierd/cli/Command.h"
 #include "tierd/cli/ManPages.h"
@@ -31,6 +32,7 @@ int tierdMain(int argc, char** argv) {
        "PAGE"},
       {"sys-root", true, "", "DIR"},
       {"keep-capabilities", false, ""},  // hidden: tests; see DaemonOptions::dropCapabilities
+      {"metrics-exporter", false, ""},   // hidden: the exporter process tierd starts itself
       {"version", false, "print the version (tierd X.Y.Z) and exit"},
       {"help", false, "show this help"},
   };
@@ -39,6 +41,7 @@ int tierdMain(int argc, char** argv) {
     std::cerr << "tierd: " << parsed.error().describe() << "\n";
     return 2;
   }
+  if (parsed->has("metrics-exporter")) return telemetry::runMetricsExporter();
   if (parsed->has("help")) {
     std::cout << "usage: tierd [options]\n\n" << cli::optionHelp(specs);
     return 0;

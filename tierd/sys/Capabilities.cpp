@@ -24,6 +24,10 @@ CapMask daemonCapabilities() {
   return bit(CAP_SYS_NICE) | bit(CAP_SYS_PTRACE) | bit(CAP_PERFMON);
 }
 
+CapMask exporterSpawnCapabilities() {
+  return bit(CAP_SETUID) | bit(CAP_SETGID);
+}
+
 CapabilityPlan planCapabilityDrop(const CapabilitySets& current, CapMask keep) {
   const CapMask k = keep & known(current.lastCap);
   CapabilityPlan p;
@@ -76,6 +80,25 @@ Status applyCapabilityPlan(const CapabilityPlan& plan) {
     if (::syscall(SYS_capset, &hdr, data) != 0)
       return Error::fromErrno("cannot reduce the permitted and effective capabilities", "capset");
   }
+  return Ok{};
+}
+
+Status dropPermitted(CapMask drop) {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &hdr, data) != 0)
+    return Error::fromErrno("cannot read the capabilities", "capget");
+  bool held = false;
+  for (int i = 0; i < 2; ++i) {
+    const auto mask = static_cast<uint32_t>(drop >> (32 * i));
+    held = held || (data[i].permitted & mask) != 0 || (data[i].inheritable & mask) != 0;
+    data[i].permitted &= ~mask;
+    data[i].effective &= ~mask;
+    data[i].inheritable &= ~mask;
+  }
+  if (!held) return Ok{};
+  if (::syscall(SYS_capset, &hdr, data) != 0)
+    return Error::fromErrno("cannot drop " + capabilityNames(drop), "capset");
   return Ok{};
 }
 

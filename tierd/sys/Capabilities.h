@@ -26,6 +26,17 @@ using CapMask = uint64_t;
 /// CAP_PERFMON (system-wide perf_event_open, Linux >= 5.8).
 CapMask daemonCapabilities();
 
+/// The capabilities tierd holds only until its metrics exporter process has started
+/// (telemetry/metrics/ExporterProcess.h): CAP_SETUID and CAP_SETGID, to switch that process to
+/// daemon.metrics_user. Kept by the drop at start, removed from the permitted and effective sets
+/// right after (dropAfterStart).
+CapMask exporterSpawnCapabilities();
+
+/// Removes `drop` from the calling thread's permitted, effective and inheritable sets (capset(2);
+/// the bounding set stays: removing from it needs CAP_SETPCAP, and tierd execs nothing after).
+/// No syscall when none of `drop` is permitted. Errors: Environment with errno.
+Status dropPermitted(CapMask drop);
+
 /// A thread's capability sets.
 struct CapabilitySets {
   CapMask bounding = 0;

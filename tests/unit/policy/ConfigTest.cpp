@@ -663,6 +663,12 @@ TEST_CASE("strings that name a file or a command refuse NUL and control characte
        "/x/tierd.toml:2:27: daemon.metrics_basic_auth_file: contains a control character (0x0a at "
        "byte 4); " +
            why},
+      {"[daemon]\nmetrics_user = \"nob\\u0000ody\"\n",
+       "/x/tierd.toml:2:16: daemon.metrics_user: contains a control character (0x00 at byte 3); " +
+           why},
+      {"[daemon]\nmetrics_user = \"root\"\n",
+       "/x/tierd.toml:2:16: daemon.metrics_user: must name an unprivileged user (the exporter never "
+       "runs as root)"},
   };
   for (const Case& c : cases)
     CHECK(onlyError(c.text) == c.error);
