@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -44,12 +45,23 @@ constexpr char kHealth = 'H';
 constexpr uint32_t kMaxFrame = 64u << 20;  // the largest answer the exporter accepts
 
 // The steps between fork and exec, as the failure message names them.
-enum Step : char { kDup = 1, kSetgroups, kSetresgid, kSetresuid, kCapset, kNoNewPrivs, kExec };
+enum Step : char {
+  kDup = 1,
+  kSetsid,
+  kSetgroups,
+  kSetresgid,
+  kSetresuid,
+  kCapset,
+  kNoNewPrivs,
+  kExec
+};
 
 const char* stepName(int step) {
   switch (step) {
     case kDup:
       return "dup2";
+    case kSetsid:
+      return "setsid";
     case kSetgroups:
       return "setgroups";
     case kSetresgid:
@@ -94,15 +106,19 @@ bool readFull(int fd, void* data, size_t size, int ms) {
   return true;
 }
 
-// Writes all of `data` within `ms`; false on error or timeout.
-bool writeFull(int fd, const std::string& data, int ms) {
+// Writes all of `data` within `ms`; false on error, timeout, or `stopFd` (>= 0) readable.
+bool writeFull(int fd, const std::string& data, int ms, int stopFd = -1) {
   size_t at = 0;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(ms);
   while (at < data.size()) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0 || !waitFor(fd, POLLOUT, static_cast<int>(left))) return false;
-    const ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
+    if (left <= 0) return false;
+    pollfd p[2] = {{fd, POLLOUT, 0}, {stopFd, POLLIN, 0}};
+    const int ready = ::poll(p, stopFd >= 0 ? 2 : 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0 || (stopFd >= 0 && p[1].revents)) return false;
+    const ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return false;
     at += static_cast<size_t>(n);
@@ -162,6 +178,7 @@ struct ChildPlan {
   pid_t parent = 0;
   int listenFd = -1;
   int channelFd = -1;
+  int devNull = -1;  // becomes 0, 1 and 2: nothing of the daemon's terminal, journal or logs
   const char* executable = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
@@ -193,6 +210,10 @@ bool moveFd(int from, int to) {
   if (!moveFd(p.listenFd, kListenFd)) childFail(channel, kDup);
   if (!moveFd(channel, kChannelFd)) childFail(channel, kDup);
   channel = kChannelFd;
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::dup2(p.devNull, fd) != fd) childFail(channel, kDup);
+  // A session of its own: no controlling terminal to inject input into (TIOCSTI).
+  if (::setsid() < 0) childFail(channel, kSetsid);
   if (::syscall(SYS_close_range, kChannelFd + 1, ~0U, 0) != 0)
     for (int fd = kChannelFd + 1; fd < 65536; ++fd)
       ::close(fd);
@@ -208,8 +229,7 @@ bool moveFd(int from, int to) {
     if (::syscall(SYS_capset, &header, none) != 0) childFail(channel, kCapset);
   }
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) childFail(channel, kNoNewPrivs);
-  // Set after the credential change, which clears it; a daemon already gone ends the child.
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+  // A daemon already gone ends the child (later, the channel's end closing does).
   if (::getppid() != p.parent) ::_exit(0);
   ::execve(p.executable, p.argv, p.envp);
   childFail(channel, kExec);
@@ -234,6 +254,7 @@ std::map<std::string, std::string> procStatus(pid_t pid) {
 // and runs as `uid` in all of real, effective, saved and file-system uid.
 std::string privilegeProblem(pid_t pid, uid_t uid) {
   const auto st = procStatus(pid);
+  if (st.empty()) return "cannot read /proc/" + std::to_string(pid) + "/status";
   for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"}) {
     auto it = st.find(set);
     if (it == st.end() || it->second.find_first_not_of('0') != std::string::npos)
@@ -261,6 +282,7 @@ struct ExporterProcess::State {
   uid_t uid = 0;
   int channel = -1;
   int stopFd = -1;
+  int listenFd = -1;
   Render render;
   MetricsHttpServer::Health health;
   std::atomic<bool> running{true};
@@ -279,6 +301,7 @@ struct ExporterProcess::State {
     }
     if (channel >= 0) ::close(channel);  // the exporter sees its end closed and stops
     if (stopFd >= 0) ::close(stopFd);
+    if (listenFd >= 0) ::close(listenFd);
     if (pid > 0) endChild();
   }
 
@@ -294,13 +317,19 @@ struct ExporterProcess::State {
   }
 
   // Reaps the exporter once it has seen its end of the channel closed (at most 2 s). The
-  // daemon cannot signal it (another uid, no CAP_KILL); one that does not stop is left to the
-  // unit's cgroup (systemd stops every process of the service) and its parent-death signal.
+  // daemon cannot signal it (another uid, no CAP_KILL, so not even the parent-death signal
+  // reaches it); one that does not stop (stopped, or compromised) is left to the unit's cgroup:
+  // systemd stops every process of the service.
   void endChild() {
     for (int i = 0; i < 200 && !waitStatus; ++i) {
       reap(WNOHANG);
       if (!waitStatus) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    if (!waitStatus)
+      std::fprintf(stderr,
+                   "tierd: warning: the metrics exporter process (pid %d) did not exit within 2 s "
+                   "of its channel closing; it runs on without the daemon\n",
+                   static_cast<int>(pid));
   }
 
   std::string answer(char request) {
@@ -336,7 +365,7 @@ struct ExporterProcess::State {
       bool ok = true;
       for (ssize_t i = 0; i < n && ok; ++i)
         ok = (requests[i] == kMetrics || requests[i] == kHealth) &&
-             writeFull(channel, answer(requests[i]), 2000);
+             writeFull(channel, answer(requests[i]), 2000, stopFd);
       if (!ok) break;  // an unknown request or an exporter that does not read: end it
     }
     running.store(false);
@@ -437,7 +466,8 @@ Result<std::unique_ptr<ExporterProcess>> ExporterProcess::spawn(
                             options.listenAddress);
   }
   state->stopFd = ::eventfd(0, EFD_CLOEXEC);
-  std::string arg0 = "tierd", arg1 = "--metrics-exporter";
+  // Named apart from the daemon: `pidof tierd` and `pkill -x tierd` find the daemon only.
+  std::string arg0 = "tierd-exporter", arg1 = "--metrics-exporter";
   char* argv[] = {arg0.data(), arg1.data(), nullptr};
   char* envp[] = {nullptr};
   ChildPlan plan;
@@ -446,14 +476,18 @@ Result<std::unique_ptr<ExporterProcess>> ExporterProcess::spawn(
   plan.parent = ::getpid();
   plan.listenFd = listenFd.value();
   plan.channelFd = pair[1];
+  plan.devNull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   plan.executable = options.executable.c_str();
   plan.argv = argv;
   plan.envp = envp;
-  const pid_t pid = state->stopFd < 0 ? -1 : ::fork();
+  const pid_t pid = state->stopFd < 0 || plan.devNull < 0 ? -1 : ::fork();
   if (pid == 0) childExec(plan);
   const int forkErrno = errno;
   ::close(pair[1]);
-  ::close(listenFd.value());
+  if (plan.devNull >= 0) ::close(plan.devNull);
+  // The daemon keeps its copy of the listening socket (it never accepts on it): while tierd
+  // runs, no other process can bind the port, even if the exporter is killed.
+  state->listenFd = listenFd.value();
   state->channel = pair[0];
   if (pid < 0) {
     errno = forkErrno;
@@ -491,18 +525,69 @@ Status ExporterProcess::answer() {
 
 namespace {
 
+// The exporter's end of the channel: answers come in request order; a request whose answer
+// did not come in time is still pending, and its answer is skipped when it comes.
+struct Channel {
+  std::mutex mu;
+  std::string in;   // bytes received and not yet consumed
+  int pending = 0;  // requests sent whose answers were not consumed
+  bool gone = false;
+};
+
+Channel& channel() {
+  static Channel c;
+  return c;
+}
+
+// Pops one complete frame off `in`, if there is one.
+std::optional<std::pair<char, std::string>> popFrame(std::string& in) {
+  uint32_t size = 0;
+  if (in.size() < sizeof size + 1) return std::nullopt;
+  std::memcpy(&size, in.data(), sizeof size);
+  if (in.size() < sizeof size + 1 + size) return std::nullopt;
+  auto f = std::make_pair(in[sizeof size], in.substr(sizeof size + 1, size));
+  in.erase(0, sizeof size + 1 + size);
+  return f;
+}
+
 // One request to the daemon and its answer, on the server thread; nullopt when the daemon does
-// not answer within 5 s (the scrape then fails) or is gone (the exporter then stops).
+// not answer within 5 s (this scrape fails; the answer is skipped when it comes) or is gone
+// (the exporter then stops). At most 8 requests wait on a stalled daemon.
 std::optional<std::pair<char, std::string>> ask(char request) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+  Channel& c = channel();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.gone || c.pending >= 8) return std::nullopt;
   if (::send(kChannelFd, &request, 1, MSG_NOSIGNAL) != 1) {
-    ::kill(::getpid(), SIGTERM);
-    return std::nullopt;
+    c.gone = true;
+  } else {
+    ++c.pending;
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      while (auto f = popFrame(c.in))
+        if (--c.pending == 0) return f;
+      if (c.in.size() >= sizeof(uint32_t)) {
+        uint32_t size = 0;
+        std::memcpy(&size, c.in.data(), sizeof size);
+        if (size > kMaxFrame) {
+          c.gone = true;
+          break;
+        }
+      }
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0 || !waitFor(kChannelFd, POLLIN, static_cast<int>(left))) return std::nullopt;
+      char buf[65536];
+      const ssize_t n = ::read(kChannelFd, buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        c.gone = true;
+        break;
+      }
+      c.in.append(buf, static_cast<size_t>(n));
+    }
   }
-  auto answer = readFrame(kChannelFd, 5000);
-  if (!answer) ::kill(::getpid(), SIGTERM);  // the stream is out of step or gone: stop
-  return answer;
+  ::kill(::getpid(), SIGTERM);  // the daemon is gone or broke the protocol: stop
+  return std::nullopt;
 }
 
 }  // namespace
@@ -510,6 +595,7 @@ std::optional<std::pair<char, std::string>> ask(char request) {
 int runMetricsExporter() {
   // Not ptrace-able or core-dumped by other processes of the same unprivileged user.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::prctl(PR_SET_NAME, "tierd-exporter", 0, 0, 0);  // comm would be "exe" (/proc/self/exe)
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);

@@ -3,17 +3,19 @@
 /// ExporterProcess: the metrics exporter as a privilege-separated process, the way OpenSSH and
 /// chrony keep their network-facing code away from their privileges. The privileged daemon binds
 /// the listen address (so a taken port is still its start error), then forks and execs its own
-/// executable with `--metrics-exporter`: between fork and exec the child switches to an
-/// unprivileged user (setgroups(2), setresgid(2), setresuid(2): leaving uid 0 clears every
-/// capability) or, when the daemon cannot switch users, drops every capability (capset(2)), sets
-/// no_new_privs and a parent-death signal, and keeps only two descriptors: the listening socket
-/// (3) and a socketpair to the daemon (4). The exec'd exporter (runMetricsExporter) parses HTTP
-/// and nothing else; for each scrape it asks the daemon over the socketpair for the rendered text,
-/// for /healthz for the loop's verdict. The daemon answers on one thread of its own, only those
-/// two fixed one-byte requests, and checks /proc/PID/status of the child before it trusts it:
-/// no capability in any set, no_new_privs, the expected uid. What a compromised exporter can do
-/// is what its uid can do, plus read the metrics and the health line and make the daemon render
-/// them at most every kMinRenderGapMs.
+/// executable with `--metrics-exporter`: between fork and exec the child keeps only the listening
+/// socket (3) and a socketpair to the daemon (4), with /dev/null as 0, 1 and 2, starts a session
+/// of its own (no controlling terminal), switches to an unprivileged user (setgroups(2),
+/// setresgid(2), setresuid(2): leaving uid 0 clears every capability) or, when the daemon cannot
+/// switch users, drops every capability (capset(2)), and sets no_new_privs. The exec'd exporter
+/// (runMetricsExporter) parses HTTP and nothing else; for each scrape it asks the daemon over the
+/// socketpair for the rendered text, for /healthz for the loop's verdict, and it exits when the
+/// daemon's end closes. The daemon answers on one thread of its own, only those two fixed
+/// one-byte requests, and checks /proc/PID/status of the child before it trusts it: no
+/// capability in any set, no_new_privs, the expected uid. It keeps its own copy of the listening
+/// socket, so no other process can take the port while it runs. What a compromised exporter can
+/// do is what its uid can do, plus read the metrics and the health line and make the daemon
+/// render them at most every kMinRenderGapMs.
 
 #include <sys/types.h>
 
@@ -84,7 +86,8 @@ class ExporterProcess {
   int port() const;
   /// The uid the exporter runs as (from /proc/PID/status).
   uid_t uid() const;
-  /// False once the child closed its end (it exited or was killed); the daemon then stops.
+  /// False once the child closed its end or broke the protocol (it exited or was killed). The
+  /// daemon says so and goes on tiering without metrics.
   bool running() const;
   /// How the child ended, once running() is false ("exit status 1", "killed by signal 9"; ""
   /// while it runs or when it has not been reaped yet).

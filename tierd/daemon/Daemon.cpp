@@ -283,12 +283,8 @@ class Daemon {
     watchdogEvery_ = notifier_->watchdogInterval();
     nextWatchdog_ = std::chrono::steady_clock::now();
     cpuMark_ = telemetry::threadCpuSeconds();
-    int status = 0;
     while (!stop_.load()) {
-      if (!exporterRunning()) {
-        status = 1;
-        break;
-      }
+      checkExporter();
       reloadIfAsked();
       applyPendingConfig();
       wake_.store(false);  // this tick serves a restore asked during the wait
@@ -307,7 +303,7 @@ class Daemon {
     engine_->shutdown();  // our kdamonds off and removed: DAMON_STAT can start again
     restoreDamonStat();
     logTotals();
-    return status;
+    return 0;
   }
 
  private:
@@ -390,16 +386,18 @@ class Daemon {
     return true;
   }
 
-  // True while the exporter process serves (or none is configured). A tierd whose exporter is
-  // gone stops with exit status 1: it cannot start an unprivileged one again (its capabilities
-  // to switch users are dropped), and the unit's Restart=on-failure starts a whole new tierd.
-  bool exporterRunning() {
-    if (!exporter_ || exporter_->running()) return true;
+  // Says once that the exporter process ended. Tiering goes on: any process of the exporter's
+  // user can kill it, and that must not stop the privileged job; tierd cannot start an
+  // unprivileged one again (its capabilities to switch users are dropped), so the metrics stay
+  // down (Prometheus sees the target down) until tierd restarts.
+  void checkExporter() {
+    if (!exporter_ || exporter_->running() || exporterGoneSaid_) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it be reaped
     const std::string how = exporter_->exitDescription();
     log_.error("the metrics exporter process (pid " + std::to_string(exporter_->pid()) + ") ended" +
-               (how.empty() ? "" : " (" + how + ")") + "; stopping (a restart starts a new one)");
-    return false;
+               (how.empty() ? "" : " (" + how + ")") +
+               "; metrics are down until tierd restarts, tiering goes on");
+    exporterGoneSaid_ = true;
   }
 
   // What a killed tierd (or tierctl) left in the kernel, undone before anything that can fail
@@ -838,6 +836,7 @@ class Daemon {
   std::unique_ptr<telemetry::MetricsSink> sink_;
   // Declared after sink_: destroyed first, so its answering thread never renders a sink gone.
   std::unique_ptr<telemetry::ExporterProcess> exporter_;
+  bool exporterGoneSaid_ = false;
   std::optional<DaemonMetrics> metrics_;
   std::optional<telemetry::SysRootDamonFs> damonFs_;
   std::optional<telemetry::LinuxPerfEventOpener> opener_;

@@ -667,7 +667,8 @@ TEST_CASE("strings that name a file or a command refuse NUL and control characte
        "/x/tierd.toml:2:16: daemon.metrics_user: contains a control character (0x00 at byte 3); " +
            why},
       {"[daemon]\nmetrics_user = \"root\"\n",
-       "/x/tierd.toml:2:16: daemon.metrics_user: must name an unprivileged user (the exporter never "
+       "/x/tierd.toml:2:16: daemon.metrics_user: must name an unprivileged user (the exporter "
+       "never "
        "runs as root)"},
   };
   for (const Case& c : cases)
