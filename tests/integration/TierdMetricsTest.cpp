@@ -506,8 +506,8 @@ TEST_CASE(
   const fs::path config = dir.path / "tierd.toml";
   std::ofstream(config)
       << "[daemon]\ninterval = \"100ms\"\nprogress_interval = \"0s\"\nmetrics_listen = \"127.0.0.1:"
-      << port
-      << "\"\ncontrol_socket = \"\"\n[[workload]]\nname = \"sleepers\"\n"
+      << port << "\"\ncontrol_socket = \"" << (dir.path / "control.sock").string()
+      << "\"\n[[workload]]\nname = \"sleepers\"\n"
          "command = \"itest-sleeper\"\n";
   const fs::path log = dir.path / "tierd.log";
   const pid_t pid = spawnTierd(config, log);
@@ -583,6 +583,25 @@ TEST_CASE(
   for (int i = 0; i < 3000 && slurp(log).rfind("tierd: tick ") == ticksBefore; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(slurp(log).rfind("tierd: tick ") != ticksBefore);  // still ticking
+  // tierctl status says the metrics are down (the status of the next tick).
+  const std::string statusCmd = std::string(TIERD_BIN_DIR) + "/tierctl status --socket " +
+                                (dir.path / "control.sock").string() + " 2>&1";
+  std::string shown;
+  for (int i = 0; i < 300 && shown.find("metrics: down") == std::string::npos; ++i) {
+    FILE* p = ::popen(statusCmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    shown.clear();
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+      shown.append(buf, n);
+    ::pclose(p);
+    if (shown.find("metrics: down") == std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK_MESSAGE(shown.find("metrics: down: the exporter process (pid " + std::to_string(exporter) +
+                           ") ended; back when tierd restarts") != std::string::npos,
+                shown);
   REQUIRE(::kill(pid, SIGTERM) == 0);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);

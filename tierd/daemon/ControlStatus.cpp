@@ -104,6 +104,11 @@ std::string statusDocument(const StatusFacts& f) {
               {"paused", f.hold.all},
               {"source", {{"name", f.source}, {"why", f.sourceWhy}}},
               {"conditions", f.conditions},
+              {"metrics",
+               {{"listen", f.metricsListen},
+                {"exporter_pid", f.exporterPid},
+                {"exporter_uid", f.exporterUid},
+                {"serving", f.exporterServing}}},
               {"totals",
                {{"ticks", f.totals.ticks},
                 {"promoted_bytes", f.totals.promotedBytes},
@@ -148,6 +153,19 @@ Result<std::string> formatStatus(const std::string& text) {
     o << "tick " << d.value("tick", 0) << " (every " << d.value("interval_seconds", 0.0)
       << " s)\nhotness source: " << (source.empty() ? "none" : source) << " ("
       << d["source"].value("why", "") << ")\n";
+    if (d.contains("metrics")) {
+      const json& m = d["metrics"];
+      const std::string listen = m.value("listen", "");
+      o << "metrics: ";
+      if (listen.empty())
+        o << "off\n";
+      else if (m.value("serving", false))
+        o << "http://" << listen << "/metrics, served by pid " << m.value("exporter_pid", 0)
+          << " (uid " << m.value("exporter_uid", -1) << ")\n";
+      else
+        o << "down: the exporter process (pid " << m.value("exporter_pid", 0)
+          << ") ended; back when tierd restarts\n";
+    }
     if (d.contains("tiers"))
       o << "tiers: fast " << d["tiers"]["fast"].dump() << ", slow " << d["tiers"]["slow"].dump()
         << " (" << d["tiers"].value("method", "") << ")\n";

@@ -33,6 +33,11 @@ struct StatusFacts {
   EngineTotals totals;                            ///< Engine::totals()
   std::vector<std::string> conditions;  ///< what keeps tierd from its job (ConditionLog::active)
   std::map<pid_t, std::string> pidWorkloads;  ///< each tracked pid's workload (Engine::workloadOf)
+  /// daemon.metrics_listen ("" = the exporter is off).
+  std::string metricsListen;
+  pid_t exporterPid = 0;         ///< the exporter process (ExporterProcess::pid); 0 = none
+  int64_t exporterUid = -1;      ///< the uid it runs as; -1 = none
+  bool exporterServing = false;  ///< ExporterProcess::running(): false once it ended
 };
 
 /// Why the arbiter left candidates this tick (policy::ArbiterStats), only the reasons that

@@ -653,6 +653,12 @@ class Daemon {
     f.restores = engine_->restores();
     f.totals = engine_->totals();
     f.conditions = conditions_.active();
+    f.metricsListen = initial_.daemon.metricsListen;
+    if (exporter_) {
+      f.exporterPid = exporter_->pid();
+      f.exporterUid = exporter_->uid();
+      f.exporterServing = exporter_->running();
+    }
     for (const auto& [pid, source] : engine_->sources())
       f.pidWorkloads[pid] = engine_->workloadOf(pid);
     if (report)

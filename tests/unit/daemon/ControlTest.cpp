@@ -198,6 +198,24 @@ TEST_CASE("the status document and its text form") {
   CHECK(text.value().find("redis            restored      2") != std::string::npos);
   CHECK(text.value().find("restore redis: done, moved back 6.0 MiB in 2 ticks") !=
         std::string::npos);
+  CHECK(text.value().find("metrics: off\n") != std::string::npos);
+  // The exporter process: serving, then gone (tierd tiers on without metrics).
+  f.metricsListen = "127.0.0.1:9464";
+  f.exporterPid = 4321;
+  f.exporterUid = 65534;
+  f.exporterServing = true;
+  const auto serving = nlohmann::json::parse(statusDocument(f));
+  CHECK(serving["metrics"]["exporter_pid"] == 4321);
+  CHECK(serving["metrics"]["serving"] == true);
+  CHECK(formatStatus(serving.dump())
+            .value()
+            .find("metrics: http://127.0.0.1:9464/metrics, served by pid 4321 (uid 65534)\n") !=
+        std::string::npos);
+  f.exporterServing = false;
+  CHECK(formatStatus(statusDocument(f))
+            .value()
+            .find("metrics: down: the exporter process (pid 4321) ended; back when tierd "
+                  "restarts\n") != std::string::npos);
   CHECK_FALSE(formatStatus("{").ok());
   CHECK_FALSE(formatStatus("{\"pid\": 1}").ok());
 }
