@@ -194,45 +194,41 @@ struct ChildPlan {
   ::_exit(127);
 }
 
-// Moves `from` to `to` without close-on-exec (dup2 onto itself would keep the flag).
-bool moveFd(int from, int to) {
-  if (from == to) return ::fcntl(to, F_SETFD, 0) == 0;
-  return ::dup2(from, to) == to;
-}
-
 [[noreturn]] void childExec(const ChildPlan& p) {
-  // The two descriptors to 3 and 4 (the channel first out of the way of 3), everything else shut.
-  int channel = p.channelFd;
-  if (channel == kListenFd) {
-    channel = ::fcntl(channel, F_DUPFD_CLOEXEC, kChannelFd + 1);
-    if (channel < 0) ::_exit(127);
-  }
-  if (!moveFd(p.listenFd, kListenFd)) childFail(channel, kDup);
-  if (!moveFd(channel, kChannelFd)) childFail(channel, kDup);
-  channel = kChannelFd;
+  // Copies above every target first (any of the three may sit on 0..4, e.g. when the daemon was
+  // started with a standard descriptor closed), then /dev/null to 0-2, the listening socket to 3
+  // and the channel to 4 (dup2 leaves them without close-on-exec); everything above 4 is shut.
+  const int channel = ::fcntl(p.channelFd, F_DUPFD_CLOEXEC, kChannelFd + 1);
+  if (channel < 0) ::_exit(127);
+  const int listen = ::fcntl(p.listenFd, F_DUPFD_CLOEXEC, kChannelFd + 1);
+  const int devNull = ::fcntl(p.devNull, F_DUPFD_CLOEXEC, kChannelFd + 1);
+  if (listen < 0 || devNull < 0) childFail(channel, kDup);
   for (int fd = 0; fd <= 2; ++fd)
-    if (::dup2(p.devNull, fd) != fd) childFail(channel, kDup);
+    if (::dup2(devNull, fd) != fd) childFail(channel, kDup);
+  if (::dup2(listen, kListenFd) != kListenFd) childFail(channel, kDup);
+  if (::dup2(channel, kChannelFd) != kChannelFd) childFail(channel, kDup);
+  // Failures from here on are reported on the channel at 4 (the copies above it close next).
   // A session of its own: no controlling terminal to inject input into (TIOCSTI).
-  if (::setsid() < 0) childFail(channel, kSetsid);
+  if (::setsid() < 0) childFail(kChannelFd, kSetsid);
   if (::syscall(SYS_close_range, kChannelFd + 1, ~0U, 0) != 0)
     for (int fd = kChannelFd + 1; fd < 65536; ++fd)
       ::close(fd);
   if (p.switchUser) {
     // Leaving uid 0 for good clears the permitted, effective and ambient capability sets.
-    if (::setgroups(0, nullptr) != 0) childFail(channel, kSetgroups);
-    if (::setresgid(p.gid, p.gid, p.gid) != 0) childFail(channel, kSetresgid);
-    if (::setresuid(p.uid, p.uid, p.uid) != 0) childFail(channel, kSetresuid);
+    if (::setgroups(0, nullptr) != 0) childFail(kChannelFd, kSetgroups);
+    if (::setresgid(p.gid, p.gid, p.gid) != 0) childFail(kChannelFd, kSetresgid);
+    if (::setresuid(p.uid, p.uid, p.uid) != 0) childFail(kChannelFd, kSetresuid);
   } else {
     ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};
-    if (::syscall(SYS_capset, &header, none) != 0) childFail(channel, kCapset);
+    if (::syscall(SYS_capset, &header, none) != 0) childFail(kChannelFd, kCapset);
   }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) childFail(channel, kNoNewPrivs);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) childFail(kChannelFd, kNoNewPrivs);
   // A daemon already gone ends the child (later, the channel's end closing does).
   if (::getppid() != p.parent) ::_exit(0);
   ::execve(p.executable, p.argv, p.envp);
-  childFail(channel, kExec);
+  childFail(kChannelFd, kExec);
 }
 
 // Reads "Key:\tvalue" lines of /proc/PID/status.

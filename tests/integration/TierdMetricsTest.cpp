@@ -608,6 +608,28 @@ TEST_CASE(
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 
+  // Started with its standard descriptors closed, tierd still serves (its log lines must not land
+  // in the exporter's channel, which would otherwise take descriptor 2).
+  {
+    const int quiet = freePort();
+    std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"127.0.0.1:"
+                          << quiet << "\"\ncontrol_socket = \"\"\n";
+    const pid_t closed = fork();
+    REQUIRE(closed >= 0);
+    if (closed == 0) {
+      ::close(0);
+      ::close(1);
+      ::close(2);
+      const std::string bin = std::string(TIERD_BIN_DIR) + "/tierd";
+      execl(bin.c_str(), "tierd", "--dry-run", "--config", config.c_str(), nullptr);
+      _exit(127);
+    }
+    CHECK(waitHealthy(quiet).find("\r\n\r\nok: the last tick finished ") != std::string::npos);
+    REQUIRE(::kill(closed, SIGTERM) == 0);
+    REQUIRE(::waitpid(closed, &status, 0) == closed);
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+
   // An exporter user that does not exist stops the start with a clear error.
   if (::geteuid() == 0) {
     std::ofstream(config) << "[daemon]\nmetrics_listen = \"127.0.0.1:" << port

@@ -1,5 +1,6 @@
 #include "tierd/daemon/Daemon.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -883,6 +884,17 @@ class Daemon {
 }  // namespace
 
 int runDaemon(const DaemonOptions& options) {
+  // Standard descriptors that were closed at exec are /dev/null from now on: otherwise the next
+  // descriptors tierd opens (the exporter's socketpair, a socket) would take their numbers and
+  // receive its log lines.
+  for (;;) {
+    const int fd = ::open("/dev/null", O_RDWR);  // the lowest free number
+    if (fd < 0) break;
+    if (fd > 2) {
+      ::close(fd);
+      break;
+    }
+  }
   DaemonLog log;
   // First, while this is the only thread: capabilities are per thread and inherited.
   if (options.dropCapabilities && ::geteuid() == 0 && !dropCapabilities(log)) return 1;
