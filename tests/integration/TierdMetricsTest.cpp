@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "RunTierctl.h"
 #include "telemetry/metrics/Catalog.h"
 
 namespace fs = std::filesystem;
@@ -584,18 +585,10 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(slurp(log).rfind("tierd: tick ") != ticksBefore);  // still ticking
   // tierctl status says the metrics are down (the status of the next tick).
-  const std::string statusCmd = std::string(TIERD_BIN_DIR) + "/tierctl status --socket " +
-                                (dir.path / "control.sock").string() + " 2>&1";
+  const std::string statusArgs = "status --socket " + (dir.path / "control.sock").string();
   std::string shown;
   for (int i = 0; i < 300 && shown.find("metrics: down") == std::string::npos; ++i) {
-    FILE* p = ::popen(statusCmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    shown.clear();
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-      shown.append(buf, n);
-    ::pclose(p);
+    shown = tierd::itest::run(statusArgs).out;
     if (shown.find("metrics: down") == std::string::npos)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
