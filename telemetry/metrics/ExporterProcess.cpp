@@ -275,6 +275,7 @@ std::string describeWaitStatus(int status) {
 struct ExporterProcess::State {
   pid_t pid = -1;
   int port = 0;
+  std::string address;
   uid_t uid = 0;
   int channel = -1;
   int stopFd = -1;
@@ -378,6 +379,9 @@ pid_t ExporterProcess::pid() const {
 int ExporterProcess::port() const {
   return state_->port;
 }
+const std::string& ExporterProcess::address() const {
+  return state_->address;
+}
 uid_t ExporterProcess::uid() const {
   return state_->uid;
 }
@@ -455,6 +459,8 @@ Result<std::unique_ptr<ExporterProcess>> ExporterProcess::spawn(
       state->port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                                                    : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   }
+  state->address = (hp->first.find(':') != std::string::npos ? "[" + hp->first + "]" : hp->first) +
+                   ":" + std::to_string(state->port);
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     ::close(listenFd.value());

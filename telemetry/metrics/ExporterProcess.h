@@ -84,6 +84,9 @@ class ExporterProcess {
   pid_t pid() const;
   /// The TCP port listened on (the one the kernel picked for port 0).
   int port() const;
+  /// The address listened on, "host:port" or "[v6]:port", with the port the kernel bound (the
+  /// configured address with a port of 0 replaced).
+  const std::string& address() const;
   /// The uid the exporter runs as (from /proc/PID/status).
   uid_t uid() const;
   /// False once the child closed its end or broke the protocol (it exited or was killed). The

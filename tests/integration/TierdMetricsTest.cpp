@@ -43,18 +43,23 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// A loopback port nobody listens on right now (the kernel picks it).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
-  socklen_t len = sizeof sa;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
-  ::close(fd);
-  return ntohs(sa.sin_port);
+// The port a tierd started with metrics_listen = "127.0.0.1:0" serves (the kernel picked it, so
+// no other test can take it between a pick and the bind), read from its log line "metrics on
+// http://127.0.0.1:PORT/metrics" (at most 60 s); 0 when it died or never said.
+int boundPort(const fs::path& log, pid_t daemon) {
+  const std::string marker = "metrics on http://127.0.0.1:";
+  for (int i = 0; i < 6000; ++i) {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    if (const size_t at = text.find(marker); at != std::string::npos)
+      return std::atoi(text.c_str() + at + marker.size());
+    int status = 0;
+    if (::waitpid(daemon, &status, WNOHANG) == daemon) return 0;  // it died
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
 }
 
 // GET http://127.0.0.1:port`path`: the whole response; nullopt when nothing answers yet.
@@ -142,15 +147,18 @@ struct TempDir {
 
 TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on its port fails") {
   TempDir dir;
-  const int port = freePort();
-  const std::string listen = "127.0.0.1:" + std::to_string(port);
   const fs::path config = dir.path / "tierd.toml";
-  std::ofstream(config)
-      << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"" << listen
-      << "\"\ncontrol_socket = \"\"\n[[workload]]\nname = \"sleepers\"\ncommand = "
-         "\"itest-sleeper\"\n";
+  const auto writeConfig = [&config](const std::string& listen) {
+    std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"" << listen
+                          << "\"\ncontrol_socket = \"\"\n[[workload]]\nname = \"sleepers\"\n"
+                             "command = \"itest-sleeper\"\n";
+  };
+  writeConfig("127.0.0.1:0");
   const fs::path log = dir.path / "tierd.log";
   const pid_t pid = spawnTierd(config, log);
+  const int port = boundPort(log, pid);
+  REQUIRE_MESSAGE(port > 0, slurp(log));
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
 
   auto body = waitForMetrics(port, pid);
   REQUIRE_MESSAGE(body.has_value(), "no /metrics on " << listen << "; log:\n" << slurp(log));
@@ -184,6 +192,7 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   CHECK(body->find("\nprocess_open_fds ") != std::string::npos);
 
   // A second daemon on the same address: a clear startup error, exit 1, no abort.
+  writeConfig(listen);
   const fs::path log2 = dir.path / "second.log";
   const pid_t second = spawnTierd(config, log2);
   int status2 = 0;
@@ -503,15 +512,17 @@ TEST_CASE(
     "the metrics exporter is a process of its own, unprivileged, and tierd tiers on when "
     "it ends") {
   TempDir dir;
-  const int port = freePort();
   const fs::path config = dir.path / "tierd.toml";
   std::ofstream(config)
-      << "[daemon]\ninterval = \"100ms\"\nprogress_interval = \"0s\"\nmetrics_listen = \"127.0.0.1:"
-      << port << "\"\ncontrol_socket = \"" << (dir.path / "control.sock").string()
+      << "[daemon]\ninterval = \"100ms\"\nprogress_interval = \"0s\"\nmetrics_listen = "
+         "\"127.0.0.1:0\"\ncontrol_socket = \""
+      << (dir.path / "control.sock").string()
       << "\"\n[[workload]]\nname = \"sleepers\"\n"
          "command = \"itest-sleeper\"\n";
   const fs::path log = dir.path / "tierd.log";
   const pid_t pid = spawnTierd(config, log);
+  const int port = boundPort(log, pid);
+  REQUIRE_MESSAGE(port > 0, slurp(log));
   REQUIRE_MESSAGE(waitForMetrics(port, pid).has_value(), slurp(log));
 
   // The log names the exporter's pid; it is tierd's child, runs `tierd --metrics-exporter`
@@ -604,9 +615,10 @@ TEST_CASE(
   // Started with its standard descriptors closed, tierd still serves (its log lines must not land
   // in the exporter's channel, which would otherwise take descriptor 2).
   {
-    const int quiet = freePort();
-    std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"127.0.0.1:"
-                          << quiet << "\"\ncontrol_socket = \"\"\n";
+    const fs::path quietSocket = dir.path / "quiet.sock";
+    std::ofstream(config) << "[daemon]\ninterval = \"100ms\"\nmetrics_listen = \"127.0.0.1:0\"\n"
+                             "control_socket = \""
+                          << quietSocket.string() << "\"\n";
     const pid_t closed = fork();
     REQUIRE(closed >= 0);
     if (closed == 0) {
@@ -617,6 +629,18 @@ TEST_CASE(
       execl(bin.c_str(), "tierd", "--dry-run", "--config", config.c_str(), nullptr);
       _exit(127);
     }
+    // No log to read the port from: tierctl status --json names the bound address.
+    int quiet = 0;
+    const std::string marker = "\"listen\":\"127.0.0.1:";
+    for (int i = 0; i < 6000 && quiet == 0; ++i) {
+      const std::string json =
+          tierd::itest::run("status --json --socket " + quietSocket.string()).out;
+      if (const size_t from = json.find(marker); from != std::string::npos)
+        quiet = std::atoi(json.c_str() + from + marker.size());
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(quiet > 0);
     CHECK(waitHealthy(quiet).find("\r\n\r\nok: the last tick finished ") != std::string::npos);
     REQUIRE(::kill(closed, SIGTERM) == 0);
     REQUIRE(::waitpid(closed, &status, 0) == closed);
@@ -625,8 +649,8 @@ TEST_CASE(
 
   // An exporter user that does not exist stops the start with a clear error.
   if (::geteuid() == 0) {
-    std::ofstream(config) << "[daemon]\nmetrics_listen = \"127.0.0.1:" << port
-                          << "\"\nmetrics_user = \"tierd-no-such-user\"\ncontrol_socket = \"\"\n";
+    std::ofstream(config) << "[daemon]\nmetrics_listen = \"127.0.0.1:0\"\n"
+                             "metrics_user = \"tierd-no-such-user\"\ncontrol_socket = \"\"\n";
     const fs::path log2 = dir.path / "nouser.log";
     const pid_t bad = spawnTierd(config, log2);
     REQUIRE(::waitpid(bad, &status, 0) == bad);

@@ -33,7 +33,8 @@ struct StatusFacts {
   EngineTotals totals;                            ///< Engine::totals()
   std::vector<std::string> conditions;  ///< what keeps tierd from its job (ConditionLog::active)
   std::map<pid_t, std::string> pidWorkloads;  ///< each tracked pid's workload (Engine::workloadOf)
-  /// daemon.metrics_listen ("" = the exporter is off).
+  /// The address the exporter listens on (ExporterProcess::address: daemon.metrics_listen with
+  /// the bound port); "" = the exporter is off.
   std::string metricsListen;
   pid_t exporterPid = 0;         ///< the exporter process (ExporterProcess::pid); 0 = none
   int64_t exporterUid = -1;      ///< the uid it runs as; -1 = none

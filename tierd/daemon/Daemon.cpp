@@ -364,7 +364,7 @@ class Daemon {
       }
       sink_ = std::move(sink);
       exporter_ = std::move(spawned.value());
-      log_.notice("metrics on http://" + initial_.daemon.metricsListen + "/metrics" +
+      log_.notice("metrics on http://" + exporter_->address() + "/metrics" +
                   (initial_.daemon.metricsBasicAuthFile.empty()
                        ? std::string()
                        : " (basic auth from " + initial_.daemon.metricsBasicAuthFile + ")") +
@@ -654,7 +654,7 @@ class Daemon {
     f.restores = engine_->restores();
     f.totals = engine_->totals();
     f.conditions = conditions_.active();
-    f.metricsListen = initial_.daemon.metricsListen;
+    f.metricsListen = exporter_ ? exporter_->address() : std::string();
     if (exporter_) {
       f.exporterPid = exporter_->pid();
       f.exporterUid = exporter_->uid();
