@@ -35,14 +35,6 @@ enum class PageGranularity {
 /// "huge", "base".
 const char* pageGranularityName(PageGranularity g);
 
-/// `[sampling] damon_read`: how DAMON's region access counts are read.
-enum class DamonRead {
-  TriedRegions,  ///< a `stat` scheme's tried_regions through DAMON sysfs (a directory per region)
-  Tracepoint,    ///< the damon:damon_aggregated tracepoint in a tracefs instance of tierd's own
-};
-/// "tried_regions", "tracepoint".
-const char* damonReadName(DamonRead r);
-
 /// A size given either in bytes ("8GiB") or as a percentage of a total ("25%").
 struct ByteAmount {
   bool isPercent = false;
@@ -98,12 +90,7 @@ struct SamplingConfig {
   uint64_t samplePeriod = 0;      ///< events between two samples (perf sample_period)
   std::string trace;              ///< recorded trace file for source = replay, else ""
   int damonMaxProcesses = 16;     ///< kdamonds tierd creates (one per sampled process), 1..64
-  /// damon_max_regions: DAMON's nr_regions/max of each kdamond tierd starts, 100..10000
-  /// (DamonConfig::maxRegions; nr_regions/min stays 100)
-  int damonMaxRegions = 1000;
   bool disableDamonStat = false;  ///< damon_stat = "disable": turn DAMON_STAT off at start
-  DamonRead damonRead = DamonRead::TriedRegions;  ///< damon_read: how region counts are read
-  int kdamondNice = 0;  ///< kdamond_nice: setpriority(2) value of tierd's kdamonds, -20..19
   /// max_sample_interval: longest DAMON sample interval, ns (DamonConfig::maxSampleUs), 1 ms..10 s
   uint64_t maxSampleIntervalNs = 20'000'000;
   /// settled_cpu_budget_percent: the sampling's CPU budget, % of one CPU (0..100), once the

@@ -391,6 +391,24 @@ class Compiler {
     return msg.empty() ? true : at.bad(msg);
   }
 
+  // Keys earlier versions read and this one does not, with what replaced them: a config written
+  // for an older tierd gets that instead of "unknown key". nullptr for any other path.
+  static const char* retiredKeyReason(const std::string& path) {
+    static const std::pair<const char*, const char*> kRetired[] = {
+        {"sampling.damon_read",
+         "tierd reads DAMON through the damon_aggregated tracepoint where tracefs offers it and "
+         "through tried regions otherwise; delete the line"},
+        {"sampling.kdamond_nice",
+         "tierd leaves its kdamonds at the kernel's priority (cpu_budget_percent bounds their "
+         "CPU); delete the line"},
+        {"sampling.damon_max_regions",
+         "each kdamond keeps DAMON's own bound of 1000 regions; delete the line"},
+    };
+    for (const auto& [key, why] : kRetired)
+      if (path == key) return why;
+    return nullptr;
+  }
+
   // Parses every key of `tbl` against `specs` into `out`; unknown keys are errors.
   // `seen` (optional) receives every known key present, valid or not.
   void parseTable(const toml::table& tbl, const std::string& file, const std::string& prefix,
@@ -412,7 +430,10 @@ class Compiler {
           spec = s, msForm = true;
       }
       if (!spec) {
-        error(file, posOf(k.source()), path, "unknown key" + suggest(key, names));
+        if (const char* why = retiredKeyReason(path))
+          error(file, posOf(k.source()), path, std::string("no longer a key: ") + why);
+        else
+          error(file, posOf(k.source()), path, "unknown key" + suggest(key, names));
         continue;
       }
       if (seen) seen->insert(spec->key);
@@ -705,11 +726,7 @@ void compileSampling(Compiler& c, Values& s, const std::string& path, const Comp
   out.cpuBudgetPercent = s["cpu_budget_percent"].d;
   out.samplePeriod = static_cast<uint64_t>(s["sample_period"].i);
   out.damonMaxProcesses = static_cast<int>(s["damon_max_processes"].i);
-  out.damonMaxRegions = static_cast<int>(s["damon_max_regions"].i);
   out.disableDamonStat = s["damon_stat"].s == "disable";
-  out.damonRead =
-      s["damon_read"].s == "tracepoint" ? DamonRead::Tracepoint : DamonRead::TriedRegions;
-  out.kdamondNice = static_cast<int>(s["kdamond_nice"].i);
   out.maxSampleIntervalNs = s["max_sample_interval"].ns;
   out.settledCpuBudgetPercent = s["settled_cpu_budget_percent"].d;
   out.settleTricklePercent = s["settle_trickle_percent"].d;

@@ -27,10 +27,6 @@ const char* pageGranularityName(PageGranularity g) {
   return g == PageGranularity::Base ? "base" : "huge";
 }
 
-const char* damonReadName(DamonRead r) {
-  return r == DamonRead::Tracepoint ? "tracepoint" : "tried_regions";
-}
-
 uint64_t ByteAmount::resolve(uint64_t totalBytes) const {
   if (!isPercent) return bytes;
   long double v = static_cast<long double>(totalBytes) * static_cast<long double>(percent) / 100.0L;
@@ -78,10 +74,7 @@ toml::table toTable(const CompiledConfig& cfg) {
                        {"sample_period", static_cast<int64_t>(cfg.sampling.samplePeriod)}};
   if (!cfg.sampling.trace.empty()) sampling.insert("trace", cfg.sampling.trace);
   sampling.insert("damon_max_processes", static_cast<int64_t>(cfg.sampling.damonMaxProcesses));
-  sampling.insert("damon_max_regions", static_cast<int64_t>(cfg.sampling.damonMaxRegions));
   sampling.insert("damon_stat", cfg.sampling.disableDamonStat ? "disable" : "keep");
-  sampling.insert("damon_read", damonReadName(cfg.sampling.damonRead));
-  sampling.insert("kdamond_nice", static_cast<int64_t>(cfg.sampling.kdamondNice));
   sampling.insert("max_sample_interval", formatDuration(cfg.sampling.maxSampleIntervalNs));
   sampling.insert("settled_cpu_budget_percent", cfg.sampling.settledCpuBudgetPercent);
   sampling.insert("settled_damon_window", formatDuration(cfg.sampling.settledDamonWindowNs));

@@ -126,40 +126,12 @@ std::vector<KeySpec> samplingKeys() {
        "is free (nr_kdamonds 0) and records them in /run/tierd/damon.owner, so a tierd started "
        "after a crash reclaims them. Processes beyond it are not sampled (counted). Read at "
        "start."},
-      {"sampling", "damon_max_regions", ValueType::Integer, "1000", 100, 10000, "", false, false,
-       "regions",
-       "Most regions each of tierd's kdamonds keeps per process (DAMON's nr_regions/max; "
-       "Documentation/mm/damon/design.rst, \"Adaptive Target Regions Adjustment\"): each "
-       "aggregation DAMON merges neighbours whose access counts are alike and splits regions "
-       "while it has fewer than this (all of them below half of it, some above), so a process "
-       "is watched as about half this many regions (gups in the rig: ~480 of 1000), each "
-       "checked once a sample interval. The kdamond's CPU grows with the regions; the hot set "
-       "is told apart only down to the regions' size (a hot set scattered in N pieces needs "
-       "about 2N regions). At least tierd's nr_regions/min of 100. Read at start (each new "
-       "kdamond)."},
       {"sampling", "damon_stat", ValueType::Enum, "\"keep\"", 0, 0, "keep|disable", false, false,
        "",
        "DAMON_STAT (on by default in Debian's 7.3 kernel) holds DAMON exclusively, so no kdamond "
        "of tierd's can start. \"keep\": leave it and fall back to the next source, saying why; "
        "\"disable\": write N to /sys/module/damon_stat/parameters/enabled at start. Read at "
        "start."},
-      {"sampling", "damon_read", ValueType::Enum, "\"tried_regions\"", 0, 0,
-       "tried_regions|tracepoint", false, false, "",
-       "How DAMON's per-region access counts are read once a second. \"tried_regions\": a stat "
-       "scheme's tried regions through DAMON sysfs (the kernel builds a directory per region, "
-       "tierd reads three files of each). \"tracepoint\": the damon:damon_aggregated event in a "
-       "tracefs instance of tierd's own (tierd-KDAMOND_PID under /sys/kernel/tracing/instances, "
-       "filtered to its kdamond's pid), read from its trace_pipe, every aggregation since the "
-       "last read averaged per 2 MiB chunk; where tracefs or the event is "
-       "missing or its format is not the expected one, the source falls back to tried_regions "
-       "and its state says why. Read at start."},
-      {"sampling", "kdamond_nice", ValueType::Integer, "0", -20, 19, "", false, false, "nice",
-       "Nice value (setpriority(2)) of each kdamond tierd starts, set once it runs: its CPU "
-       "weight against the workloads' threads when CPUs are short (19: weight 15 against a "
-       "nice-0 thread's 1024, so the sampling yields; an idle CPU it still uses in full). 0 "
-       "leaves the kernel's. The CPU budget bounds its average either way. Only a kernel "
-       "thread named kdamond.* is reniced; a refusal is logged in the source's state, not "
-       "fatal. Read at start."},
       {"sampling", "max_sample_interval", ValueType::Duration, "\"20ms\"", 1 * kMs, 10 * kS, "",
        false, false, "",
        "Longest DAMON sample interval (the time between two access checks of a region): the "

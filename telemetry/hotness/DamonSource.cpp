@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,20 +48,6 @@ Status DamonFs::removeDir(const std::string& abs) {
 
 Result<std::string> DamonFs::readAvailable(const std::string& abs) {
   return Error{0, ErrorKind::Unsupported, "no non-blocking read on this DamonFs", abs};
-}
-
-Status DamonFs::setNice(pid_t pid, int) {
-  return Error{0, ErrorKind::Unsupported, "no setpriority on this DamonFs",
-               "/proc/" + std::to_string(pid)};
-}
-
-Status SysRootDamonFs::setNice(pid_t pid, int nice) {
-  const std::string what = "/proc/" + std::to_string(pid);
-  if (!root_.isLive())
-    return Error{0, ErrorKind::Unsupported, "setpriority only on the live system", what};
-  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), nice) != 0)
-    return Error::fromErrno("setpriority " + std::to_string(nice), what);
-  return Ok{};
 }
 
 Status SysRootDamonFs::makeDir(const std::string& abs) {
@@ -338,7 +323,6 @@ Status DamonSource::start() {
   if (!thread) return fail(Error::env("kdamond pid '" + kdamondPid_ + "' is not a pid", kd("pid")));
   note.kdamondPid = static_cast<pid_t>(*thread);
   if (auto s = pool_->noteSlot(slot_, note); !s) return fail(s.error());
-  applyNice();
   if (!tracefs_.empty())
     if (auto s = openTraceOrFallBack(); !s) return fail(s.error());
   return Ok{};
@@ -366,30 +350,6 @@ Status DamonSource::writeStatScheme() {
   for (const auto& [rel, value] : scheme)
     if (auto s = w(rel, value); !s) return s;
   return Ok{};
-}
-
-void DamonSource::applyNice() {
-  niceSet_ = false;
-  niceProblem_.clear();
-  if (!config_.kdamondNice) return;
-  // Only the kernel thread we started: a pid whose stat says PF_KTHREAD and kdamond.* (a user
-  // process can name itself so, never set the flag).
-  constexpr uint64_t kPfKthread = 0x00200000;  // include/linux/sched.h
-  const std::string stat = "/proc/" + kdamondPid_ + "/stat";
-  auto text = fs_.readAttr(stat);
-  auto flags = text ? sys::parseStatField(text.value(), 9, stat) : Result<uint64_t>(text.error());
-  const size_t open = text ? text.value().find('(') : std::string::npos;
-  if (!flags) {
-    niceProblem_ = "nice not set: " + flags.error().describe();
-  } else if (!(flags.value() & kPfKthread) || text.value().compare(open + 1, 8, "kdamond.") != 0) {
-    niceProblem_ = "nice not set: " + stat + " is not a kdamond kernel thread";
-  } else if (auto pid = kdamondPid(); !pid) {
-    niceProblem_ = "nice not set: kdamond pid '" + kdamondPid_ + "' is not a pid";
-  } else if (Status set = fs_.setNice(*pid, *config_.kdamondNice); !set) {
-    niceProblem_ = "nice not set: " + set.error().describe();
-  } else {
-    niceSet_ = true;
-  }
 }
 
 Status DamonSource::openTraceOrFallBack() {
@@ -830,8 +790,6 @@ std::string DamonSource::state() const {
   }
   if (config_.adaptiveSampling) out += kernelTuning_ ? " tuning=kernel" : " tuning=tierd";
   if (!tuningStopped_.empty()) out += " (" + tuningStopped_ + ")";
-  if (niceSet_) out += " nice=" + std::to_string(*config_.kdamondNice);
-  if (!niceProblem_.empty()) out += " (" + niceProblem_ + ")";
   if (settledBudgetApplies()) out += " settled";
   if (pauses_) out += " pauses=" + std::to_string(pauses_);
   if (paused_) out += " paused";

@@ -140,11 +140,6 @@ class DamonFs {
   /// What a pipe-like file (tracefs trace_pipe) holds now, consumed, without blocking: opened
   /// O_NONBLOCK and read until EAGAIN or end of file. Default: Unsupported.
   virtual Result<std::string> readAvailable(const std::string& abs);
-  /// setpriority(2) PRIO_PROCESS of thread `pid` to `nice` (-20..19): a kdamond's CPU weight
-  /// against the workload's threads. Errors: the errno (EPERM without CAP_SYS_NICE for a value
-  /// below the thread's, ESRCH when it is gone). Default (a DamonFs without live threads, a
-  /// SysRootDamonFs over a test tree): Unsupported.
-  virtual Status setNice(pid_t pid, int nice);
 };
 
 /// DamonFs over a SysRoot (production: the live /sys).
@@ -163,8 +158,6 @@ class SysRootDamonFs : public DamonFs {
   Status removeDir(const std::string& abs) override;
   /// open(O_RDONLY | O_NONBLOCK) and read(2) until EAGAIN or 0.
   Result<std::string> readAvailable(const std::string& abs) override;
-  /// setpriority(2) on the live system only (SysRoot::isLive()); Unsupported over a test tree.
-  Status setNice(pid_t pid, int nice) override;
 
  private:
   sys::SysRoot root_;
@@ -248,13 +241,9 @@ struct DamonConfig {
   uint64_t clockTicksPerSecond = 100;
   /// drain()'s own thread CPU clock, ns; empty: tierd::threadCpuNs (tests pass a fake one).
   std::function<uint64_t()> threadCpuNs;
-  /// Where the region counts are read from (sampling.damon_read).
+  /// Where the region counts are read from. The daemon asks for the tracepoint (damonTuning),
+  /// which falls back to tried regions where tracefs or the event is missing, saying why.
   DamonReadPath read = DamonReadPath::TriedRegions;
-  /// Nice value (-20..19, setpriority(2)) given to our kdamond right after it starts
-  /// (sampling.kdamond_nice); nullopt: left at the kernel's (kthreads start at 0). Only a kernel
-  /// thread (PF_KTHREAD in /proc/PID/stat) named kdamond.* is reniced. A refusal is not fatal:
-  /// state() says it (" nice=19", or " (nice not set: ...)").
-  std::optional<int> kdamondNice;
 };
 
 /// Estimated accesses per aggregation interval of a region's sampled page, from DAMON's
@@ -315,7 +304,7 @@ class DamonSource final : public HotnessSource {
   /// "sample_us=500 access=23% regions=412 snapshots=17 empty=2 tuning=tierd" (tuning=kernel
   /// where the kernel's intervals_goal tunes, no tuning= with adaptiveSampling off; plus why the
   /// tuning stopped; with a CPU budget: " cpu=52.0% of 1.0% sample_us>=4000 backoffs=2", and
-  /// why the budget cannot be held or measured; with sampling.damon_read = "tracepoint":
+  /// why the budget cannot be held or measured; with DamonReadPath::Tracepoint asked for:
   /// " read=tracepoint aggregations=8" (the aggregations the last snapshot averaged) or
   /// " read=tried_regions (why the tracepoint is not used)").
   std::string state() const override;
@@ -379,9 +368,6 @@ class DamonSource final : public HotnessSource {
   Result<std::vector<std::vector<DamonRegionCount>>> traceRegions();
   /// The stat scheme whose tried regions the default read path asks for.
   Status writeStatScheme();
-  /// Renices our kdamond (kdamondPid_) to config_.kdamondNice once it is confirmed a kernel
-  /// thread named kdamond.*; sets niceSet_ or niceProblem_.
-  void applyNice();
   /// Tracepoint path at start(), our kdamond on: opens the instance; where that fails, installs
   /// the stat scheme and commits it (the tried-regions path). Error only when that fails too.
   Status openTraceOrFallBack();
@@ -455,8 +441,6 @@ class DamonSource final : public HotnessSource {
   /// sample_us and aggr_us when the settled budget first raised the floor (0: not raised since
   /// the last unsettle); written back when unsettled.
   uint64_t unsettledSampleUs_ = 0, unsettledAggrUs_ = 0;
-  bool niceSet_ = false;     ///< our kdamond runs at config_.kdamondNice
-  std::string niceProblem_;  ///< why it could not be reniced, "" when it was or none asked
   // Tracepoint read path (config_.read == Tracepoint).
   DamonTraceInstance trace_{fs_};
   std::string tracefs_;  ///< the tracefs mount probed at start(), "" when not usable

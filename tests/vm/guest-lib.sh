@@ -262,12 +262,3 @@ rig_share_series() {
   done
 }
 
-# rig_gups_config READ OUT: config/tierd-gups.toml written to OUT with [sampling] damon_read =
-# READ in place of the config's own line, and its profiles folder beside OUT (the config names
-# profile "gups").
-rig_gups_config() {
-  mkdir -p "$(dirname "$2")"
-  cp -r "$RIG_SRC/config/profiles" "$(dirname "$2")/"
-  awk -v v="$1" '/^damon_read = / { next } { print } /^\[sampling\]$/ { print "damon_read = \"" v "\"" }' \
-    "$RIG_SRC/config/tierd-gups.toml" >"$2"
-}

@@ -93,18 +93,27 @@ telemetry::PerfTuning perfTuning(const policy::CompiledConfig& c) {
 // DAMON monitoring attributes for one process: 2 ms sampling to start with (at DAMON's default
 // 5 ms every cold 2 MiB THP of a fast GUPS was seen accessed in every check, so all regions
 // looked equally hot; tests/vm/scenarios/hotness needed 2 ms too), then adapted to the access
-// ratio; 100 ms aggregation; 100..sampling.damon_max_regions (1000) adaptive regions; tried regions
-// read once per second. Denser regions (min_nr_regions = size / 2 or 4 MiB) cost more kdamond and
-// tierd CPU under emulation and converged more slowly; tried again for a fleet of
-// three 512 MiB GUPS (one region per 2 MiB, up to 500): the hottest chunk still read only ~2x its
-// process's mean heat, and under load two of the three kdamonds gave one snapshot in 150 s.
+// ratio; 100 ms aggregation; 100..1000 adaptive regions (DAMON's own default bound,
+// Documentation/mm/damon/design.rst "Adaptive Target Regions Adjustment": regions merge and split
+// with the access pattern, so the bound caps the kdamond's work, not the memory it watches; a
+// process is watched as about half of it, and a hot set in N pieces needs about 2N: at 500 a GUPS
+// kdamond used 25% less CPU and only 86% of a hot set of 205 scattered 2 MiB chunks ever reached
+// the fast tier); region counts read once per second, through the damon:damon_aggregated
+// tracepoint where tracefs offers it, else a stat scheme's tried regions. The tracepoint reads
+// every aggregation from one pipe; tried regions make the kdamond build a sysfs directory per
+// region that tierd then reads three files of (~130 regions of redis-server: 200-330 ms of tierd's
+// CPU per tick under QEMU TCG, against 7-80 ms for the tracepoint on GUPS). Denser
+// regions (min_nr_regions = size / 2 or 4 MiB) cost more kdamond and tierd CPU under emulation and
+// converged more slowly; tried again for a fleet of three 512 MiB GUPS (one region per 2 MiB, up to
+// 500): the hottest chunk still read only ~2x its process's mean heat, and under load two of the
+// three kdamonds gave one snapshot in 150 s.
 telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   telemetry::DamonConfig c;
   c.sampleUs = 2000;
   c.aggrUs = 100000;
   c.updateUs = 1000000;
   c.minRegions = 100;
-  c.maxRegions = static_cast<uint64_t>(config.sampling.damonMaxRegions);  // default 1000
+  c.maxRegions = 1000;
   c.snapshotNs = 1'000'000'000;
   // A fast workload touches its cold pages within any fixed interval (docs/tiering.md):
   // keep the share of checks that see an access between 5% and 30% so hot and cold stay apart.
@@ -117,11 +126,7 @@ telemetry::DamonConfig damonTuning(const policy::CompiledConfig& config) {
   // Once the plan has been empty for a while (Engine::kSettleTicks), the settled budget.
   c.settledCpuBudget = config.sampling.settledCpuBudgetPercent / 100.0;
   c.clockTicksPerSecond = static_cast<uint64_t>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
-  c.read = config.sampling.damonRead == policy::DamonRead::Tracepoint
-               ? telemetry::DamonReadPath::Tracepoint
-               : telemetry::DamonReadPath::TriedRegions;
-  // 0 leaves the kernel's nice (kthreads start at 0): nothing read or written.
-  if (config.sampling.kdamondNice != 0) c.kdamondNice = config.sampling.kdamondNice;
+  c.read = telemetry::DamonReadPath::Tracepoint;  // falls back to tried regions, saying why
   return c;
 }
 

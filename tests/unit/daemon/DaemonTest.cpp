@@ -29,14 +29,22 @@ TEST_CASE("the perf sources get [sampling] sample_period and cpu_budget_percent"
         doctest::Approx(telemetry::PerfTuning{}.cpuBudget));
 }
 
-TEST_CASE("each DAMON source reads its regions the way sampling.damon_read says") {
-  auto trace =
-      policy::compileConfigText("[sampling]\ndamon_read = \"tracepoint\"\n", "/x/tierd.toml");
-  REQUIRE(trace.ok());
-  CHECK(daemon::damonTuning(*trace.config).read == telemetry::DamonReadPath::Tracepoint);
+TEST_CASE("each DAMON source reads its regions through the tracepoint, at most 1000 of them") {
+  // No key: the tracepoint where tracefs offers it (DamonSource falls back to tried regions,
+  // saying why); DAMON's own bound on adaptive regions, nr_regions/min 100.
   auto empty = policy::compileConfigText("", "/x/tierd.toml");
   REQUIRE(empty.ok());
-  CHECK(daemon::damonTuning(*empty.config).read == telemetry::DamonReadPath::TriedRegions);
+  CHECK(daemon::damonTuning(*empty.config).read == telemetry::DamonReadPath::Tracepoint);
+  CHECK(daemon::damonTuning(*empty.config).maxRegions == 1000);
+  CHECK(daemon::damonTuning(*empty.config).minRegions == 100);
+  // The keys that chose them are gone: a config that still sets one is told so.
+  for (const char* key :
+       {"damon_read = \"tracepoint\"", "damon_max_regions = 400", "kdamond_nice = 19"}) {
+    auto old = policy::compileConfigText(std::string("[sampling]\n") + key + "\n", "/x/tierd.toml");
+    REQUIRE_MESSAGE(old.errors.size() == 1, key);
+    CHECK_MESSAGE(old.errors[0].message.rfind("no longer a key: ", 0) == 0, old.errors[0].message);
+    CHECK(old.errors[0].message.find("delete the line") != std::string::npos);
+  }
 }
 
 TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
@@ -51,11 +59,6 @@ TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
   policy::CompileOutcome empty = policy::compileConfigText("", "/x/tierd.toml");
   REQUIRE(empty.ok());
   CHECK(daemon::damonTuning(*empty.config).cpuBudget == doctest::Approx(0.01));
-  CHECK(!daemon::damonTuning(*empty.config).kdamondNice);  // 0: the kernel's, not touched
-  policy::CompileOutcome nice =
-      policy::compileConfigText("[sampling]\nkdamond_nice = 19\n", "/x/tierd.toml");
-  REQUIRE(nice.ok());
-  CHECK(daemon::damonTuning(*nice.config).kdamondNice == 19);
   policy::CompileOutcome longer =
       policy::compileConfigText("[sampling]\nmax_sample_interval = \"1s\"\n", "/x/tierd.toml");
   REQUIRE(longer.ok());
@@ -65,13 +68,6 @@ TEST_CASE("each DAMON source gets cpu_budget_percent as its kdamond's budget") {
       policy::compileConfigText("[sampling]\nsettled_cpu_budget_percent = 5\n", "/x/tierd.toml");
   REQUIRE(settled.ok());
   CHECK(daemon::damonTuning(*settled.config).settledCpuBudget == doctest::Approx(0.05));
-  // sampling.damon_max_regions is DAMON's nr_regions/max; nr_regions/min stays 100.
-  CHECK(daemon::damonTuning(*empty.config).maxRegions == 1000);
-  policy::CompileOutcome fewer =
-      policy::compileConfigText("[sampling]\ndamon_max_regions = 400\n", "/x/tierd.toml");
-  REQUIRE(fewer.ok());
-  CHECK(daemon::damonTuning(*fewer.config).maxRegions == 400);
-  CHECK(daemon::damonTuning(*fewer.config).minRegions == 100);
 }
 
 TEST_CASE("checkReplayTrace accepts a recorded trace and says why not otherwise") {

@@ -136,7 +136,6 @@ TEST_CASE("the full valid fixture compiles with every value, layered over its pr
   CHECK(c.sampling.cpuBudgetPercent == doctest::Approx(2.5));
   CHECK(c.sampling.samplePeriod == 4093);
   CHECK(c.sampling.trace == kFixtures + "/config/valid/traces/gups.trace");
-  CHECK(c.sampling.damonRead == DamonRead::Tracepoint);
   CHECK(c.migration.pageGranularity == PageGranularity::Base);
   CHECK(c.migration.maxPromoteMiBPerS == 1024);
   CHECK(c.migration.maxDemoteMiBPerS == 0);
@@ -220,28 +219,26 @@ TEST_CASE("the printed config compiles back to the same value") {
 }
 
 TEST_CASE("every [sampling] key set away from its default prints and compiles back") {
-  // damon_max_processes and damon_stat were left out of the printed config until kdamond_nice
-  // joined them: a daemon printing its config (tierd --print-config) lost them.
+  // damon_max_processes and damon_stat were once left out of the printed config: a daemon
+  // printing its config (tierd --print-config) lost them.
   const std::string text =
-      "[sampling]\ndamon_max_processes = 3\ndamon_max_regions = 600\ndamon_stat = \"disable\"\n"
-      "damon_read = \"tracepoint\"\nkdamond_nice = 19\nmax_sample_interval = \"1s\"\n"
+      "[sampling]\ndamon_max_processes = 3\ndamon_stat = \"disable\"\n"
+      "max_sample_interval = \"1s\"\n"
       "settled_cpu_budget_percent = 2.5\nsettle_trickle_percent = 7.5\n";
   CompileOutcome a = compileConfigText(text, "/x/t.toml");
   REQUIRE_MESSAGE(a.ok(), errorLines(a));
   CHECK(a.config->sampling.damonMaxProcesses == 3);
-  CHECK(a.config->sampling.damonMaxRegions == 600);
   CHECK(a.config->sampling.disableDamonStat);
-  CHECK(a.config->sampling.kdamondNice == 19);
   CHECK(a.config->sampling.maxSampleIntervalNs == 1'000'000'000);
   CHECK(a.config->sampling.settledCpuBudgetPercent == doctest::Approx(2.5));
   CHECK(a.config->sampling.settleTricklePercent == doctest::Approx(7.5));
   CompileOutcome b = compileConfigText(configToText(*a.config), "/x/t.toml");
   REQUIRE_MESSAGE(b.ok(), errorLines(b));
   CHECK(*b.config == *a.config);
-  CompileOutcome bad = compileConfigText("[sampling]\nkdamond_nice = 20\n", "/x/t.toml");
+  CompileOutcome bad = compileConfigText("[sampling]\ndamon_max_processes = 65\n", "/x/t.toml");
   REQUIRE(bad.errors.size() == 1);
   CHECK(bad.errors[0].line == 2);
-  CHECK(bad.errors[0].keyPath == "sampling.kdamond_nice");
+  CHECK(bad.errors[0].keyPath == "sampling.damon_max_processes");
   CompileOutcome tooShort =
       compileConfigText("[sampling]\nmax_sample_interval = \"500us\"\n", "/x/t.toml");
   REQUIRE(tooShort.errors.size() == 1);
@@ -258,12 +255,6 @@ TEST_CASE("every [sampling] key set away from its default prints and compiles ba
       compileConfigText("[sampling]\nsettle_trickle_percent = -1\n", "/x/t.toml");
   REQUIRE(negative.errors.size() == 1);
   CHECK(negative.errors[0].keyPath == "sampling.settle_trickle_percent");
-  CHECK(compileConfigText("", "/x/t.toml").config->sampling.damonMaxRegions == 1000);
-  // Under tierd's nr_regions/min of 100, DAMON would refuse the attributes at start.
-  CompileOutcome tooFew = compileConfigText("[sampling]\ndamon_max_regions = 99\n", "/x/t.toml");
-  REQUIRE(tooFew.errors.size() == 1);
-  CHECK(tooFew.errors[0].line == 2);
-  CHECK(tooFew.errors[0].keyPath == "sampling.damon_max_regions");
 }
 
 TEST_CASE("a string with quotes prints as an escaped basic string and round-trips exactly") {
@@ -811,10 +802,7 @@ source = "damon"
 cpu_budget_percent = 2.5
 sample_period = 20011
 damon_max_processes = 8
-damon_max_regions = 2000
-damon_read = "tracepoint"
 damon_stat = "disable"
-kdamond_nice = 5
 max_sample_interval = "10ms"
 settled_cpu_budget_percent = 0.5
 settled_damon_window = "2s"

@@ -94,15 +94,6 @@ class FakeDamonFs : public DamonFs {
     return text;
   }
 
-  /// setpriority(2) as the kernel answers it: logged as "setpriority PID NICE"; with
-  /// `niceErrno` set, refused with that errno (EPERM, ESRCH).
-  int niceErrno = 0;
-  Status setNice(pid_t pid, int nice) override {
-    log.push_back("setpriority " + std::to_string(pid) + " " + std::to_string(nice));
-    if (niceErrno) return Error::sys(niceErrno, "setpriority", "/proc/" + std::to_string(pid));
-    return Ok{};
-  }
-
   /// Creates someone else's kdamond (as on this host: state on, paddr).
   void addForeignKdamond() {
     REQUIRE(doWrite(std::string(kRoot) + "/nr_kdamonds", "1").ok());
