@@ -187,9 +187,11 @@ TEST_CASE("an empty config gets the schema defaults") {
   CHECK(c.workloads.empty());
 }
 
-TEST_CASE("config/tierd.toml, every example and every profile compile") {
-  for (const char* f : {"tierd.toml", "tierd-redis.toml", "tierd-gapbs.toml", "tierd-gups.toml"}) {
-    CompileOutcome out = compileConfigFile(kRepo + "/config/" + f);
+TEST_CASE("config/tierd.toml, every example, the rig's configs and every profile compile") {
+  for (const char* f : {"config/tierd.toml", "config/tierd-redis.toml", "config/tierd-gapbs.toml",
+                        "config/tierd-gups.toml", "tests/vm/config/tierd-redis.toml",
+                        "tests/vm/config/tierd-gapbs.toml", "tests/vm/config/tierd-gups.toml"}) {
+    CompileOutcome out = compileConfigFile(kRepo + "/" + f);
     CHECK_MESSAGE(out.ok(), f, errorLines(out));
   }
   size_t profiles = 0;
@@ -208,7 +210,7 @@ TEST_CASE("config/tierd.toml, every example and every profile compile") {
 
 TEST_CASE("the printed config compiles back to the same value") {
   for (const std::string& f :
-       {kFixtures + "/config/valid/full.toml", kRepo + "/config/tierd-redis.toml"}) {
+       {kFixtures + "/config/valid/full.toml", kRepo + "/tests/vm/config/tierd-redis.toml"}) {
     CompileOutcome a = compileConfigFile(f);
     REQUIRE(a.ok());
     CompileOutcome b = compileConfigText(configToText(*a.config), f);
