@@ -155,31 +155,6 @@ std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::M
   return out;
 }
 
-std::string numaBalancingTieringActive(std::optional<int> numaBalancing) {
-  if (numaBalancing && (*numaBalancing & 2))
-    return "kernel.numa_balancing=" + std::to_string(*numaBalancing) +
-           " (NUMA_BALANCING_MEMORY_TIERING)";
-  return "";
-}
-
-std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdamonds) {
-  const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
-  auto n = sys::parseU64(nrKdamonds, kd);
-  for (uint64_t k = 0; n && k < std::min<uint64_t>(n.value(), 256); ++k) {
-    const std::string d = kd + "/" + std::to_string(k);
-    if (root.readAttr(d + "/state").valueOr("") != "on") continue;
-    auto ns = root.readAttr(d + "/contexts/0/schemes/nr_schemes");
-    auto schemes = ns ? sys::parseU64(ns.value(), d) : Result<uint64_t>(ns.error());
-    for (uint64_t s = 0; schemes && s < std::min<uint64_t>(schemes.value(), 256); ++s) {
-      const std::string action =
-          root.readAttr(d + "/contexts/0/schemes/" + std::to_string(s) + "/action").valueOr("");
-      if (action == "migrate_hot" || action == "migrate_cold")
-        return "kdamond " + std::to_string(k) + " runs DAMOS " + action;
-    }
-  }
-  return "";
-}
-
 Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
@@ -766,37 +741,6 @@ void Engine::addWorkloads(policy::TickContext& ctx,
     if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
 }
 
-void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& report) {
-  // numa_balancing every tick (the topology read it). The kdamonds' schemes (three reads per
-  // kdamond, tierd's own included) when nr_kdamonds changed, every tick while a DAMOS tiering
-  // scheme was seen, else every kDamosRescanTicks ticks: a kdamond created by someone else
-  // changes nr_kdamonds (and cannot be while tierd's run: writing it fails), so what waits for the
-  // rescan is only an existing kdamond given a migrate scheme or turned on again.
-  report.kernelTiering = numaBalancingTieringActive(topo.caps.numaBalancing);
-  if (report.kernelTiering.empty()) {
-    std::string nr = root_.readAttr("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").valueOr("");
-    if (nr != damosKdamondsSeen_ || !damosTiering_.empty() ||
-        ++damosChecksSinceScan_ >= kDamosRescanTicks) {
-      damosTiering_ = damosTieringActive(root_, nr);
-      damosKdamondsSeen_ = std::move(nr);
-      damosChecksSinceScan_ = 0;
-    }
-    report.kernelTiering = damosTiering_;
-  }
-  report.kernelTieringHeld =
-      !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
-  if (report.kernelTiering != kernelTieringReported_) {
-    if (!report.kernelTiering.empty())
-      report.problems.push_back(
-          "the kernel's own tiering runs (" + report.kernelTiering + "): " +
-          (report.kernelTieringHeld
-               ? "tierd moves nothing while it does (migration.allow_kernel_tiering = true to "
-                 "move anyway)"
-               : "moving anyway (migration.allow_kernel_tiering = true); both fight over pages"));
-    kernelTieringReported_ = report.kernelTiering;
-  }
-}
-
 void Engine::keepLocations(const RangeResult& r, Proc& proc) {
   // Every page of the range answered by the kernel as now on the target (moved, or found there
   // by the status query) or as not present (-ENOENT, or -EFAULT for a zero page inside the
@@ -930,7 +874,11 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     else
       moves.push_back(m);
   }
-  checkKernelTiering(topo.value(), report);
+  topology::KernelTiering kernel =
+      kernelTiering_.check(root_, topo->caps, config_->migration.allowKernelTiering);
+  report.kernelTiering = std::move(kernel.active);
+  report.kernelTieringHeld = kernel.held;
+  if (kernel.problem) report.problems.push_back(std::move(*kernel.problem));
   const bool execute = !decision.dryRun && !ctx.dryRun;
   if (execute && report.kernelTieringHeld) moves.resize(restoreMoves);
   if (execute && !moves.empty())

@@ -44,6 +44,7 @@
 #include "tierd/scope/Scope.h"
 #include "tierd/sys/ProcMaps.h"
 #include "tierd/sys/SysRoot.h"
+#include "tierd/topology/KernelTiering.h"
 #include "tierd/topology/Topology.h"
 #include "tierd/topology/TopologyProvider.h"
 
@@ -84,20 +85,6 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 /// Reads a process's /proc/PID/numa_maps (per-workload memory when no cgroup numa_stat is
 /// readable). The default reads through the engine's SysRoot; tests pass the fake kernel's.
 using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t pid)>;
-
-/// NUMA balancing's memory tiering, from /proc/sys/kernel/numa_balancing as the topology read it
-/// (`numaBalancing`, topology::KernelCaps; bit 2, value 2 or 3: NUMA_BALANCING_MEMORY_TIERING;
-/// Documentation/admin-guide/sysctl/kernel.rst): "" when off or unknown, else
-/// "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)". The kernel's other tiering,
-/// DAMOS, is damosTieringActive()'s (Engine::checkKernelTiering asks it less often).
-std::string numaBalancingTieringActive(std::optional<int> numaBalancing);
-
-/// A running kdamond with a DAMOS migrate_hot or migrate_cold scheme, read under `root`
-/// (/sys/kernel/mm/damon/admin/kdamonds/{nr_kdamonds,N/state,N/contexts/0/schemes/M/action}; at
-/// most 256 kdamonds and schemes each): "kdamond N runs DAMOS ACTION", else "". tierd's own
-/// kdamonds only use `stat`. `nrKdamonds`: the nr_kdamonds file as the caller read it ("" when
-/// unreadable: then "" is the answer).
-std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdamonds);
 
 /// Resident memory of a workload on one NUMA node, bytes.
 struct NodeMemory {
@@ -191,8 +178,8 @@ struct TickReport {
   /// time S, not sampled)"; "workload 'W': pid P gone (exited or no longer selected) after N
   /// samples; its heat and plans dropped (G gone so far)", G = EngineTotals::vanishedPids.
   std::vector<std::string> scopeChanges;
-  /// The kernel's own tiering running this tick (numaBalancingTieringActive(), else
-  /// damosTieringActive(): "kdamond 3 runs DAMOS migrate_hot"), "" when none; when not "" and
+  /// The kernel's own tiering running this tick (topology::KernelTieringWatch: numa_balancing, else
+  /// a DAMOS scheme: "kdamond 3 runs DAMOS migrate_hot"), "" when none; when not "" and
   /// migration.allow_kernel_tiering is false, nothing was moved (`kernelTieringHeld`).
   std::string kernelTiering;
   bool kernelTieringHeld = false;
@@ -366,10 +353,8 @@ class Engine {
   /// phase"): 64 MiB, 16 K base pages, ~80 ms of status queries under the rig's TCG (~5 us an
   /// address) against 1.3-2.3 s for a full read of a 700 MiB redis there. Beyond it, a full read.
   static constexpr uint64_t kRelocateMaxBytes = 64ull << 20;
-  /// Ticks between two scans of the kdamonds' DAMOS schemes for the kernel's tiering while
-  /// nr_kdamonds stays the same and none was seen (checkKernelTiering): 10, 10 s at the default
-  /// interval (each scan reads three files per kdamond, ~1 ms each under the rig's TCG).
-  static constexpr uint64_t kDamosRescanTicks = 10;
+  /// Ticks between two scans of the kdamonds' DAMOS schemes (topology::KernelTieringWatch).
+  static constexpr uint64_t kDamosRescanTicks = topology::KernelTieringWatch::kRescanTicks;
 
   /// At `nowNs` (monotonic), before a settled wait of `waitNs` (TickReport::nextIntervalNs of
   /// the tick just done):
@@ -498,9 +483,6 @@ class Engine {
   /// report.sourceStates' regions, heat and hot bytes.
   void addWorkloads(policy::TickContext& ctx, std::vector<std::map<NodeId, NodeMemory>> memory,
                     TickReport& report);
-  /// Sets report.kernelTiering and kernelTieringHeld (allow_kernel_tiering)
-  /// and reports a change of what runs once, in report.problems.
-  void checkKernelTiering(const topology::Topology& topo, TickReport& report);
   /// Executes `moves` (Migrator::execute) until `deadlineNs`, or a floor after `tickStartNs`
   /// (see tick()), and feeds the outcomes back into the heat model; fills report.batch and the
   /// moved bytes, and remembers moved THP chunks.
@@ -575,10 +557,7 @@ class Engine {
   /// Per workload name: the scope provider's problems (WorkloadScope::problems) said last pass;
   /// a problem is reported when it appears, not every tick while it lasts.
   std::map<std::string, std::vector<std::string>> scopeProblemsSaid_;
-  std::string kernelTieringReported_;  ///< the kernel tiering last said, "" when none ran
-  std::string damosKdamondsSeen_;      ///< nr_kdamonds at the last damosTieringActive() scan
-  std::string damosTiering_;           ///< that scan's answer
-  uint64_t damosChecksSinceScan_ = 0;  ///< checkKernelTiering() calls since that scan
+  topology::KernelTieringWatch kernelTiering_;  ///< the kernel's own tiering, each tick
   /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
   std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;
