@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <numeric>
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
@@ -653,13 +652,8 @@ void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, T
 
 void Engine::drainSources(uint64_t nowNs, TickReport& report) {
   // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
-  // the time waited, in regular intervals; never for more than the wait asked for (a reload
-  // or an early wake ends it sooner).
-  policy::TickSpan span{1.0, config_->daemon.intervalNs};
-  if (lastNextIntervalNs_ > config_->daemon.intervalNs && nowNs > lastTickNs_ &&
-      config_->daemon.intervalNs > 0)
-    span.ticks = static_cast<double>(std::min(nowNs - lastTickNs_, lastNextIntervalNs_)) /
-                 static_cast<double>(config_->daemon.intervalNs);
+  // the time waited (Settling::spanAt).
+  const policy::TickSpan span = settling_.spanAt(nowNs, config_->daemon.intervalNs);
   for (auto& [pid, proc] : procs_) {
     if (!proc.source) continue;
     auto batch = proc.source->drain(nowNs);
@@ -896,28 +890,14 @@ void Engine::settle(uint64_t plannedBytes, TickReport& report) {
   uint64_t hot = 0;
   for (const WorkloadReport& w : report.workloads)
     hot += w.hotFastBytes + w.hotSlowBytes;
-  // No hot bytes: the sampler shows no contrast (a settled source sampling too coarsely to tell
-  // hot from cold, or nothing sampled lately): nothing to settle on, and the count starts again
-  // so the sources sample as before for kSettleTicks ticks first.
-  if (totals_.samples == 0 || !report.scopeChanges.empty() || hot == 0) {
-    settleWindow_.clear();  // this tick does not count either
-  } else {
-    settleWindow_.push_back(plannedBytes);
-    if (settleWindow_.size() > kSettleTicks) settleWindow_.pop_front();
-  }
-  const uint64_t windowBytes =
-      std::accumulate(settleWindow_.begin(), settleWindow_.end(), uint64_t{0});
-  report.settleWindowBytes = windowBytes;
-  report.settled = settleWindow_.size() == kSettleTicks &&
-                   static_cast<double>(windowBytes) <=
-                       config_->sampling.settleTricklePercent / 100.0 * static_cast<double>(hot);
+  const bool counts = totals_.samples != 0 && report.scopeChanges.empty();
+  const SettleVerdict v =
+      settling_.add(report.nowNs, plannedBytes, hot, counts, config_->sampling, config_->daemon);
+  report.settleWindowBytes = v.windowBytes;
+  report.settled = v.settled;
+  report.nextIntervalNs = v.nextIntervalNs;
   for (auto& [pid, proc] : procs_)
     if (proc.source) proc.source->setSettled(report.settled);
-  const policy::DaemonConfig& d = config_->daemon;
-  report.nextIntervalNs =
-      report.settled && d.settledIntervalNs > d.intervalNs ? d.settledIntervalNs : d.intervalNs;
-  lastTickNs_ = report.nowNs;
-  lastNextIntervalNs_ = report.nextIntervalNs;
 }
 
 std::optional<std::set<NodeId>> policyNodes(std::string_view policy, const std::set<NodeId>& home) {

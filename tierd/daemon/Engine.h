@@ -22,7 +22,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -39,6 +38,7 @@
 #include "telemetry/hotness/HotnessSource.h"
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
+#include "tierd/daemon/Settling.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
@@ -345,10 +345,8 @@ class Engine {
   /// Sources are told after planning, each tick.
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
-  /// Ticks whose plans settling looks at (see tick()): 10 (10 s at the default 1 s interval),
-  /// so one tick that planned nothing between two that did (a source's aggregation missing a
-  /// tick) does not settle them.
-  static constexpr uint64_t kSettleTicks = 10;
+  /// Ticks whose plans settling looks at (see tick(), Settling::kTicks).
+  static constexpr uint64_t kSettleTicks = Settling::kTicks;
   /// Most bytes of ranges queued per process for a query of their own (tick(), "locate
   /// phase"): 64 MiB, 16 K base pages, ~80 ms of status queries under the rig's TCG (~5 us an
   /// address) against 1.3-2.3 s for a full read of a 700 MiB redis there. Beyond it, a full read.
@@ -472,8 +470,8 @@ class Engine {
   /// `nowNs`; fills report.samples and report.sourceStates (regions and heat still zero).
   void drainSources(uint64_t nowNs, TickReport& report);
   /// Adds this tick's plan (`plannedBytes`: the arbiter's promote + demote bytes) to the
-  /// settling window (tick(), "Settling"), sets report.settled and settleWindowBytes and tells
-  /// every source. Needs report.workloads and report.scopeChanges filled.
+  /// settling window (Settling), sets report.settled, settleWindowBytes and nextIntervalNs and
+  /// tells every source. Needs report.workloads and report.scopeChanges filled.
   void settle(uint64_t plannedBytes, TickReport& report);
   /// The policy's view of this tick without its workloads: nodes of a tier with their free
   /// memory, SLIT distances, and each tracked process's home and allowed nodes (taskNodes).
@@ -561,13 +559,9 @@ class Engine {
   /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
   std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;
-  /// Planned bytes of the last ticks since the count last started, newest last, at most
-  /// kSettleTicks (see tick(), "Settling").
-  std::deque<uint64_t> settleWindow_;
-  /// The previous tick's nowNs and TickReport::nextIntervalNs (0 before the first tick): a
-  /// weighted source's rates at this tick cover min(now - then, next) of time (drainSources).
-  uint64_t lastTickNs_ = 0;
-  uint64_t lastNextIntervalNs_ = 0;
+  /// The settling window (tick(), "Settling") and the span a weighted source's rates cover
+  /// after a settled wait (drainSources).
+  Settling settling_;
   uint64_t pausedAtNs_ = 0;                        ///< when pauseSampling() last paused a source
   OperatorHold hold_;                              ///< setHold()
   std::map<std::string, RestoreStatus> restores_;  ///< by workload name (setHold, restores())
