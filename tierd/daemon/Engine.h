@@ -38,6 +38,7 @@
 #include "telemetry/hotness/HotnessSource.h"
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
+#include "tierd/daemon/Restores.h"
 #include "tierd/daemon/Settling.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/scope/ProcessIdentity.h"
@@ -208,48 +209,6 @@ struct TickReport {
   uint64_t nextIntervalNs = 0;
 };
 
-/// The operator's holds on page moves, set through the daemon's control socket (tierctl pause,
-/// resume and restore; Control.h). Not kept across a restart of tierd.
-struct OperatorHold {
-  bool all = false;                 ///< tierctl pause: the arbiter's plans move nothing
-  std::set<std::string> workloads;  ///< workloads whose planned moves are held (pause W, restore W)
-  /// Workloads being restored (tierctl restore W), each with its request number: a new number
-  /// starts the restore again. Their planned moves are held as those of `workloads` are.
-  std::map<std::string, uint64_t> restore;
-  bool operator==(const OperatorHold&) const = default;
-};
-
-/// Where the kernel's memory policy of a mapping puts its pages, from the policy word of its
-/// /proc/PID/numa_maps line (Documentation/admin-guide/mm/numa_memory_policy.rst) and the task's
-/// home nodes (policy::TaskNodes::home): "default" and "local": `home`; "bind:S", "prefer:S",
-/// "prefer (many):S", "preferred_many:S": the node list S (mode flags such as "=static" and
-/// "=relative" ignored). nullopt for interleave and weighted interleave (pages spread by offset:
-/// tierctl restore leaves them) and for a word it does not know; an empty set when `home` is
-/// unknown.
-std::optional<std::set<NodeId>> policyNodes(std::string_view policy, const std::set<NodeId>& home);
-
-/// A workload's restore (OperatorHold::restore, Engine::restores()): its regions moved back,
-/// per 2 MiB region (per huge page for hugetlb) like any move of tierd, to the node its mapping's
-/// memory policy puts them (policyNodes, within the task's cpuset.mems: a region already on one
-/// of those nodes stays; else it goes to the one of them among the task's home nodes, or of all
-/// of them when none is a home node, with the most free memory left by the regions planned
-/// before it). A direction whose migration.max_*_mib_per_s is 0 is not moved (`blockedBytes`).
-struct RestoreStatus {
-  uint64_t request = 0;        ///< OperatorHold::restore's number it answers
-  uint64_t ticks = 0;          ///< ticks that planned moves for it
-  uint64_t movedBytes = 0;     ///< bytes moved back so far
-  uint64_t plannedBytes = 0;   ///< bytes of the regions its last tick planned
-  uint64_t failedPages = 0;    ///< pages its last tick could not move (no memory, busy, refused)
-  size_t skippedMappings = 0;  ///< mappings left where they are at its last tick (interleave,
-                               ///< a policy word not known, numa_maps unreadable)
-  /// Bytes of regions its last tick left because their direction is turned off
-  /// (migration.max_promote_mib_per_s or max_demote_mib_per_s = 0).
-  uint64_t blockedBytes = 0;
-  /// No region is left to move back, or a tick moved nothing though it reached every page it
-  /// planned (what is left cannot move: `failedPages`). Its regions are planned no more.
-  bool done = false;
-};
-
 /// Cumulative counters since the engine started.
 struct EngineTotals {
   uint64_t ticks = 0;
@@ -378,9 +337,9 @@ class Engine {
   /// (not in a dry run). A workload no longer in `restore` has its status dropped.
   void setHold(OperatorHold hold);
   /// The holds setHold() set last.
-  const OperatorHold& hold() const { return hold_; }
+  const OperatorHold& hold() const { return restores_.hold(); }
   /// Each restore's progress, by workload name.
-  const std::map<std::string, RestoreStatus>& restores() const { return restores_; }
+  const std::map<std::string, RestoreStatus>& restores() const { return restores_.restores(); }
 
   const EngineTotals& totals() const { return totals_; }
   const policy::HeatModel& heat() const { return heat_; }
@@ -435,20 +394,16 @@ class Engine {
   };
 
   void applyWorkloadParams();
-  /// The moves of this tick's restores (OperatorHold::restore) from `ctx`'s regions and tasks
-  /// (RestoreStatus); sets each restore's plannedBytes and skippedMappings, or done when nothing
-  /// is left to plan.
-  std::vector<MoveRange> planRestores(const policy::TickContext& ctx,
-                                      const topology::Topology& topo);
-  /// After execute(): each restore's moved bytes and failed pages from report.batch, done when
-  /// it moved nothing though every page was reached; each workload's planned, moved and held
-  /// bytes (WorkloadReport).
-  /// `planned`: the executed batch's input, its first `restoreMoves` ranges a restore's; `held`:
-  /// the arbiter's moves not executed (heldByOperator).
+  /// Each workload's planned, moved and held bytes (WorkloadReport) after the migration step,
+  /// and each restore's progress (OperatorRestores::account). `planned`: the executed batch's
+  /// input, its first `restoreMoves` ranges a restore's; `held`: the arbiter's moves not executed
+  /// (heldByOperator).
   void accountMoves(const std::vector<MoveRange>& planned, size_t restoreMoves,
                     const std::vector<MoveRange>& held, TickReport& report);
-  /// True when the operator holds the workload of tracked `pid` (OperatorHold).
+  /// True when the operator holds the workload of tracked `pid` (OperatorRestores::holds).
   bool heldByOperator(pid_t pid) const;
+  /// The tracked pids of workload `w`, ascending.
+  std::vector<pid_t> pidsOf(policy::WorkloadId w) const;
   /// A scoped process of this tick: its workload and the start time the scope read, and for a
   /// `command` workload the executable it matched with (WorkloadScope::executables).
   struct Scoped {
@@ -562,9 +517,8 @@ class Engine {
   /// The settling window (tick(), "Settling") and the span a weighted source's rates cover
   /// after a settled wait (drainSources).
   Settling settling_;
-  uint64_t pausedAtNs_ = 0;                        ///< when pauseSampling() last paused a source
-  OperatorHold hold_;                              ///< setHold()
-  std::map<std::string, RestoreStatus> restores_;  ///< by workload name (setHold, restores())
+  uint64_t pausedAtNs_ = 0;    ///< when pauseSampling() last paused a source
+  OperatorRestores restores_;  ///< the operator's holds and restores (setHold, restores())
 };
 
 }  // namespace tierd::daemon
