@@ -475,7 +475,7 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   // and locate()'s whole-VMA answers (Migrator::shareNumaMaps). Unreadable: locate() says why.
   if (auto numa = numaMaps_(pid)) {
     auto shared = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(numa.value()));
-    proc.memory = residentMemory(*shared, base);
+    proc.memory = sys::residentMemory(*shared, base);
     proc.memoryReadThisTick = true;
     migrator_->shareNumaMaps(pid, std::move(shared));
   }
@@ -491,18 +491,6 @@ bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Top
   return true;
 }
 
-std::map<NodeId, NodeMemory> Engine::residentMemory(const std::vector<sys::NumaMapsVma>& vmas,
-                                                    uint64_t basePage) {
-  std::map<NodeId, NodeMemory> out;
-  for (const sys::NumaMapsVma& v : vmas) {
-    const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
-    const bool file = !v.file.empty() && !v.huge;
-    for (const auto& [node, pages] : v.pagesPerNode)
-      (file ? out[node].file : out[node].anon) += pages * psz;
-  }
-  return out;
-}
-
 std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t basePage) {
   std::map<NodeId, NodeMemory> out;
   for (auto& [pid, proc] : procs_) {
@@ -512,7 +500,7 @@ std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t ba
       proc.memory.reset();
       auto vmas = numaMaps_(pid);
       if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
-      proc.memory = residentMemory(vmas.value(), basePage);
+      proc.memory = sys::residentMemory(vmas.value(), basePage);
     }
     for (const auto& [node, m] : *proc.memory) {
       out[node].anon += m.anon;

@@ -44,6 +44,7 @@
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
 #include "tierd/sys/ProcMaps.h"
+#include "tierd/sys/Residency.h"
 #include "tierd/sys/SysRoot.h"
 #include "tierd/topology/KernelTiering.h"
 #include "tierd/topology/Topology.h"
@@ -87,12 +88,8 @@ using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pi
 /// readable). The default reads through the engine's SysRoot; tests pass the fake kernel's.
 using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t pid)>;
 
-/// Resident memory of a workload on one NUMA node, bytes.
-struct NodeMemory {
-  uint64_t anon = 0;  ///< anonymous memory (numa_stat `anon`; numa_maps: mappings without a file,
-                      ///< and hugetlb mappings)
-  uint64_t file = 0;  ///< page cache and shmem (numa_stat `file`; numa_maps: file-backed mappings)
-};
+/// Resident memory of a workload on one NUMA node, bytes (sys::NodeMemory, Residency.h).
+using NodeMemory = sys::NodeMemory;
 
 /// Where WorkloadReport::memory was read from.
 enum class MemorySource {
@@ -472,11 +469,6 @@ class Engine {
   /// A process's file is read once per full read: by readMappingsAndLocations when it located
   /// pages, else here; between full reads its last read is kept (shifted by tierd's moves).
   std::map<NodeId, NodeMemory> numaMapsMemory(size_t workload, uint64_t basePage);
-  /// Resident bytes per node of one /proc/PID/numa_maps (pages present per node times
-  /// kernelpagesize_kB, `basePage` without it): file-backed VMAs as file, the rest (hugetlb
-  /// included) as anon.
-  static std::map<NodeId, NodeMemory> residentMemory(const std::vector<sys::NumaMapsVma>& vmas,
-                                                     uint64_t basePage);
   /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
   void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
                       TickReport& report);
