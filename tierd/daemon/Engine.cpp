@@ -66,94 +66,6 @@ void accountRegion(const policy::RegionView& r, bool onFast, double cut, double 
 
 }  // namespace
 
-// Mappings tierd manages: private anonymous memory (heap, anonymous mmap, and anonymous mmap named
-// with prctl(PR_SET_VMA_ANON_NAME), shown as "[anon:NAME]" since Linux 5.17) and hugetlb.
-// File-backed, shared and special mappings ([stack] aside) are left to the kernel.
-std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
-                                             uint64_t basePage, uint64_t pmdSize) {
-  std::vector<policy::Mapping> out;
-  for (const sys::SmapsVma& v : vmas) {
-    const bool hugetlb = v.hugetlb();
-    const bool anon = v.path.empty() || v.path == "[heap]" || v.path.rfind("[anon:", 0) == 0;
-    const bool privateRw =
-        v.perms.size() >= 4 && v.perms[0] == 'r' && v.perms[1] == 'w' && v.perms[3] == 'p';
-    if (!hugetlb && !(anon && privateRw)) continue;
-    if (v.size() == 0) continue;
-    policy::Mapping m;
-    m.start = v.start;
-    m.end = v.end;
-    m.hugetlb = hugetlb;
-    if (hugetlb)
-      m.pageSize = v.kernelPageSize;
-    else if (v.thpEligible.value_or(false) || v.anonHugePages > 0)
-      m.pageSize = pmdSize;
-    else
-      m.pageSize = v.kernelPageSize ? v.kernelPageSize : basePage;
-    out.push_back(m);
-  }
-  return out;
-}
-
-namespace {
-// The mapping of `mappings` (any order) that holds `addr`, or nullptr.
-const policy::Mapping* mappingHolding(const std::vector<policy::Mapping>& mappings, uint64_t addr) {
-  auto it = std::find_if(mappings.begin(), mappings.end(), [addr](const policy::Mapping& m) {
-    return m.start <= addr && addr < m.end;
-  });
-  return it == mappings.end() ? nullptr : &*it;
-}
-}  // namespace
-
-std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
-                                                     const std::vector<LocatedRun>& runs,
-                                                     uint64_t* probes) {
-  // The mapping holding each run's start, by binary search over the mappings sorted by start
-  // (smaps lists them so; sorted here when a reader did not), not a scan of every mapping per run.
-  std::vector<const policy::Mapping*> byStart;
-  byStart.reserve(mappings.size());
-  for (const policy::Mapping& m : mappings)
-    byStart.push_back(&m);
-  auto earlier = [](const policy::Mapping* x, const policy::Mapping* y) {
-    return x->start < y->start;
-  };
-  if (!std::is_sorted(byStart.begin(), byStart.end(), earlier))
-    std::stable_sort(byStart.begin(), byStart.end(), earlier);
-  uint64_t looked = 0;
-  auto holding = [&](uint64_t addr) -> const policy::Mapping* {
-    auto it = std::upper_bound(byStart.begin(), byStart.end(), addr,
-                               [&looked](uint64_t a, const policy::Mapping* m) {
-                                 ++looked;
-                                 return a < m->start;
-                               });
-    if (it == byStart.begin()) return nullptr;
-    const policy::Mapping* m = *std::prev(it);
-    return addr < m->end ? m : nullptr;
-  };
-  std::map<uint64_t, std::map<NodeId, uint64_t>> bytes;
-  for (const LocatedRun& run : runs) {
-    if (run.status < 0) continue;
-    const policy::Mapping* m = holding(run.start);
-    const uint64_t regionSize = (m && m->hugetlb && m->pageSize >= kGiB) ? m->pageSize : 2 * kMiB;
-    uint64_t a = run.start;
-    const uint64_t end = run.start + run.length;
-    while (a < end) {
-      const uint64_t region = a & ~(regionSize - 1);
-      const uint64_t stop = std::min(end, region + regionSize);
-      bytes[region][run.status] += stop - a;
-      a = stop;
-    }
-  }
-  if (probes) *probes += looked;
-  std::vector<std::pair<uint64_t, NodeId>> out;
-  out.reserve(bytes.size());
-  for (const auto& [region, perNode] : bytes) {
-    auto best = std::max_element(perNode.begin(), perNode.end(),
-                                 [](const auto& x, const auto& y) { return x.second < y.second; });
-    out.emplace_back(region, best->first);
-  }
-  return out;
-}
-
 Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
@@ -162,15 +74,16 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
       topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
       sources_(std::move(sources)),
-      mappings_(mappings ? std::move(mappings)
-                         : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); })),
-      numaMaps_(numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
-        return sys::readNumaMaps(root, pid);
-      })),
-      layout_(layout ? std::move(layout)
-                     : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
       scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
-      config_(std::move(config)) {
+      config_(std::move(config)),
+      locations_(*migrator_, heat_,
+                 mappings ? std::move(mappings)
+                          : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); }),
+                 numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
+                   return sys::readNumaMaps(root, pid);
+                 }),
+                 layout ? std::move(layout)
+                        : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
 }
@@ -264,6 +177,7 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
     for (auto it = procs_.begin(); it != procs_.end();) {
       if (it->second.workload == i) {
         if (it->second.source) it->second.source->stop();
+        locations_.forget(it->first);
         it = procs_.erase(it);
       } else {
         ++it;
@@ -281,6 +195,7 @@ void Engine::dropProc(pid_t pid) {
   if (it->second.source) it->second.source->stop();
   heat_.removePid(pid);
   cpusetReported_.erase(pid);
+  locations_.forget(pid);
   procs_.erase(it);
 }
 
@@ -323,7 +238,7 @@ void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) 
         heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
         applyWorkloadParams();
         for (auto& [pid, proc] : procs_)  // the model forgot their mappings and locations
-          if (proc.workload == i) proc.fullReadAtNs.reset();
+          if (proc.workload == i) locations_.invalidate(pid);
         it->second = *scope->cgroupInode;
       }
     }
@@ -394,145 +309,6 @@ void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& repo
                             " s)");
 }
 
-bool Engine::sameLayout(const std::vector<sys::SmapsVma>& maps,
-                        const std::vector<sys::SmapsVma>& read) {
-  return std::equal(maps.begin(), maps.end(), read.begin(), read.end(),
-                    [](const sys::SmapsVma& a, const sys::SmapsVma& b) {
-                      return a.start == b.start && a.end == b.end && a.offset == b.offset &&
-                             a.inode == b.inode && a.perms == b.perms && a.path == b.path;
-                    });
-}
-
-uint64_t Engine::Proc::anonHugeAt(uint64_t vmaStart) const {
-  if (!smaps) return 0;
-  auto v = std::lower_bound(smaps->begin(), smaps->end(), vmaStart,
-                            [](const sys::SmapsVma& x, uint64_t a) { return x.start < a; });
-  return v != smaps->end() && v->start == vmaStart ? v->anonHugePages : 0;
-}
-
-bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
-  const uint64_t every = config_->daemon.fullLocateIntervalNs;
-  if (!proc.fullReadAtNs || every == 0 || nowNs < *proc.fullReadAtNs ||
-      nowNs - *proc.fullReadAtNs >= every)
-    return false;
-  auto maps = layout_(pid);  // unreadable: the full read says why
-  return maps && proc.smaps && sameLayout(maps.value(), *proc.smaps);
-}
-
-void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                         uint64_t nowNs, TickReport& report) {
-  proc.readThisTick = false;
-  proc.memoryReadThisTick = false;
-  if (reuseLocations(pid, proc, nowNs) && relocate(pid, proc, report)) {
-    ++report.locatesReused;
-    // The moves plan on the read's VMAs, unchanged in maps, where it had no THP: no smaps walk.
-    migrator_->shareLayout(pid, proc.smaps);  // set: reuseLocations checked it
-    return;
-  }
-  proc.relocate.clear();      // the full read answers them
-  proc.fullReadAtNs.reset();  // until a full read succeeds
-  proc.readThisTick = true;
-  if (readMappingsAndLocations(pid, proc, topo, report)) proc.fullReadAtNs = nowNs;
-}
-
-bool Engine::relocate(pid_t pid, Proc& proc, TickReport& report) {
-  if (proc.relocate.empty()) return true;
-  auto located = migrator_->locatePages(pid, proc.relocate);
-  if (!located) return false;  // the full read that follows says why
-  heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
-  report.rangesRelocated += proc.relocate.size();
-  proc.relocate.clear();
-  return true;
-}
-
-bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                      TickReport& report) {
-  auto vmas = mappings_(pid);
-  if (!vmas && exitedSinceScope(pid)) {
-    proc.mappings.clear();  // nothing to plan; dropped (counted vanished) by the next scope pass
-    heat_.setMappings(pid, proc.mappings);
-    return false;
-  }
-  if (!vmas) {
-    ++totals_.locateErrors;
-    report.problems.push_back("pid " + std::to_string(pid) + ": " + vmas.error().describe());
-    return false;
-  }
-  const uint64_t base = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
-  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
-  // The one smaps read of this process this tick: locate() and execute() plan against it too.
-  auto smaps = std::make_shared<const std::vector<sys::SmapsVma>>(std::move(vmas.value()));
-  migrator_->shareSmaps(pid, smaps);
-  proc.mappings = managedMappings(*smaps, base, pmd);
-  heat_.setMappings(pid, proc.mappings);
-  proc.smaps = smaps;
-
-  std::vector<AddressRange> ranges;
-  for (const policy::Mapping& m : proc.mappings)
-    ranges.push_back({m.start, m.end - m.start});
-  if (ranges.empty()) return true;
-  // The one numa_maps read of this full read: the resident memory per node (numaMapsMemory)
-  // and locate()'s whole-VMA answers (Migrator::shareNumaMaps). Unreadable: locate() says why.
-  if (auto numa = numaMaps_(pid)) {
-    auto shared = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(numa.value()));
-    proc.memory = sys::residentMemory(*shared, base);
-    proc.memoryReadThisTick = true;
-    migrator_->shareNumaMaps(pid, std::move(shared));
-  }
-  auto located = migrator_->locate(pid, ranges);
-  if (!located) {
-    ++totals_.locateErrors;
-    report.problems.push_back("locate pid " + std::to_string(pid) + ": " +
-                              located.error().describe());
-    return false;
-  }
-  heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
-  countSplitThps(proc, located->runs, pmd, report);
-  return true;
-}
-
-std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t basePage) {
-  std::map<NodeId, NodeMemory> out;
-  for (auto& [pid, proc] : procs_) {
-    if (proc.workload != workload) continue;
-    // Read with the locations (by readMappingsAndLocations, else here), else reused with them.
-    if ((proc.readThisTick && !proc.memoryReadThisTick) || !proc.memory) {
-      proc.memory.reset();
-      auto vmas = numaMaps_(pid);
-      if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
-      proc.memory = sys::residentMemory(vmas.value(), basePage);
-    }
-    for (const auto& [node, m] : *proc.memory) {
-      out[node].anon += m.anon;
-      out[node].file += m.file;
-    }
-  }
-  return out;
-}
-
-void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
-                            TickReport& report) {
-  // Per VMA: chunks located on their target as base pages, and how far AnonHugePages fell.
-  std::map<uint64_t, uint64_t> seen, fell;
-  for (const auto& [chunk, moved] : proc.movedThp) {
-    bool onTarget = false, base = false;
-    for (const LocatedRun& run : runs) {
-      if (run.start + run.length <= chunk || run.start >= chunk + pmd || run.status < 0) continue;
-      onTarget = run.status == moved.target;
-      base = base || run.pageSize < pmd;
-      if (!onTarget) break;
-    }
-    if (!onTarget || !base) continue;
-    ++seen[moved.vmaStart];
-    const uint64_t after = proc.anonHugeAt(moved.vmaStart);
-    fell[moved.vmaStart] = moved.anonHugeBefore > after ? (moved.anonHugeBefore - after) / pmd : 0;
-  }
-  for (const auto& [vma, n] : seen)
-    report.thpSplitAfterMove += std::min(n, fell[vma]);
-  totals_.thpSplitAfterMove += report.thpSplitAfterMove;
-  proc.movedThp.clear();
-}
-
 bool Engine::exitedSinceScope(pid_t pid) const {
   auto it = procs_.find(pid);
   return it != procs_.end() && !it->second.handle.stillSame(root_);
@@ -573,20 +349,6 @@ std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::To
                               " node: not moved there");
   said = excluded;
   return t;
-}
-
-void Engine::rememberMovedThp(const MoveRange& m, const topology::Topology& topo) {
-  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
-  auto it = procs_.find(m.pid);
-  if (it == procs_.end() || m.pageSize != pmd) return;
-  Proc& proc = it->second;
-  for (const policy::Mapping& map : proc.mappings) {
-    if (map.hugetlb || map.pageSize != pmd || m.start < map.start || m.start >= map.end) continue;
-    const uint64_t anon = proc.anonHugeAt(map.start);
-    for (uint64_t c = (m.start + pmd - 1) & ~(pmd - 1);
-         c + pmd <= std::min(map.end, m.start + m.length); c += pmd)
-      proc.movedThp[c] = {m.target, map.start, anon};
-  }
 }
 
 void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report) {
@@ -723,40 +485,20 @@ void Engine::addWorkloads(policy::TickContext& ctx,
     if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
 }
 
-void Engine::keepLocations(const RangeResult& r, Proc& proc) {
-  // Every page of the range answered by the kernel as now on the target (moved, or found there
-  // by the status query) or as not present (-ENOENT, or -EFAULT for a zero page inside the
-  // mapping: the holes an allocator leaves in its heap, mostly there at the full read already):
-  // the heat model takes the target from the outcome (recordResults), so the full read's
-  // locations stay true; the resident bytes per node follow the moved bytes. A range not reached
-  // at all (the deadline or the rate budget came first) changed nothing. Anything else (a page
-  // busy or refused, a range reached in part, or one with no page present) leaves the range's
-  // pages where only the kernel knows: queried again alone next tick (refreshMappingsAndLocations),
-  // or read in full with the rest where that query would not do (see tick(), "locate phase").
-  const OutcomeCounts& o = r.outcomes;
-  if (!r.dropped && o.total() > 0 && o[MoveOutcome::NotAttempted] == o.total()) return;
-  const uint64_t placed = o[MoveOutcome::Moved] + o[MoveOutcome::AlreadyThere];
-  const std::optional<NodeId> from = heat_.nodeOf(r.range.pid, r.range.start);
-  if (r.dropped || !from || o[MoveOutcome::Gone] > 0) {
-    proc.fullReadAtNs.reset();
-    return;
-  }
-  if (!r.busy.empty() || placed == 0 || placed + o[MoveOutcome::NotPresent] != o.total()) {
-    const policy::Mapping* m = mappingHolding(proc.mappings, r.range.start);
-    uint64_t queued = r.range.length;
-    for (const AddressRange& q : proc.relocate)
-      queued += q.length;
-    if (!m || m->hugetlb || queued > kRelocateMaxBytes) {
-      proc.fullReadAtNs.reset();
-      return;
-    }
-    proc.relocate.push_back({r.range.start, r.range.length});
-  }
-  if (!proc.memory || r.bytesMoved == 0 || *from == r.range.target) return;
-  NodeMemory& source = (*proc.memory)[*from];
-  const uint64_t bytes = std::min(r.bytesMoved, source.anon);
-  source.anon -= bytes;
-  (*proc.memory)[r.range.target].anon += bytes;
+void Engine::locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report) {
+  locations_.clearShared();
+  LocateTally tally;
+  const auto exited = [this](pid_t pid) { return exitedSinceScope(pid); };
+  for (const auto& entry : procs_)
+    locations_.refresh(entry.first, nowNs, config_->daemon.fullLocateIntervalNs, topo, exited,
+                       tally, report.problems);
+  report.locatesReused = tally.reused;
+  report.rangesRelocated = tally.relocated;
+  report.thpSplitAfterMove = tally.thpSplitAfterMove;
+  totals_.locateErrors += tally.errors;
+  totals_.thpSplitAfterMove += tally.thpSplitTotal;
+  totals_.locatesReused += report.locatesReused;
+  totals_.rangesRelocated += report.rangesRelocated;
 }
 
 void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
@@ -772,14 +514,16 @@ void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, i
   const int64_t floorNs = startNs + std::max(static_cast<int64_t>(config_->daemon.intervalNs / 4),
                                              std::max<int64_t>(0, startNs - tickStartNs) / 3);
   report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
+  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
   std::vector<policy::RangeOutcome> outcomes;
   for (const RangeResult& r : report.batch.ranges) {
-    if (auto p = procs_.find(r.range.pid); p != procs_.end()) keepLocations(r, p->second);
+    if (procs_.count(r.range.pid)) locations_.keep(r);
     (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
         r.bytesMoved;
     auto result = dominantOutcome(r);
     if (!result) continue;
-    if (*result == MoveOutcome::Moved) rememberMovedThp(r.range, topo);
+    if (*result == MoveOutcome::Moved && procs_.count(r.range.pid))
+      locations_.rememberMovedThp(r.range, pmd);
     outcomes.push_back(
         {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
   }
@@ -818,17 +562,14 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   admitProcs(scoped, nowNs, report);
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
-  migrator_->clearShared();
-  for (auto& [pid, proc] : procs_)
-    refreshMappingsAndLocations(pid, proc, topo.value(), nowNs, report);
-  totals_.locatesReused += report.locatesReused;
-  totals_.rangesRelocated += report.rangesRelocated;
+  locate(nowNs, topo.value(), report);
   // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
   // processes (WorkloadReport::memory).
   std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
   for (size_t i = 0; i < memory.size(); ++i)
     if (!numaStat_.count(i))
-      memory[i] = numaMapsMemory(i, topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
+      memory[i] = locations_.memoryOf(pidsOf(static_cast<policy::WorkloadId>(i)),
+                                      topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
   phase(report.cpu.locateNs);
   drainSources(nowNs, report);
   phase(report.cpu.samplingNs);
@@ -846,7 +587,8 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   // Execute, within scope only: a restore's moves first, then the arbiter's, except those of
   // a workload the operator holds (OperatorHold) and all of them while the kernel tiers.
   std::vector<MoveRange> moves = restores_.plan(
-      ctx, topo.value(), *config_, [this](policy::WorkloadId w) { return pidsOf(w); }, numaMaps_);
+      ctx, topo.value(), *config_, [this](policy::WorkloadId w) { return pidsOf(w); },
+      locations_.numaMapsReader());
   const size_t restoreMoves = moves.size();
   std::vector<MoveRange> held;
   for (const MoveRange& m : decision.plan.moves) {
@@ -867,7 +609,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   if (execute && !moves.empty())
     this->execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
   accountMoves(moves, restoreMoves, held, report);
-  migrator_->clearShared();  // no smaps or numa_maps read outlives its tick
+  locations_.clearShared();  // no smaps or numa_maps read outlives its tick
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;

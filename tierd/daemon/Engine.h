@@ -38,6 +38,7 @@
 #include "telemetry/hotness/HotnessSource.h"
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
+#include "tierd/daemon/LocationCache.h"
 #include "tierd/daemon/Restores.h"
 #include "tierd/daemon/Settling.h"
 #include "tierd/migrate/Migrator.h"
@@ -59,34 +60,6 @@ inline constexpr uint64_t kSourceRetryMinNs = 1'000'000'000;   ///< first retry 
 inline constexpr uint64_t kSourceRetryMaxNs = 64'000'000'000;  ///< retries at least every 64 s
 using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
     pid_t pid, const std::string& workload)>;
-
-/// The mappings tierd manages, from /proc/PID/smaps: private anonymous read-write memory (heap
-/// and anonymous mmap) and hugetlb. File-backed, shared and special mappings are left to the
-/// kernel. Page size: KernelPageSize for hugetlb, `pmdSize` where THP may back the mapping
-/// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
-std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
-                                             uint64_t basePage, uint64_t pmdSize);
-
-/// The node of each region of one process, from its located runs (Migrator::locate): per 2 MiB
-/// region (per huge page for a hugetlb mapping of 1 GiB pages), the node holding most of the
-/// region's present bytes, the lowest node id on a tie; regions with no present byte are left
-/// out. A run's region size is that of the mapping holding the run's start. `mappings`:
-/// disjoint (managedMappings of one smaps read), in any order; `runs` in any order, those with a
-/// negative status (not present, no VMA) ignored. Returns (region start, node) ascending by
-/// start. O(runs x log mappings): `probes`, when not null, is increased by the number of mapping
-/// comparisons made (what the unit tests count instead of time; `tierctl bench tick` measures
-/// the whole tick's CPU and does not count these).
-std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
-                                                     const std::vector<LocatedRun>& runs,
-                                                     uint64_t* probes = nullptr);
-
-/// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
-/// the engine's SysRoot; tests pass the fake kernel's rendering.
-using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
-
-/// Reads a process's /proc/PID/numa_maps (per-workload memory when no cgroup numa_stat is
-/// readable). The default reads through the engine's SysRoot; tests pass the fake kernel's.
-using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t pid)>;
 
 /// Resident memory of a workload on one NUMA node, bytes (sys::NodeMemory, Residency.h).
 using NodeMemory = sys::NodeMemory;
@@ -246,6 +219,8 @@ class Engine {
          SourceFactory sources, pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
          MappingsReader mappings = {}, NumaMapsReader numaMaps = {}, MappingsReader layout = {});
   ~Engine();
+  Engine(const Engine&) = delete;             ///< holds references into itself (LocationCache)
+  Engine& operator=(const Engine&) = delete;  ///< ditto
 
   /// Replaces where each tick reads the topology (the simulator's modelled machine). Call before
   /// the first tick(); `provider` must not be null.
@@ -304,9 +279,8 @@ class Engine {
   /// Ticks whose plans settling looks at (see tick(), Settling::kTicks).
   static constexpr uint64_t kSettleTicks = Settling::kTicks;
   /// Most bytes of ranges queued per process for a query of their own (tick(), "locate
-  /// phase"): 64 MiB, 16 K base pages, ~80 ms of status queries under the rig's TCG (~5 us an
-  /// address) against 1.3-2.3 s for a full read of a 700 MiB redis there. Beyond it, a full read.
-  static constexpr uint64_t kRelocateMaxBytes = 64ull << 20;
+  /// phase"; LocationCache::kRelocateMaxBytes).
+  static constexpr uint64_t kRelocateMaxBytes = LocationCache::kRelocateMaxBytes;
   /// Ticks between two scans of the kdamonds' DAMOS schemes (topology::KernelTieringWatch).
   static constexpr uint64_t kDamosRescanTicks = topology::KernelTieringWatch::kRescanTicks;
 
@@ -348,11 +322,6 @@ class Engine {
   std::string workloadOf(pid_t pid) const;
 
  private:
-  /// True when `maps` (/proc/PID/maps) lists the VMAs of `read` (an smaps read) with the same
-  /// start, end, offset, inode, perms and path: the same mappings, whatever their counters.
-  static bool sameLayout(const std::vector<sys::SmapsVma>& maps,
-                         const std::vector<sys::SmapsVma>& read);
-
   struct Proc {
     policy::WorkloadId workload = 0;
     scope::ProcessHandle handle;  ///< identity held since the process entered its scope
@@ -366,28 +335,6 @@ class Engine {
     uint64_t samples = 0;          ///< samples of this process ingested since it entered
     uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
     uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
-    std::vector<policy::Mapping> mappings;
-    /// THP chunks moved since the last full read: chunk start -> (target, AnonHugePages of its
-    /// VMA at that read).
-    struct MovedThp {
-      NodeId target = -1;
-      uint64_t vmaStart = 0;
-      uint64_t anonHugeBefore = 0;
-    };
-    std::map<uint64_t, MovedThp> movedThp;
-    /// The smaps the last full read took (see tick(): the locate phase; its Rss and AnonHugePages
-    /// as they were then): the layout a reuse checks maps against (sameLayout), shared with the
-    /// migrator on the ticks that reuse the read (Migrator::shareLayout).
-    std::shared_ptr<const std::vector<sys::SmapsVma>> smaps;
-    /// AnonHugePages of the VMA of `smaps` that starts at `vmaStart`, bytes; 0 without one.
-    uint64_t anonHugeAt(uint64_t vmaStart) const;
-    std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
-    /// Ranges a move left uncertain since, queried again alone at the next reuse (tick()).
-    std::vector<AddressRange> relocate;
-    bool readThisTick = false;        ///< a full read happened in this tick
-    bool memoryReadThisTick = false;  ///< ... and `memory` was read with its locations
-    /// Resident memory per node from this process's numa_maps at its last full read.
-    std::optional<std::map<NodeId, NodeMemory>> memory;
   };
 
   void applyWorkloadParams();
@@ -433,45 +380,18 @@ class Engine {
   /// report.sourceStates' regions, heat and hot bytes.
   void addWorkloads(policy::TickContext& ctx, std::vector<std::map<NodeId, NodeMemory>> memory,
                     TickReport& report);
+  /// The locate phase (see tick()) of every tracked process at `nowNs` (LocationCache::refresh);
+  /// fills report.locatesReused, rangesRelocated, thpSplitAfterMove and their totals.
+  void locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
   /// Executes `moves` (Migrator::execute) until `deadlineNs`, or a floor after `tickStartNs`
-  /// (see tick()), and feeds the outcomes back into the heat model; fills report.batch and the
-  /// moved bytes, and remembers moved THP chunks.
+  /// (see tick()), and feeds the outcomes back into the location cache and the heat model; fills
+  /// report.batch and the moved bytes.
   void execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
                const std::atomic<bool>* stop, const topology::Topology& topo, TickReport& report);
-  /// After a move of `r` (before its outcome reaches the heat model): keeps `proc`'s full read
-  /// when every page of the range is on the target by the kernel's answer (Moved or
-  /// AlreadyThere) or not present, or when no page of it was reached (NotAttempted: nothing
-  /// changed); queues the range in `proc.relocate` when the kernel left some of its pages
-  /// elsewhere (tick(), "locate phase"); otherwise makes the next tick read it in full. The
-  /// moved bytes are shifted in `proc.memory` from the region's node to the target.
-  void keepLocations(const RangeResult& r, Proc& proc);
-  /// Queries the ranges in `proc.relocate` (Migrator::locatePages) and gives their nodes to the
-  /// heat model; true when done (or none queued), false when the query failed (the caller then
-  /// reads the process in full).
-  bool relocate(pid_t pid, Proc& proc, TickReport& report);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
   void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
-  /// True when `proc`'s mappings and locations may be reused at `nowNs` (see tick()).
-  bool reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs);
-  /// The locate phase for one process at `nowNs` (see tick()): a full read, or a reuse.
-  void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                   uint64_t nowNs, TickReport& report);
-  /// The full read of refreshMappingsAndLocations: smaps, locate, THP split check. True when
-  /// every step succeeded (the result may then be reused).
-  bool readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                TickReport& report);
-  /// Remembers the THP chunks of an executed move that reported Moved, to verify next tick.
-  void rememberMovedThp(const MoveRange& m, const topology::Topology& topo);
-  /// Resident memory per node of workload `workload` from /proc/PID/numa_maps of its tracked
-  /// processes (unreadable ones are skipped); `basePage` for VMAs without kernelpagesize_kB.
-  /// A process's file is read once per full read: by readMappingsAndLocations when it located
-  /// pages, else here; between full reads its last read is kept (shifted by tierd's moves).
-  std::map<NodeId, NodeMemory> numaMapsMemory(size_t workload, uint64_t basePage);
-  /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
-  void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
-                      TickReport& report);
   /// True when tracked `pid` exited (or its number was reused) since this tick's scope pass
   /// (ProcessHandle::stillSame): its unreadable /proc files are then no problem to report, only
   /// a process gone, which the next scope pass counts in vanishedPids.
@@ -485,9 +405,6 @@ class Engine {
   std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
   SourceFactory sources_;
-  MappingsReader mappings_;
-  NumaMapsReader numaMaps_;
-  MappingsReader layout_;
   /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
   /// workloads whose cgroup has a readable one.
   std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;
@@ -495,6 +412,9 @@ class Engine {
   std::shared_ptr<const policy::CompiledConfig> config_;
   policy::HeatModel heat_;
   policy::Arbiter arbiter_;
+  /// Mappings, page locations and resident memory per tracked process (the locate phase); holds
+  /// references to *migrator_ and heat_.
+  LocationCache locations_;
   std::map<pid_t, Proc> procs_;
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
   /// Workloads whose "matches no process" was reported.
