@@ -73,7 +73,6 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
     : root_(root),
       topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
-      sources_(std::move(sources)),
       scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
       config_(std::move(config)),
       locations_(*migrator_, heat_,
@@ -83,7 +82,8 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
                    return sys::readNumaMaps(root, pid);
                  }),
                  layout ? std::move(layout)
-                        : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })) {
+                        : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
+      sources_(std::move(sources)) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
 }
@@ -110,51 +110,15 @@ Engine::~Engine() {
 
 uint64_t Engine::pauseSampling(uint64_t nowNs, uint64_t waitNs,
                                std::vector<std::string>& problems) {
-  const uint64_t window = config_->sampling.settledDamonWindowNs;
-  if (window == 0) return 0;
-  uint64_t lead = window;
-  bool any = false;
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.source) continue;
-    const uint64_t need = proc.source->pauseLeadNs();
-    if (need == 0) {
-      if (!proc.pauseWarned)
-        problems.push_back("pid " + std::to_string(pid) + ": sampling.settled_damon_window: " +
-                           proc.source->name() + " cannot pause; it samples throughout");
-      proc.pauseWarned = true;
-      continue;
-    }
-    any = true;
-    lead = std::max(lead, need);
-  }
-  if (!any || lead >= waitNs) return 0;
-  bool paused = false;
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.source || proc.source->pauseLeadNs() == 0) continue;
-    if (Status st = proc.source->setPaused(true); !st) {
-      problems.push_back("pid " + std::to_string(pid) + ": pause: " + st.error().describe());
-      continue;
-    }
-    proc.paused = paused = true;
-  }
-  if (paused) pausedAtNs_ = nowNs;
-  return paused ? lead : 0;
+  return sources_.pause(nowNs, waitNs, config_->sampling.settledDamonWindowNs, problems);
 }
 
 void Engine::resumeSampling(uint64_t nowNs, std::vector<std::string>& problems) {
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.paused) continue;
-    proc.paused = false;
-    totals_.samplingPausedNs += nowNs > pausedAtNs_ ? nowNs - pausedAtNs_ : 0;
-    if (!proc.source) continue;
-    if (Status st = proc.source->setPaused(false); !st)
-      problems.push_back("pid " + std::to_string(pid) + ": resume: " + st.error().describe());
-  }
+  sources_.resume(nowNs, problems, totals_);
 }
 
 void Engine::shutdown() {
-  for (auto& [pid, proc] : procs_)
-    if (proc.source) proc.source->stop();
+  sources_.stopAll();
 }
 
 void Engine::applyWorkloadParams() {
@@ -176,7 +140,7 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
     if (same) continue;
     for (auto it = procs_.begin(); it != procs_.end();) {
       if (it->second.workload == i) {
-        if (it->second.source) it->second.source->stop();
+        sources_.drop(it->first);
         locations_.forget(it->first);
         it = procs_.erase(it);
       } else {
@@ -192,7 +156,7 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
 void Engine::dropProc(pid_t pid) {
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;
-  if (it->second.source) it->second.source->stop();
+  sources_.drop(pid);
   heat_.removePid(pid);
   cpusetReported_.erase(pid);
   locations_.forget(pid);
@@ -276,37 +240,13 @@ void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& r
   proc.holdExecutable = s.executable.has_value();
   proc.handle = std::move(handle.value());
   heat_.assignPid(pid, s.workload);
-  startSource(pid, proc, nowNs, report);
+  sources_.start(pid, config_->workloads[s.workload].name, nowNs, report, totals_);
+  const telemetry::HotnessSource* source = sources_.sourceOf(pid);
   report.scopeChanges.push_back(
       "workload '" + config_->workloads[s.workload].name + "': pid " + std::to_string(pid) +
       " in scope (start time " + std::to_string(s.startTime) +
-      (proc.source ? ", sampled by " + proc.source->name() + ")" : ", not sampled)"));
+      (source ? ", sampled by " + source->name() + ")" : ", not sampled)"));
   procs_.emplace(pid, std::move(proc));
-}
-
-void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report) {
-  auto source = sources_ ? sources_(pid, config_->workloads[proc.workload].name)
-                         : Result<std::unique_ptr<telemetry::HotnessSource>>(
-                               Error::env("no hotness source configured", "sampling"));
-  Status st =
-      source ? (source.value() ? source.value()->start() : Status(Ok{})) : Status(source.error());
-  if (st && source && source.value()) {
-    proc.source = std::move(source.value());
-    proc.sourceFailed = false;
-    proc.sourceBackoffNs = 0;
-    return;
-  }
-  if (st) return;  // the factory chose not to sample this process
-  ++totals_.sourceErrors;
-  proc.sourceFailed = true;
-  // Tried again later (DAMON busy, a slot freed, a transient failure), backing off 1 s, 2 s, ...
-  proc.sourceBackoffNs = proc.sourceBackoffNs == 0
-                             ? kSourceRetryMinNs
-                             : std::min(kSourceRetryMaxNs, proc.sourceBackoffNs * 2);
-  proc.sourceRetryAtNs = nowNs + proc.sourceBackoffNs;
-  report.problems.push_back("pid " + std::to_string(pid) + ": sampling: " + st.error().describe() +
-                            " (retried in " + std::to_string(proc.sourceBackoffNs / 1'000'000'000) +
-                            " s)");
 }
 
 bool Engine::exitedSinceScope(pid_t pid) const {
@@ -372,7 +312,7 @@ void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& re
                                     (reused  ? "exited, its pid now names another process"
                                      : execd ? "exec'd another executable"
                                              : "exited or no longer selected") +
-                                    ") after " + std::to_string(it->second.samples) +
+                                    ") after " + std::to_string(sources_.samplesOf(it->first)) +
                                     " samples; its heat and plans dropped (" +
                                     std::to_string(totals_.vanishedPids) + " gone so far)");
       if (reused) {
@@ -393,39 +333,7 @@ void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& re
 void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report) {
   for (const auto& [pid, s] : scoped)
     if (!procs_.count(pid)) startProc(pid, s, nowNs, report);
-  for (auto& [pid, proc] : procs_)
-    if (proc.sourceFailed && !proc.source && nowNs >= proc.sourceRetryAtNs) {
-      ++totals_.sourceRetries;
-      startSource(pid, proc, nowNs, report);
-    }
-}
-
-void Engine::drainSources(uint64_t nowNs, TickReport& report) {
-  // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
-  // the time waited (Settling::spanAt).
-  const policy::TickSpan span = settling_.spanAt(nowNs, config_->daemon.intervalNs);
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.source) continue;
-    auto batch = proc.source->drain(nowNs);
-    if (!batch) {
-      ++totals_.sourceErrors;
-      report.problems.push_back("pid " + std::to_string(pid) +
-                                ": drain: " + batch.error().describe());
-      continue;
-    }
-    std::vector<AccessSample>& samples = batch.value();
-    samples.erase(std::remove_if(samples.begin(), samples.end(),
-                                 [&self = pid](const AccessSample& s) { return s.pid != self; }),
-                  samples.end());
-    report.samples += samples.size();
-    proc.samples += samples.size();
-    heat_.ingest(samples, nowNs, proc.source->weightKind() == telemetry::WeightKind::Weighted,
-                 span);
-    if (std::string st = proc.source->state(); !st.empty())
-      report.sourceStates.push_back({pid, proc.source->name(), std::move(st)});
-  }
-  heat_.decay(nowNs);
-  totals_.samples += report.samples;
+  sources_.retryDue(nowNs, report, totals_);
 }
 
 policy::TickContext Engine::snapshot(uint64_t nowNs, const topology::Topology& topo,
@@ -571,7 +479,10 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       memory[i] = locations_.memoryOf(pidsOf(static_cast<policy::WorkloadId>(i)),
                                       topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
   phase(report.cpu.locateNs);
-  drainSources(nowNs, report);
+  // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
+  // the time waited (Settling::spanAt).
+  sources_.drain(nowNs, settling_.spanAt(nowNs, config_->daemon.intervalNs), heat_, report,
+                 totals_);
   phase(report.cpu.samplingNs);
 
   // Snapshot -> plan.
@@ -627,8 +538,7 @@ void Engine::settle(uint64_t plannedBytes, TickReport& report) {
   report.settleWindowBytes = v.windowBytes;
   report.settled = v.settled;
   report.nextIntervalNs = v.nextIntervalNs;
-  for (auto& [pid, proc] : procs_)
-    if (proc.source) proc.source->setSettled(report.settled);
+  sources_.setSettled(report.settled);
 }
 
 void Engine::setHold(OperatorHold hold) {
@@ -667,10 +577,7 @@ void Engine::accountMoves(const std::vector<MoveRange>& planned, size_t restoreM
 }
 
 std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {
-  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> out;
-  for (const auto& [pid, proc] : procs_)
-    if (proc.source) out.emplace_back(pid, proc.source.get());
-  return out;
+  return sources_.running();
 }
 
 std::string Engine::workloadOf(pid_t pid) const {

@@ -40,7 +40,9 @@
 #include "tierd/core/Result.h"
 #include "tierd/daemon/LocationCache.h"
 #include "tierd/daemon/Restores.h"
+#include "tierd/daemon/SamplingSources.h"
 #include "tierd/daemon/Settling.h"
+#include "tierd/daemon/TickReport.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
@@ -52,158 +54,6 @@
 #include "tierd/topology/TopologyProvider.h"
 
 namespace tierd::daemon {
-
-/// Builds the hotness source for one process of a workload (not started). Returning an error
-/// means "no sampling for this process for now"; the engine counts it, goes on, and tries again
-/// after kSourceRetryMinNs, doubling the wait per failure up to kSourceRetryMaxNs.
-inline constexpr uint64_t kSourceRetryMinNs = 1'000'000'000;   ///< first retry after 1 s
-inline constexpr uint64_t kSourceRetryMaxNs = 64'000'000'000;  ///< retries at least every 64 s
-using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
-    pid_t pid, const std::string& workload)>;
-
-/// Resident memory of a workload on one NUMA node, bytes (sys::NodeMemory, Residency.h).
-using NodeMemory = sys::NodeMemory;
-
-/// Where WorkloadReport::memory was read from.
-enum class MemorySource {
-  NumaStat,  ///< the workload's cgroup's memory.numa_stat (v2 bytes; v1 hierarchical_* pages)
-  NumaMaps,  ///< /proc/PID/numa_maps of each of the workload's processes, summed (pages present
-             ///< per node times kernelpagesize_kB)
-};
-
-/// Per-workload figures of one tick (for metrics and the progress view).
-struct WorkloadReport {
-  std::string name;
-  size_t pids = 0;
-  uint64_t fastBytes = 0;  ///< located bytes of tracked regions on fast-tier nodes
-  uint64_t slowBytes = 0;  ///< located bytes on slow-tier nodes
-  /// Bytes of regions at or above the promotion cut (hot_threshold, or hot_ratio x the mean heat:
-  /// policy::PromotionCut) on the fast tier.
-  uint64_t hotFastBytes = 0;
-  uint64_t hotSlowBytes = 0;   ///< ... on the slow tier
-  uint64_t coldFastBytes = 0;  ///< bytes of regions at or below cold_threshold on the fast tier
-  uint64_t coldSlowBytes = 0;  ///< ... on the slow tier
-  /// Resident memory per node: from the cgroup's memory.numa_stat when the workload is selected
-  /// by cgroup and the file is readable, else from the processes' /proc/PID/numa_maps
-  /// (`memorySource` says which). numa_stat has no hugetlb pages (the hugetlb controller
-  /// accounts them); numa_maps counts them as anon.
-  std::map<NodeId, NodeMemory> memory;
-  MemorySource memorySource = MemorySource::NumaMaps;
-  /// Bytes of this tick's plan for the workload (the arbiter's and a restore's ranges), by
-  /// direction, whether executed, held or a dry run.
-  uint64_t plannedPromoteBytes = 0;
-  uint64_t plannedDemoteBytes = 0;
-  uint64_t movedBytes = 0;  ///< bytes moved this tick, both directions
-  /// Bytes of the arbiter's plan not executed because the operator holds the workload
-  /// (OperatorHold: tierctl pause or restore).
-  uint64_t heldBytes = 0;
-};
-
-/// One sampled process's source and heat at the end of a tick (the progress line prints it, so
-/// an SRE can tell a process whose sampler sees no difference between its regions from one whose
-/// hot regions wait for the arbiter).
-struct SourceState {
-  pid_t pid = 0;
-  std::string source;   ///< HotnessSource::name(): "damon-vaddr", "perf-pebs", ...
-  std::string state;    ///< HotnessSource::state(): "sample_us=500 access=23% regions=412 ..."
-  size_t regions = 0;   ///< the process's tracked regions on known nodes (HeatModel)
-  double meanHeat = 0;  ///< their mean heat, heat units (HeatModel)
-  double maxHeat = 0;   ///< the hottest one's heat
-  double cut = 0;       ///< policy::PromotionCut for this process: at or above it a region is hot
-  uint64_t hotFastBytes = 0;  ///< bytes of its regions at or above `cut` on the fast tier
-  uint64_t hotSlowBytes = 0;  ///< ... on the slow tier (promotion candidates)
-};
-
-/// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
-struct PhaseCpu {
-  uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
-  uint64_t locateNs = 0;         ///< smaps and locate() of every scoped process
-  uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
-  uint64_t policyNs = 0;         ///< snapshot and arbiter
-  uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
-  uint64_t topologyNs = 0;       ///< the topology read alone (part of topologyScopeNs)
-};
-
-/// What one tick did.
-struct TickReport {
-  uint64_t nowNs = 0;
-  std::string topologyMethod;  ///< how tiers were classified this tick
-  std::vector<NodeId> fastNodes, slowNodes;
-  std::vector<WorkloadReport> workloads;
-  uint64_t samples = 0;              ///< samples ingested this tick
-  uint64_t plannedPromoteBytes = 0;  ///< from the arbiter
-  uint64_t plannedDemoteBytes = 0;
-  uint64_t promotedBytes = 0;  ///< bytes actually moved up this tick
-  uint64_t demotedBytes = 0;   ///< bytes actually moved down this tick
-  /// THP chunks moved since the last full read (see tick()'s locate phase) that are on their
-  /// target but no longer PMD-mapped, counted at this tick's full read: located as
-  /// base pages, bounded by how much their VMA's smaps AnonHugePages fell (the kernel split
-  /// them, typically for want of a free PMD-order block on the target).
-  uint64_t thpSplitAfterMove = 0;
-  bool dryRun = false;
-  BatchResult batch;                  ///< the migrator's result (empty in dry-run)
-  policy::ArbiterStats arbiter;       ///< the arbiter's counters
-  std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
-  /// Processes that entered or left a workload's scope this tick, one line each (the daemon
-  /// logs them): "workload 'W': pid P in scope (start time S, sampled by SOURCE)" or "(start
-  /// time S, not sampled)"; "workload 'W': pid P gone (exited or no longer selected) after N
-  /// samples; its heat and plans dropped (G gone so far)", G = EngineTotals::vanishedPids.
-  std::vector<std::string> scopeChanges;
-  /// The kernel's own tiering running this tick (topology::KernelTieringWatch: numa_balancing, else
-  /// a DAMOS scheme: "kdamond 3 runs DAMOS migrate_hot"), "" when none; when not "" and
-  /// migration.allow_kernel_tiering is false, nothing was moved (`kernelTieringHeld`).
-  std::string kernelTiering;
-  bool kernelTieringHeld = false;
-  /// Per sampled process with something to say (HotnessSource::state), in pid order.
-  std::vector<SourceState> sourceStates;
-  PhaseCpu cpu;  ///< where this tick's CPU went
-  /// Scoped processes whose mappings, locations and resident memory were reused from an
-  /// earlier tick instead of read (Engine::tick, "locate phase"); the rest were read in full.
-  size_t locatesReused = 0;
-  /// Of those, ranges a move left uncertain (a busy page, reached in part, none present) whose
-  /// pages were queried again alone (Migrator::locatePages) instead of a full read.
-  size_t rangesRelocated = 0;
-  topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
-  /// Placement is settled (Engine::tick, "Settling"): the plans of the last
-  /// Engine::kSettleTicks ticks, this one included, moved at most
-  /// sampling.settle_trickle_percent of the hot bytes; every source was told
-  /// HotnessSource::setSettled(true) after planning.
-  bool settled = false;
-  /// Bytes the plans of the ticks settling looks at (at most Engine::kSettleTicks, this one
-  /// included) moved or would move.
-  uint64_t settleWindowBytes = 0;
-  /// How long the daemon waits before the next tick, ns: daemon.settled_interval when this tick
-  /// is `settled` and that key is longer than daemon.interval, else daemon.interval. The next
-  /// tick counts a weighted (DAMON) source's rates as covering that many intervals
-  /// (policy::TickSpan).
-  uint64_t nextIntervalNs = 0;
-};
-
-/// Cumulative counters since the engine started.
-struct EngineTotals {
-  uint64_t ticks = 0;
-  uint64_t promotedBytes = 0;
-  uint64_t demotedBytes = 0;
-  uint64_t samples = 0;
-  uint64_t sourceErrors = 0;     ///< sources that failed to build, start or drain
-  uint64_t sourceRetries = 0;    ///< attempts to start a source that had failed before
-  uint64_t scopeErrors = 0;      ///< workload selectors that failed to resolve
-  uint64_t vanishedPids = 0;     ///< processes that left while tracked
-  uint64_t locateErrors = 0;     ///< locate() failures (process gone mid-tick, denied)
-  uint64_t outOfScopeMoves = 0;  ///< planned moves dropped because the pid left its scope
-  /// tracked pids found naming another process (start time changed), whether the new one is in
-  /// a scope or not (a `pids` selector stays with the first process it saw)
-  uint64_t pidReuses = 0;
-  uint64_t identityChecksFailed = 0;  ///< move calls refused: the pid no longer named its process
-  /// /proc/PID/status reads that failed (placement unknown that tick: targets ranked by room)
-  uint64_t statusErrors = 0;
-  uint64_t thpSplitAfterMove = 0;  ///< sum of TickReport::thpSplitAfterMove
-  uint64_t locatesReused = 0;      ///< sum of TickReport::locatesReused
-  uint64_t rangesRelocated = 0;    ///< sum of TickReport::rangesRelocated
-  /// ns hotness sources spent paused in settled waits (Engine::pauseSampling to
-  /// resumeSampling), summed over the paused sources
-  uint64_t samplingPausedNs = 0;
-};
 
 /// See the file comment.
 class Engine {
@@ -328,13 +178,6 @@ class Engine {
     /// A `command` workload's process: held to the executable it matched with too (an exec into
     /// another file ends the match before the next move: stillSame()).
     bool holdExecutable = false;
-    std::unique_ptr<telemetry::HotnessSource> source;
-    bool sourceFailed = false;
-    bool paused = false;           ///< pauseSampling() paused its source, not yet resumed
-    bool pauseWarned = false;      ///< "cannot pause" was reported for it
-    uint64_t samples = 0;          ///< samples of this process ingested since it entered
-    uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
-    uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
   };
 
   void applyWorkloadParams();
@@ -365,9 +208,6 @@ class Engine {
   /// Starts tracking the processes of `scoped` not tracked yet, and tries again the failed
   /// sources whose back-off ended by `nowNs` (EngineTotals::sourceRetries).
   void admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report);
-  /// Drains every source's samples of its own pid into the heat model, then decays it to
-  /// `nowNs`; fills report.samples and report.sourceStates (regions and heat still zero).
-  void drainSources(uint64_t nowNs, TickReport& report);
   /// Adds this tick's plan (`plannedBytes`: the arbiter's promote + demote bytes) to the
   /// settling window (Settling), sets report.settled, settleWindowBytes and nextIntervalNs and
   /// tells every source. Needs report.workloads and report.scopeChanges filled.
@@ -389,7 +229,6 @@ class Engine {
   void execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
                const std::atomic<bool>* stop, const topology::Topology& topo, TickReport& report);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
-  void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
   /// True when tracked `pid` exited (or its number was reused) since this tick's scope pass
@@ -404,7 +243,6 @@ class Engine {
   sys::SysRoot root_;
   std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
-  SourceFactory sources_;
   /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
   /// workloads whose cgroup has a readable one.
   std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;
@@ -416,6 +254,7 @@ class Engine {
   /// references to *migrator_ and heat_.
   LocationCache locations_;
   std::map<pid_t, Proc> procs_;
+  SamplingSources sources_;                       ///< each tracked process's hotness source
   std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
   /// Workloads whose "matches no process" was reported.
   std::set<std::string> emptyReported_;
@@ -427,9 +266,8 @@ class Engine {
   std::map<pid_t, std::string> cpusetReported_;
   EngineTotals totals_;
   /// The settling window (tick(), "Settling") and the span a weighted source's rates cover
-  /// after a settled wait (drainSources).
+  /// after a settled wait (SamplingSources::drain).
   Settling settling_;
-  uint64_t pausedAtNs_ = 0;    ///< when pauseSampling() last paused a source
   OperatorRestores restores_;  ///< the operator's holds and restores (setHold, restores())
 };
 
