@@ -20,24 +20,6 @@ uint64_t threadCpuNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-scope::WorkloadSelector toScopeSelector(const policy::WorkloadConfig& w) {
-  scope::WorkloadSelector s;
-  s.name = w.name;
-  switch (w.selector.kind) {
-    case policy::WorkloadSelector::Kind::Cgroup:
-      s.cgroup = w.selector.cgroup;
-      break;
-    case policy::WorkloadSelector::Kind::Pids:
-      s.pids = w.selector.pids;
-      break;
-    case policy::WorkloadSelector::Kind::Command:
-      s.command = w.selector.command;
-      break;
-  }
-  if (w.selector.uid) s.uid = static_cast<uid_t>(*w.selector.uid);
-  return s;
-}
-
 topology::TierOverride toOverride(const policy::TiersConfig& t) {
   topology::TierOverride o;
   o.fastNodes = t.fastNodes;
@@ -93,7 +75,7 @@ void Engine::setTopologyProvider(std::unique_ptr<topology::TopologyProvider> pro
 }
 
 void Engine::setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider) {
-  scopes_ = std::move(provider);
+  scopes_.setProvider(std::move(provider));
 }
 
 bool Engine::stillSame(pid_t pid) {
@@ -148,7 +130,7 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
       }
     }
     heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
-    cgroupInodes_.erase(old->workloads[i].name);
+    scopes_.forgetWorkload(old->workloads[i].name);
   }
   applyWorkloadParams();
 }
@@ -161,69 +143,6 @@ void Engine::dropProc(pid_t pid) {
   cpusetReported_.erase(pid);
   locations_.forget(pid);
   procs_.erase(it);
-}
-
-void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) {
-  numaStat_.clear();
-  // Only cgroup selectors resolve against the mounts: without one, /proc/self/mountinfo is not
-  // read at all (under TCG ~2 ms a tick).
-  const bool anyCgroup = std::any_of(
-      config_->workloads.begin(), config_->workloads.end(), [](const policy::WorkloadConfig& w) {
-        return w.selector.kind == policy::WorkloadSelector::Kind::Cgroup;
-      });
-  if (Status s = anyCgroup ? scopes_->refreshMounts() : Status(Ok{}); !s) {
-    report.problems.push_back("cgroup mounts: " + s.error().describe());
-  }
-  scopes_->beginPass();
-  for (size_t i = 0; i < config_->workloads.size(); ++i) {
-    const policy::WorkloadConfig& w = config_->workloads[i];
-    auto scope = scopes_->resolve(toScopeSelector(w));
-    if (!scope) {
-      ++totals_.scopeErrors;
-      report.problems.push_back(scope.error().describe());
-      continue;
-    }
-    std::vector<std::string>& said = scopeProblemsSaid_[w.name];
-    for (const std::string& p : scope->problems)
-      if (std::find(said.begin(), said.end(), p) == said.end()) report.problems.push_back(p);
-    said = scope->problems;
-    if (!scope->anonBytesPerNode.empty() || !scope->fileBytesPerNode.empty()) {
-      auto& perNode = numaStat_[i];
-      for (const auto& [node, bytes] : scope->anonBytesPerNode)
-        perNode[node].anon = bytes;
-      for (const auto& [node, bytes] : scope->fileBytesPerNode)
-        perNode[node].file = bytes;
-    }
-    if (scope->cgroupInode) {
-      auto [it, inserted] = cgroupInodes_.emplace(w.name, *scope->cgroupInode);
-      if (!inserted && it->second != *scope->cgroupInode) {
-        // The cgroup was removed and created again: a new workload instance, fresh history.
-        report.problems.push_back("workload '" + w.name + "': cgroup re-created, history reset");
-        heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
-        applyWorkloadParams();
-        for (auto& [pid, proc] : procs_)  // the model forgot their mappings and locations
-          if (proc.workload == i) locations_.invalidate(pid);
-        it->second = *scope->cgroupInode;
-      }
-    }
-    if (scope->pids.empty()) {
-      // Said once per stretch of emptiness, not every tick.
-      if (emptyReported_.insert(w.name).second)
-        report.problems.push_back("workload '" + w.name + "': selector matches no process" +
-                                  (scope->cgroupsWalked
-                                       ? " (" + std::to_string(scope->cgroupsWalked) +
-                                             " cgroups read, the selected one and its descendants)"
-                                       : std::string()));
-    } else {
-      emptyReported_.erase(w.name);
-    }
-    for (pid_t pid : scope->pids) {
-      Scoped sc{static_cast<policy::WorkloadId>(i), scope->startTimes[pid], std::nullopt};
-      if (auto exe = scope->executables.find(pid); exe != scope->executables.end())
-        sc.executable = exe->second;
-      scoped.emplace(pid, std::move(sc));
-    }
-  }
 }
 
 void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report) {
@@ -363,6 +282,7 @@ policy::TickContext Engine::snapshot(uint64_t nowNs, const topology::Topology& t
 }
 
 void Engine::addWorkloads(policy::TickContext& ctx,
+                          const std::map<size_t, std::map<NodeId, NodeMemory>>& numaStat,
                           std::vector<std::map<NodeId, NodeMemory>> memory, TickReport& report) {
   const std::set<NodeId> fast(report.fastNodes.begin(), report.fastNodes.end());
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
@@ -371,7 +291,7 @@ void Engine::addWorkloads(policy::TickContext& ctx,
     view.regions = heat_.regions(view.id, ctx.nowNs);
     WorkloadReport wr;
     wr.name = config_->workloads[i].name;
-    if (auto ns = numaStat_.find(i); ns != numaStat_.end()) {
+    if (auto ns = numaStat.find(i); ns != numaStat.end()) {
       wr.memory = ns->second;
       wr.memorySource = MemorySource::NumaStat;
     } else {
@@ -463,8 +383,15 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       offload && offload->movePagesOffloaded() ? offload->minBatchBytes.value_or(0) : 0);
 
   // Scopes: who may be sampled, located and moved this tick.
-  std::map<pid_t, Scoped> scoped;
-  refreshScopes(report, scoped);
+  ScopePass pass = scopes_.refresh(*config_, report, totals_);
+  for (policy::WorkloadId w : pass.recreated) {
+    // A new workload instance, fresh history: the model forgets its mappings and locations.
+    heat_.removeWorkload(w);
+    applyWorkloadParams();
+    for (pid_t pid : pidsOf(w))
+      locations_.invalidate(pid);
+  }
+  const std::map<pid_t, Scoped>& scoped = pass.scoped;
   phase(report.cpu.topologyScopeNs);
   dropGoneProcs(scoped, report);
   admitProcs(scoped, nowNs, report);
@@ -475,7 +402,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   // processes (WorkloadReport::memory).
   std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
   for (size_t i = 0; i < memory.size(); ++i)
-    if (!numaStat_.count(i))
+    if (!pass.numaStat.count(i))
       memory[i] = locations_.memoryOf(pidsOf(static_cast<policy::WorkloadId>(i)),
                                       topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
   phase(report.cpu.locateNs);
@@ -487,7 +414,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
 
   // Snapshot -> plan.
   policy::TickContext ctx = snapshot(nowNs, topo.value(), report);
-  addWorkloads(ctx, std::move(memory), report);
+  addWorkloads(ctx, pass.numaStat, std::move(memory), report);
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
   phase(report.cpu.policyNs);
   report.arbiter = decision.stats;

@@ -41,6 +41,7 @@
 #include "tierd/daemon/LocationCache.h"
 #include "tierd/daemon/Restores.h"
 #include "tierd/daemon/SamplingSources.h"
+#include "tierd/daemon/ScopeTracker.h"
 #include "tierd/daemon/Settling.h"
 #include "tierd/daemon/TickReport.h"
 #include "tierd/migrate/Migrator.h"
@@ -191,14 +192,6 @@ class Engine {
   bool heldByOperator(pid_t pid) const;
   /// The tracked pids of workload `w`, ascending.
   std::vector<pid_t> pidsOf(policy::WorkloadId w) const;
-  /// A scoped process of this tick: its workload and the start time the scope read, and for a
-  /// `command` workload the executable it matched with (WorkloadScope::executables).
-  struct Scoped {
-    policy::WorkloadId workload = 0;
-    uint64_t startTime = 0;
-    std::optional<scope::ExecutableId> executable;
-  };
-  void refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped);
   /// Drops the tracked processes that are not in `scoped` under their workload, or whose pid now
   /// names another process (start time changed), or that exec'd another executable than the one
   /// their `command` workload matched (admitted again as a new process while it still matches);
@@ -216,10 +209,11 @@ class Engine {
   /// memory, SLIT distances, and each tracked process's home and allowed nodes (taskNodes).
   policy::TickContext snapshot(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
   /// Adds each workload's regions (HeatModel) to `ctx` and its WorkloadReport to `report`, with
-  /// `memory` (per workload index, numaMapsMemory) where no numa_stat was read; completes
-  /// report.sourceStates' regions, heat and hot bytes.
-  void addWorkloads(policy::TickContext& ctx, std::vector<std::map<NodeId, NodeMemory>> memory,
-                    TickReport& report);
+  /// `numaStat` (ScopePass::numaStat) where read, else `memory` (per workload index,
+  /// LocationCache::memoryOf); completes report.sourceStates' regions, heat and hot bytes.
+  void addWorkloads(policy::TickContext& ctx,
+                    const std::map<size_t, std::map<NodeId, NodeMemory>>& numaStat,
+                    std::vector<std::map<NodeId, NodeMemory>> memory, TickReport& report);
   /// The locate phase (see tick()) of every tracked process at `nowNs` (LocationCache::refresh);
   /// fills report.locatesReused, rangesRelocated, thpSplitAfterMove and their totals.
   void locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
@@ -243,10 +237,7 @@ class Engine {
   sys::SysRoot root_;
   std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
-  /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
-  /// workloads whose cgroup has a readable one.
-  std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;
-  std::unique_ptr<scope::ScopeProvider> scopes_;
+  ScopeTracker scopes_;  ///< the workloads' scopes, resolved each tick
   std::shared_ptr<const policy::CompiledConfig> config_;
   policy::HeatModel heat_;
   policy::Arbiter arbiter_;
@@ -254,13 +245,7 @@ class Engine {
   /// references to *migrator_ and heat_.
   LocationCache locations_;
   std::map<pid_t, Proc> procs_;
-  SamplingSources sources_;                       ///< each tracked process's hotness source
-  std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
-  /// Workloads whose "matches no process" was reported.
-  std::set<std::string> emptyReported_;
-  /// Per workload name: the scope provider's problems (WorkloadScope::problems) said last pass;
-  /// a problem is reported when it appears, not every tick while it lasts.
-  std::map<std::string, std::vector<std::string>> scopeProblemsSaid_;
+  SamplingSources sources_;                     ///< each tracked process's hotness source
   topology::KernelTieringWatch kernelTiering_;  ///< the kernel's own tiering, each tick
   /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
   std::map<pid_t, std::string> cpusetReported_;
