@@ -65,7 +65,8 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
                  }),
                  layout ? std::move(layout)
                         : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
-      sources_(std::move(sources)) {
+      sources_(std::move(sources)),
+      placement_(root) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
 }
@@ -140,7 +141,7 @@ void Engine::dropProc(pid_t pid) {
   if (it == procs_.end()) return;
   sources_.drop(pid);
   heat_.removePid(pid);
-  cpusetReported_.erase(pid);
+  placement_.forget(pid);
   locations_.forget(pid);
   procs_.erase(it);
 }
@@ -171,43 +172,6 @@ void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& r
 bool Engine::exitedSinceScope(pid_t pid) const {
   auto it = procs_.find(pid);
   return it != procs_.end() && !it->second.handle.stillSame(root_);
-}
-
-std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::Topology& topo,
-                                                   TickReport& report) {
-  auto lists = sys::readAllowedLists(root_, pid);
-  if (!lists && exitedSinceScope(pid)) return std::nullopt;
-  if (!lists) {
-    ++totals_.statusErrors;
-    report.problems.push_back("pid " + std::to_string(pid) +
-                              ": placement unknown: " + lists.error().describe());
-    return std::nullopt;
-  }
-  policy::TaskNodes t;
-  for (const topology::Node& n : topo.nodes)
-    for (int cpu : n.cpus)
-      if (lists->cpus.count(cpu)) {
-        t.home.insert(n.id);
-        break;
-      }
-  t.allowed.insert(lists->mems.begin(), lists->mems.end());
-  // A cpuset that excludes every node of a tier: said once per stretch, counted each tick by
-  // the arbiter (skippedNotAllowed).
-  std::string excluded;
-  for (topology::Tier tier : {topology::Tier::Fast, topology::Tier::Slow}) {
-    const std::vector<int> ids = topo.nodesIn(tier);
-    const bool none = !ids.empty() && std::none_of(ids.begin(), ids.end(), [&](int id) {
-      return t.allowed.count(id) != 0;
-    });
-    if (none) excluded += std::string(excluded.empty() ? "" : ", ") + topology::tierName(tier);
-  }
-  auto& said = cpusetReported_[pid];
-  if (!excluded.empty() && said != excluded)
-    report.problems.push_back("pid " + std::to_string(pid) + ": cpuset.mems " +
-                              sys::formatIdList(lists->mems) + " excludes every " + excluded +
-                              " node: not moved there");
-  said = excluded;
-  return t;
 }
 
 void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report) {
@@ -257,27 +221,11 @@ void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, T
 
 policy::TickContext Engine::snapshot(uint64_t nowNs, const topology::Topology& topo,
                                      TickReport& report) {
-  policy::TickContext ctx;
-  ctx.nowNs = nowNs;
-  ctx.config = config_;
-  ctx.dryRun = config_->daemon.dryRun;
-  ctx.basePageSize = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
-  for (const topology::Node& n : topo.nodes) {
-    if (n.tier == topology::Tier::None) continue;
-    policy::NodeFacts f;
-    f.id = n.id;
-    f.tier = n.tier == topology::Tier::Fast ? policy::TierKind::Fast : policy::TierKind::Slow;
-    f.totalBytes = n.memTotal;
-    f.freeBytes = n.memFree;
-    for (const topology::HugePagePool& p : n.hugePages)
-      f.freeHugePages[p.pageSize] = p.free;
-    f.freePmdBlockBytes = n.freePmdBlockBytes;
-    ctx.nodes.push_back(f);
-  }
-  for (const topology::Node& n : topo.nodes)
-    ctx.distance[n.id] = n.distance;
-  for (const auto& [pid, proc] : procs_)
-    if (auto t = taskNodes(pid, topo, report)) ctx.tasks[pid] = *t;
+  policy::TickContext ctx = machineContext(nowNs, config_, topo);
+  const auto exited = [this](pid_t pid) { return exitedSinceScope(pid); };
+  for (const auto& entry : procs_)
+    if (auto t = placement_.read(entry.first, topo, exited, report, totals_))
+      ctx.tasks[entry.first] = *t;
   return ctx;
 }
 

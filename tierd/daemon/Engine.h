@@ -43,6 +43,7 @@
 #include "tierd/daemon/SamplingSources.h"
 #include "tierd/daemon/ScopeTracker.h"
 #include "tierd/daemon/Settling.h"
+#include "tierd/daemon/TaskPlacement.h"
 #include "tierd/daemon/TickReport.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/scope/ProcessIdentity.h"
@@ -205,8 +206,8 @@ class Engine {
   /// settling window (Settling), sets report.settled, settleWindowBytes and nextIntervalNs and
   /// tells every source. Needs report.workloads and report.scopeChanges filled.
   void settle(uint64_t plannedBytes, TickReport& report);
-  /// The policy's view of this tick without its workloads: nodes of a tier with their free
-  /// memory, SLIT distances, and each tracked process's home and allowed nodes (taskNodes).
+  /// The policy's view of this tick without its workloads: the machine (machineContext) and each
+  /// tracked process's home and allowed nodes (TaskPlacement::read).
   policy::TickContext snapshot(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
   /// Adds each workload's regions (HeatModel) to `ctx` and its WorkloadReport to `report`, with
   /// `numaStat` (ScopePass::numaStat) where read, else `memory` (per workload index,
@@ -229,10 +230,6 @@ class Engine {
   /// (ProcessHandle::stillSame): its unreadable /proc files are then no problem to report, only
   /// a process gone, which the next scope pass counts in vanishedPids.
   bool exitedSinceScope(pid_t pid) const;
-  /// Home nodes (nodes of the Cpus_allowed_list CPUs) and allowed nodes (Mems_allowed_list) of
-  /// `pid` from /proc/PID/status; nullopt (counted, reported) when it cannot be read.
-  std::optional<policy::TaskNodes> taskNodes(pid_t pid, const topology::Topology& topo,
-                                             TickReport& report);
 
   sys::SysRoot root_;
   std::unique_ptr<topology::TopologyProvider> topology_;
@@ -247,8 +244,7 @@ class Engine {
   std::map<pid_t, Proc> procs_;
   SamplingSources sources_;                     ///< each tracked process's hotness source
   topology::KernelTieringWatch kernelTiering_;  ///< the kernel's own tiering, each tick
-  /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
-  std::map<pid_t, std::string> cpusetReported_;
+  TaskPlacement placement_;                     ///< each tracked process's home and allowed nodes
   EngineTotals totals_;
   /// The settling window (tick(), "Settling") and the span a weighted source's rates cover
   /// after a settled wait (SamplingSources::drain).
