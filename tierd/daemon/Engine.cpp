@@ -8,6 +8,7 @@
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Tuning.h"
+#include "tierd/daemon/WorkloadFigures.h"
 #include "tierd/sys/Parsers.h"
 #include "tierd/sys/ProcMaps.h"
 
@@ -25,25 +26,6 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
   o.fastNodes = t.fastNodes;
   o.slowNodes = t.slowNodes;
   return o;
-}
-
-// Adds located region `r` (on the fast tier when `onFast`) to its workload's figures and, when
-// its process has a SourceState, to that process's: `cut` is the process's promotion cut,
-// `cold` the workload's cold_threshold. SourceState::meanHeat is left a sum.
-void accountRegion(const policy::RegionView& r, bool onFast, double cut, double cold,
-                   WorkloadReport& wr, std::vector<SourceState>& states) {
-  (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-  const bool isHot = r.heat >= cut;
-  if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
-  if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
-  auto st = std::find_if(states.begin(), states.end(),
-                         [&](const SourceState& s) { return s.pid == r.pid; });
-  if (st == states.end()) return;
-  ++st->regions;
-  st->meanHeat += r.heat;  // a sum until addWorkloads divides it
-  st->maxHeat = std::max(st->maxHeat, r.heat);
-  st->cut = cut;
-  if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
 }
 
 }  // namespace
@@ -246,19 +228,13 @@ void Engine::addWorkloads(policy::TickContext& ctx,
       wr.memory = std::move(memory[i]);
       wr.memorySource = MemorySource::NumaMaps;
     }
-    for (const auto& [pid, proc] : procs_)
-      if (proc.workload == i) ++wr.pids;
-    const policy::PromotionCut hot(ctx, view);
-    const double cold = config_->workloads[i].policy.coldThreshold;
-    for (const policy::RegionView& r : view.regions) {
-      if (r.node < 0) continue;
-      accountRegion(r, fast.count(r.node) != 0, hot.of(r.pid), cold, wr, report.sourceStates);
-    }
+    wr.pids = pidsOf(view.id).size();
+    addRegionFigures(ctx, view, config_->workloads[i].policy.coldThreshold, fast, wr,
+                     report.sourceStates);
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
   }
-  for (SourceState& st : report.sourceStates)
-    if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
+  finishSourceStates(report.sourceStates);
 }
 
 void Engine::locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report) {
@@ -433,21 +409,8 @@ std::vector<pid_t> Engine::pidsOf(policy::WorkloadId w) const {
 
 void Engine::accountMoves(const std::vector<MoveRange>& planned, size_t restoreMoves,
                           const std::vector<MoveRange>& held, TickReport& report) {
-  std::map<std::string, WorkloadReport*> byName;
-  for (WorkloadReport& w : report.workloads)
-    byName[w.name] = &w;
-  auto of = [&](pid_t pid) -> WorkloadReport* {
-    auto it = byName.find(workloadOf(pid));
-    return it == byName.end() ? nullptr : it->second;
-  };
-  for (const MoveRange& m : planned)
-    if (WorkloadReport* w = of(m.pid))
-      (m.direction == Direction::Promote ? w->plannedPromoteBytes : w->plannedDemoteBytes) +=
-          m.length;
-  for (const MoveRange& m : held)
-    if (WorkloadReport* w = of(m.pid)) w->heldBytes += m.length;
-  for (const RangeResult& r : report.batch.ranges)
-    if (WorkloadReport* w = of(r.range.pid)) w->movedBytes += r.bytesMoved;
+  addMoveFigures(
+      planned, held, report.batch, [this](pid_t pid) { return workloadOf(pid); }, report.workloads);
   restores_.account(report.batch, restoreMoves, [this](pid_t pid) { return workloadOf(pid); });
 }
 

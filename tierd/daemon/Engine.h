@@ -183,7 +183,7 @@ class Engine {
   };
 
   void applyWorkloadParams();
-  /// Each workload's planned, moved and held bytes (WorkloadReport) after the migration step,
+  /// Each workload's planned, moved and held bytes (addMoveFigures) after the migration step,
   /// and each restore's progress (OperatorRestores::account). `planned`: the executed batch's
   /// input, its first `restoreMoves` ranges a restore's; `held`: the arbiter's moves not executed
   /// (heldByOperator).
@@ -211,7 +211,8 @@ class Engine {
   policy::TickContext snapshot(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
   /// Adds each workload's regions (HeatModel) to `ctx` and its WorkloadReport to `report`, with
   /// `numaStat` (ScopePass::numaStat) where read, else `memory` (per workload index,
-  /// LocationCache::memoryOf); completes report.sourceStates' regions, heat and hot bytes.
+  /// LocationCache::memoryOf) and its regions' figures (addRegionFigures); completes
+  /// report.sourceStates' regions, heat and hot bytes.
   void addWorkloads(policy::TickContext& ctx,
                     const std::map<size_t, std::map<NodeId, NodeMemory>>& numaStat,
                     std::vector<std::map<NodeId, NodeMemory>> memory, TickReport& report);
