@@ -47,6 +47,7 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
                  }),
                  layout ? std::move(layout)
                         : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
+      procs_(root),
       sources_(std::move(sources)),
       placement_(root) {
   applyWorkloadParams();
@@ -62,9 +63,7 @@ void Engine::setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider) {
 }
 
 bool Engine::stillSame(pid_t pid) {
-  auto it = procs_.find(pid);
-  const bool same = it != procs_.end() && it->second.handle.stillSame(root_) &&
-                    (!it->second.holdExecutable || it->second.handle.sameExecutable(root_));
+  const bool same = procs_.stillSame(pid);
   if (!same) ++totals_.identityChecksFailed;
   return same;
 }
@@ -103,14 +102,10 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
                       config_->workloads[i].name == old->workloads[i].name &&
                       config_->workloads[i].selector == old->workloads[i].selector;
     if (same) continue;
-    for (auto it = procs_.begin(); it != procs_.end();) {
-      if (it->second.workload == i) {
-        sources_.drop(it->first);
-        locations_.forget(it->first);
-        it = procs_.erase(it);
-      } else {
-        ++it;
-      }
+    for (pid_t pid : procs_.pidsOf(static_cast<policy::WorkloadId>(i))) {
+      sources_.drop(pid);
+      locations_.forget(pid);
+      procs_.erase(pid);
     }
     heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
     scopes_.forgetWorkload(old->workloads[i].name);
@@ -119,28 +114,21 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
 }
 
 void Engine::dropProc(pid_t pid) {
-  auto it = procs_.find(pid);
-  if (it == procs_.end()) return;
+  if (!procs_.tracks(pid)) return;
   sources_.drop(pid);
   heat_.removePid(pid);
   placement_.forget(pid);
   locations_.forget(pid);
-  procs_.erase(it);
+  procs_.erase(pid);
 }
 
 void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report) {
-  auto handle = scope::ProcessHandle::open(root_, pid);
-  if (!handle || handle->startTime() != s.startTime ||
-      (s.executable && handle->executable() != s.executable)) {
+  if (!procs_.admit(pid, s)) {
     // Exited, replaced by another process or exec'd another executable since the scope matched
     // it: not this tick.
     ++totals_.vanishedPids;
     return;
   }
-  Proc proc;
-  proc.workload = s.workload;
-  proc.holdExecutable = s.executable.has_value();
-  proc.handle = std::move(handle.value());
   heat_.assignPid(pid, s.workload);
   sources_.start(pid, config_->workloads[s.workload].name, nowNs, report, totals_);
   const telemetry::HotnessSource* source = sources_.sourceOf(pid);
@@ -148,66 +136,42 @@ void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& r
       "workload '" + config_->workloads[s.workload].name + "': pid " + std::to_string(pid) +
       " in scope (start time " + std::to_string(s.startTime) +
       (source ? ", sampled by " + source->name() + ")" : ", not sampled)"));
-  procs_.emplace(pid, std::move(proc));
-}
-
-bool Engine::exitedSinceScope(pid_t pid) const {
-  auto it = procs_.find(pid);
-  return it != procs_.end() && !it->second.handle.stillSame(root_);
 }
 
 void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report) {
-  for (auto it = procs_.begin(); it != procs_.end();) {
-    auto s = scoped.find(it->first);
-    // A new process holds the pid: in scope with another start time, or out of it (a `pids`
-    // selector stays with the first process it saw) while the pid is alive with another one.
-    bool reused = s != scoped.end() && s->second.startTime != it->second.handle.startTime();
-    if (s == scoped.end()) {
-      auto start = scope::readStartTime(root_, it->first);
-      reused = start && start.value() != it->second.handle.startTime();
+  for (const GoneProcess& g : procs_.gone(scoped)) {
+    const bool reused = g.why == GoneReason::PidReused;
+    ++totals_.vanishedPids;
+    report.scopeChanges.push_back("workload '" + config_->workloads[g.workload].name + "': pid " +
+                                  std::to_string(g.pid) + " gone (" +
+                                  (reused ? "exited, its pid now names another process"
+                                   : g.why == GoneReason::Execd ? "exec'd another executable"
+                                                                : "exited or no longer selected") +
+                                  ") after " + std::to_string(sources_.samplesOf(g.pid)) +
+                                  " samples; its heat and plans dropped (" +
+                                  std::to_string(totals_.vanishedPids) + " gone so far)");
+    if (reused) {
+      ++totals_.pidReuses;
+      report.problems.push_back("pid " + std::to_string(g.pid) +
+                                ": now names another process (start time changed); the old "
+                                "one's heat and plans are dropped");
     }
-    // Still matched, but after an exec into another executable (the scope read the new one):
-    // a new process image, admitted afresh below (admitProcs) with its new identity.
-    const bool execd = !reused && s != scoped.end() && s->second.executable &&
-                       it->second.handle.executable() != s->second.executable;
-    if (s == scoped.end() || s->second.workload != it->second.workload || reused || execd) {
-      ++totals_.vanishedPids;
-      report.scopeChanges.push_back("workload '" + config_->workloads[it->second.workload].name +
-                                    "': pid " + std::to_string(it->first) + " gone (" +
-                                    (reused  ? "exited, its pid now names another process"
-                                     : execd ? "exec'd another executable"
-                                             : "exited or no longer selected") +
-                                    ") after " + std::to_string(sources_.samplesOf(it->first)) +
-                                    " samples; its heat and plans dropped (" +
-                                    std::to_string(totals_.vanishedPids) + " gone so far)");
-      if (reused) {
-        ++totals_.pidReuses;
-        report.problems.push_back("pid " + std::to_string(it->first) +
-                                  ": now names another process (start time changed); the old "
-                                  "one's heat and plans are dropped");
-      }
-      pid_t pid = it->first;
-      ++it;
-      dropProc(pid);
-    } else {
-      ++it;
-    }
+    dropProc(g.pid);
   }
 }
 
 void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report) {
   for (const auto& [pid, s] : scoped)
-    if (!procs_.count(pid)) startProc(pid, s, nowNs, report);
+    if (!procs_.tracks(pid)) startProc(pid, s, nowNs, report);
   sources_.retryDue(nowNs, report, totals_);
 }
 
 policy::TickContext Engine::snapshot(uint64_t nowNs, const topology::Topology& topo,
                                      TickReport& report) {
   policy::TickContext ctx = machineContext(nowNs, config_, topo);
-  const auto exited = [this](pid_t pid) { return exitedSinceScope(pid); };
-  for (const auto& entry : procs_)
-    if (auto t = placement_.read(entry.first, topo, exited, report, totals_))
-      ctx.tasks[entry.first] = *t;
+  const auto exited = [this](pid_t pid) { return procs_.exitedSinceScope(pid); };
+  for (pid_t pid : procs_.pids())
+    if (auto t = placement_.read(pid, topo, exited, report, totals_)) ctx.tasks[pid] = *t;
   return ctx;
 }
 
@@ -228,7 +192,7 @@ void Engine::addWorkloads(policy::TickContext& ctx,
       wr.memory = std::move(memory[i]);
       wr.memorySource = MemorySource::NumaMaps;
     }
-    wr.pids = pidsOf(view.id).size();
+    wr.pids = procs_.pidsOf(view.id).size();
     addRegionFigures(ctx, view, config_->workloads[i].policy.coldThreshold, fast, wr,
                      report.sourceStates);
     report.workloads.push_back(wr);
@@ -240,10 +204,10 @@ void Engine::addWorkloads(policy::TickContext& ctx,
 void Engine::locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report) {
   locations_.clearShared();
   LocateTally tally;
-  const auto exited = [this](pid_t pid) { return exitedSinceScope(pid); };
-  for (const auto& entry : procs_)
-    locations_.refresh(entry.first, nowNs, config_->daemon.fullLocateIntervalNs, topo, exited,
-                       tally, report.problems);
+  const auto exited = [this](pid_t pid) { return procs_.exitedSinceScope(pid); };
+  for (pid_t pid : procs_.pids())
+    locations_.refresh(pid, nowNs, config_->daemon.fullLocateIntervalNs, topo, exited, tally,
+                       report.problems);
   report.locatesReused = tally.reused;
   report.rangesRelocated = tally.relocated;
   report.thpSplitAfterMove = tally.thpSplitAfterMove;
@@ -269,12 +233,12 @@ void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, i
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
   std::vector<policy::RangeOutcome> outcomes;
   for (const RangeResult& r : report.batch.ranges) {
-    if (procs_.count(r.range.pid)) locations_.keep(r);
+    if (procs_.tracks(r.range.pid)) locations_.keep(r);
     (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
         r.bytesMoved;
     auto result = dominantOutcome(r);
     if (!result) continue;
-    if (*result == MoveOutcome::Moved && procs_.count(r.range.pid))
+    if (*result == MoveOutcome::Moved && procs_.tracks(r.range.pid))
       locations_.rememberMovedThp(r.range, pmd);
     outcomes.push_back(
         {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
@@ -312,7 +276,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
     // A new workload instance, fresh history: the model forgets its mappings and locations.
     heat_.removeWorkload(w);
     applyWorkloadParams();
-    for (pid_t pid : pidsOf(w))
+    for (pid_t pid : procs_.pidsOf(w))
       locations_.invalidate(pid);
   }
   const std::map<pid_t, Scoped>& scoped = pass.scoped;
@@ -327,7 +291,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
   for (size_t i = 0; i < memory.size(); ++i)
     if (!pass.numaStat.count(i))
-      memory[i] = locations_.memoryOf(pidsOf(static_cast<policy::WorkloadId>(i)),
+      memory[i] = locations_.memoryOf(procs_.pidsOf(static_cast<policy::WorkloadId>(i)),
                                       topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
   phase(report.cpu.locateNs);
   // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
@@ -349,12 +313,12 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   // Execute, within scope only: a restore's moves first, then the arbiter's, except those of
   // a workload the operator holds (OperatorHold) and all of them while the kernel tiers.
   std::vector<MoveRange> moves = restores_.plan(
-      ctx, topo.value(), *config_, [this](policy::WorkloadId w) { return pidsOf(w); },
+      ctx, topo.value(), *config_, [this](policy::WorkloadId w) { return procs_.pidsOf(w); },
       locations_.numaMapsReader());
   const size_t restoreMoves = moves.size();
   std::vector<MoveRange> held;
   for (const MoveRange& m : decision.plan.moves) {
-    if (!scoped.count(m.pid) || !procs_.count(m.pid))
+    if (!scoped.count(m.pid) || !procs_.tracks(m.pid))
       ++totals_.outOfScopeMoves;
     else if (heldByOperator(m.pid))
       held.push_back(m);
@@ -400,13 +364,6 @@ bool Engine::heldByOperator(pid_t pid) const {
   return restores_.holds(workloadOf(pid));
 }
 
-std::vector<pid_t> Engine::pidsOf(policy::WorkloadId w) const {
-  std::vector<pid_t> pids;
-  for (const auto& [pid, proc] : procs_)
-    if (proc.workload == w) pids.push_back(pid);
-  return pids;
-}
-
 void Engine::accountMoves(const std::vector<MoveRange>& planned, size_t restoreMoves,
                           const std::vector<MoveRange>& held, TickReport& report) {
   addMoveFigures(
@@ -419,9 +376,9 @@ std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources()
 }
 
 std::string Engine::workloadOf(pid_t pid) const {
-  auto it = procs_.find(pid);
-  if (it == procs_.end() || it->second.workload >= config_->workloads.size()) return "";
-  return config_->workloads[it->second.workload].name;
+  const std::optional<policy::WorkloadId> w = procs_.workloadOf(pid);
+  if (!w || *w >= config_->workloads.size()) return "";
+  return config_->workloads[*w].name;
 }
 
 }  // namespace tierd::daemon

@@ -7,6 +7,9 @@
 ///   (Migrator::locate, one query per huge page) -> snapshot (policy::TickContext) -> arbiter
 ///   (policy::Arbiter) -> migrator (Migrator::execute, bounded by a deadline and the stop flag)
 ///   -> results back into the model (busy back-off, gone dropped) -> a TickReport for metrics.
+/// The engine only sequences these steps; each concern has a room of its own: ScopeTracker,
+/// TrackedProcesses, SamplingSources, LocationCache, TaskPlacement, WorkloadFigures, Settling,
+/// OperatorRestores (tierd/daemon) and topology::KernelTieringWatch.
 ///
 /// Scope rule: only pids that the ScopeProvider resolved for a configured workload this tick
 /// are ever located or moved; a planned range whose pid left its scope is not executed.
@@ -45,6 +48,7 @@
 #include "tierd/daemon/Settling.h"
 #include "tierd/daemon/TaskPlacement.h"
 #include "tierd/daemon/TickReport.h"
+#include "tierd/daemon/TrackedProcesses.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
@@ -174,14 +178,6 @@ class Engine {
   std::string workloadOf(pid_t pid) const;
 
  private:
-  struct Proc {
-    policy::WorkloadId workload = 0;
-    scope::ProcessHandle handle;  ///< identity held since the process entered its scope
-    /// A `command` workload's process: held to the executable it matched with too (an exec into
-    /// another file ends the match before the next move: stillSame()).
-    bool holdExecutable = false;
-  };
-
   void applyWorkloadParams();
   /// Each workload's planned, moved and held bytes (addMoveFigures) after the migration step,
   /// and each restore's progress (OperatorRestores::account). `planned`: the executed batch's
@@ -191,8 +187,6 @@ class Engine {
                     const std::vector<MoveRange>& held, TickReport& report);
   /// True when the operator holds the workload of tracked `pid` (OperatorRestores::holds).
   bool heldByOperator(pid_t pid) const;
-  /// The tracked pids of workload `w`, ascending.
-  std::vector<pid_t> pidsOf(policy::WorkloadId w) const;
   /// Drops the tracked processes that are not in `scoped` under their workload, or whose pid now
   /// names another process (start time changed), or that exec'd another executable than the one
   /// their `command` workload matched (admitted again as a new process while it still matches);
@@ -227,10 +221,6 @@ class Engine {
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
-  /// True when tracked `pid` exited (or its number was reused) since this tick's scope pass
-  /// (ProcessHandle::stillSame): its unreadable /proc files are then no problem to report, only
-  /// a process gone, which the next scope pass counts in vanishedPids.
-  bool exitedSinceScope(pid_t pid) const;
 
   sys::SysRoot root_;
   std::unique_ptr<topology::TopologyProvider> topology_;
@@ -242,7 +232,7 @@ class Engine {
   /// Mappings, page locations and resident memory per tracked process (the locate phase); holds
   /// references to *migrator_ and heat_.
   LocationCache locations_;
-  std::map<pid_t, Proc> procs_;
+  TrackedProcesses procs_;                      ///< the tracked processes and their identities
   SamplingSources sources_;                     ///< each tracked process's hotness source
   topology::KernelTieringWatch kernelTiering_;  ///< the kernel's own tiering, each tick
   TaskPlacement placement_;                     ///< each tracked process's home and allowed nodes
