@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <iterator>
-#include <numeric>
 
 #include "policy/TickContext.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Tuning.h"
+#include "tierd/daemon/WorkloadFigures.h"
 #include "tierd/sys/Parsers.h"
 #include "tierd/sys/ProcMaps.h"
 
@@ -21,24 +21,6 @@ uint64_t threadCpuNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-scope::WorkloadSelector toScopeSelector(const policy::WorkloadConfig& w) {
-  scope::WorkloadSelector s;
-  s.name = w.name;
-  switch (w.selector.kind) {
-    case policy::WorkloadSelector::Kind::Cgroup:
-      s.cgroup = w.selector.cgroup;
-      break;
-    case policy::WorkloadSelector::Kind::Pids:
-      s.pids = w.selector.pids;
-      break;
-    case policy::WorkloadSelector::Kind::Command:
-      s.command = w.selector.command;
-      break;
-  }
-  if (w.selector.uid) s.uid = static_cast<uid_t>(*w.selector.uid);
-  return s;
-}
-
 topology::TierOverride toOverride(const policy::TiersConfig& t) {
   topology::TierOverride o;
   o.fastNodes = t.fastNodes;
@@ -46,139 +28,7 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
   return o;
 }
 
-// Adds located region `r` (on the fast tier when `onFast`) to its workload's figures and, when
-// its process has a SourceState, to that process's: `cut` is the process's promotion cut,
-// `cold` the workload's cold_threshold. SourceState::meanHeat is left a sum.
-void accountRegion(const policy::RegionView& r, bool onFast, double cut, double cold,
-                   WorkloadReport& wr, std::vector<SourceState>& states) {
-  (onFast ? wr.fastBytes : wr.slowBytes) += r.length;
-  const bool isHot = r.heat >= cut;
-  if (isHot) (onFast ? wr.hotFastBytes : wr.hotSlowBytes) += r.length;
-  if (r.heat <= cold) (onFast ? wr.coldFastBytes : wr.coldSlowBytes) += r.length;
-  auto st = std::find_if(states.begin(), states.end(),
-                         [&](const SourceState& s) { return s.pid == r.pid; });
-  if (st == states.end()) return;
-  ++st->regions;
-  st->meanHeat += r.heat;  // a sum until addWorkloads divides it
-  st->maxHeat = std::max(st->maxHeat, r.heat);
-  st->cut = cut;
-  if (isHot) (onFast ? st->hotFastBytes : st->hotSlowBytes) += r.length;
-}
-
 }  // namespace
-
-// Mappings tierd manages: private anonymous memory (heap, anonymous mmap, and anonymous mmap named
-// with prctl(PR_SET_VMA_ANON_NAME), shown as "[anon:NAME]" since Linux 5.17) and hugetlb.
-// File-backed, shared and special mappings ([stack] aside) are left to the kernel.
-std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
-                                             uint64_t basePage, uint64_t pmdSize) {
-  std::vector<policy::Mapping> out;
-  for (const sys::SmapsVma& v : vmas) {
-    const bool hugetlb = v.hugetlb();
-    const bool anon = v.path.empty() || v.path == "[heap]" || v.path.rfind("[anon:", 0) == 0;
-    const bool privateRw =
-        v.perms.size() >= 4 && v.perms[0] == 'r' && v.perms[1] == 'w' && v.perms[3] == 'p';
-    if (!hugetlb && !(anon && privateRw)) continue;
-    if (v.size() == 0) continue;
-    policy::Mapping m;
-    m.start = v.start;
-    m.end = v.end;
-    m.hugetlb = hugetlb;
-    if (hugetlb)
-      m.pageSize = v.kernelPageSize;
-    else if (v.thpEligible.value_or(false) || v.anonHugePages > 0)
-      m.pageSize = pmdSize;
-    else
-      m.pageSize = v.kernelPageSize ? v.kernelPageSize : basePage;
-    out.push_back(m);
-  }
-  return out;
-}
-
-namespace {
-// The mapping of `mappings` (any order) that holds `addr`, or nullptr.
-const policy::Mapping* mappingHolding(const std::vector<policy::Mapping>& mappings, uint64_t addr) {
-  auto it = std::find_if(mappings.begin(), mappings.end(), [addr](const policy::Mapping& m) {
-    return m.start <= addr && addr < m.end;
-  });
-  return it == mappings.end() ? nullptr : &*it;
-}
-}  // namespace
-
-std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
-                                                     const std::vector<LocatedRun>& runs,
-                                                     uint64_t* probes) {
-  // The mapping holding each run's start, by binary search over the mappings sorted by start
-  // (smaps lists them so; sorted here when a reader did not), not a scan of every mapping per run.
-  std::vector<const policy::Mapping*> byStart;
-  byStart.reserve(mappings.size());
-  for (const policy::Mapping& m : mappings)
-    byStart.push_back(&m);
-  auto earlier = [](const policy::Mapping* x, const policy::Mapping* y) {
-    return x->start < y->start;
-  };
-  if (!std::is_sorted(byStart.begin(), byStart.end(), earlier))
-    std::stable_sort(byStart.begin(), byStart.end(), earlier);
-  uint64_t looked = 0;
-  auto holding = [&](uint64_t addr) -> const policy::Mapping* {
-    auto it = std::upper_bound(byStart.begin(), byStart.end(), addr,
-                               [&looked](uint64_t a, const policy::Mapping* m) {
-                                 ++looked;
-                                 return a < m->start;
-                               });
-    if (it == byStart.begin()) return nullptr;
-    const policy::Mapping* m = *std::prev(it);
-    return addr < m->end ? m : nullptr;
-  };
-  std::map<uint64_t, std::map<NodeId, uint64_t>> bytes;
-  for (const LocatedRun& run : runs) {
-    if (run.status < 0) continue;
-    const policy::Mapping* m = holding(run.start);
-    const uint64_t regionSize = (m && m->hugetlb && m->pageSize >= kGiB) ? m->pageSize : 2 * kMiB;
-    uint64_t a = run.start;
-    const uint64_t end = run.start + run.length;
-    while (a < end) {
-      const uint64_t region = a & ~(regionSize - 1);
-      const uint64_t stop = std::min(end, region + regionSize);
-      bytes[region][run.status] += stop - a;
-      a = stop;
-    }
-  }
-  if (probes) *probes += looked;
-  std::vector<std::pair<uint64_t, NodeId>> out;
-  out.reserve(bytes.size());
-  for (const auto& [region, perNode] : bytes) {
-    auto best = std::max_element(perNode.begin(), perNode.end(),
-                                 [](const auto& x, const auto& y) { return x.second < y.second; });
-    out.emplace_back(region, best->first);
-  }
-  return out;
-}
-
-std::string numaBalancingTieringActive(std::optional<int> numaBalancing) {
-  if (numaBalancing && (*numaBalancing & 2))
-    return "kernel.numa_balancing=" + std::to_string(*numaBalancing) +
-           " (NUMA_BALANCING_MEMORY_TIERING)";
-  return "";
-}
-
-std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdamonds) {
-  const std::string kd = "/sys/kernel/mm/damon/admin/kdamonds";
-  auto n = sys::parseU64(nrKdamonds, kd);
-  for (uint64_t k = 0; n && k < std::min<uint64_t>(n.value(), 256); ++k) {
-    const std::string d = kd + "/" + std::to_string(k);
-    if (root.readAttr(d + "/state").valueOr("") != "on") continue;
-    auto ns = root.readAttr(d + "/contexts/0/schemes/nr_schemes");
-    auto schemes = ns ? sys::parseU64(ns.value(), d) : Result<uint64_t>(ns.error());
-    for (uint64_t s = 0; schemes && s < std::min<uint64_t>(schemes.value(), 256); ++s) {
-      const std::string action =
-          root.readAttr(d + "/contexts/0/schemes/" + std::to_string(s) + "/action").valueOr("");
-      if (action == "migrate_hot" || action == "migrate_cold")
-        return "kdamond " + std::to_string(k) + " runs DAMOS " + action;
-    }
-  }
-  return "";
-}
 
 Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
@@ -187,16 +37,19 @@ Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migr
     : root_(root),
       topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
-      sources_(std::move(sources)),
-      mappings_(mappings ? std::move(mappings)
-                         : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); })),
-      numaMaps_(numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
-        return sys::readNumaMaps(root, pid);
-      })),
-      layout_(layout ? std::move(layout)
-                     : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
       scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
-      config_(std::move(config)) {
+      config_(std::move(config)),
+      locations_(*migrator_, heat_,
+                 mappings ? std::move(mappings)
+                          : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); }),
+                 numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
+                   return sys::readNumaMaps(root, pid);
+                 }),
+                 layout ? std::move(layout)
+                        : MappingsReader([root](pid_t pid) { return sys::readMaps(root, pid); })),
+      procs_(root),
+      sources_(std::move(sources)),
+      placement_(root) {
   applyWorkloadParams();
   migrator_->setProcessCheck([this](pid_t pid) { return stillSame(pid); });
 }
@@ -206,13 +59,11 @@ void Engine::setTopologyProvider(std::unique_ptr<topology::TopologyProvider> pro
 }
 
 void Engine::setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider) {
-  scopes_ = std::move(provider);
+  scopes_.setProvider(std::move(provider));
 }
 
 bool Engine::stillSame(pid_t pid) {
-  auto it = procs_.find(pid);
-  const bool same = it != procs_.end() && it->second.handle.stillSame(root_) &&
-                    (!it->second.holdExecutable || it->second.handle.sameExecutable(root_));
+  const bool same = procs_.stillSame(pid);
   if (!same) ++totals_.identityChecksFailed;
   return same;
 }
@@ -223,51 +74,15 @@ Engine::~Engine() {
 
 uint64_t Engine::pauseSampling(uint64_t nowNs, uint64_t waitNs,
                                std::vector<std::string>& problems) {
-  const uint64_t window = config_->sampling.settledDamonWindowNs;
-  if (window == 0) return 0;
-  uint64_t lead = window;
-  bool any = false;
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.source) continue;
-    const uint64_t need = proc.source->pauseLeadNs();
-    if (need == 0) {
-      if (!proc.pauseWarned)
-        problems.push_back("pid " + std::to_string(pid) + ": sampling.settled_damon_window: " +
-                           proc.source->name() + " cannot pause; it samples throughout");
-      proc.pauseWarned = true;
-      continue;
-    }
-    any = true;
-    lead = std::max(lead, need);
-  }
-  if (!any || lead >= waitNs) return 0;
-  bool paused = false;
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.source || proc.source->pauseLeadNs() == 0) continue;
-    if (Status st = proc.source->setPaused(true); !st) {
-      problems.push_back("pid " + std::to_string(pid) + ": pause: " + st.error().describe());
-      continue;
-    }
-    proc.paused = paused = true;
-  }
-  if (paused) pausedAtNs_ = nowNs;
-  return paused ? lead : 0;
+  return sources_.pause(nowNs, waitNs, config_->sampling.settledDamonWindowNs, problems);
 }
 
 void Engine::resumeSampling(uint64_t nowNs, std::vector<std::string>& problems) {
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.paused) continue;
-    proc.paused = false;
-    totals_.samplingPausedNs += nowNs > pausedAtNs_ ? nowNs - pausedAtNs_ : 0;
-    if (!proc.source) continue;
-    if (Status st = proc.source->setPaused(false); !st)
-      problems.push_back("pid " + std::to_string(pid) + ": resume: " + st.error().describe());
-  }
+  sources_.resume(nowNs, problems, totals_);
 }
 
 void Engine::shutdown() {
-  for (auto& [pid, proc] : procs_)
-    if (proc.source) proc.source->stop();
+  sources_.stopAll();
 }
 
 void Engine::applyWorkloadParams() {
@@ -287,455 +102,81 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
                       config_->workloads[i].name == old->workloads[i].name &&
                       config_->workloads[i].selector == old->workloads[i].selector;
     if (same) continue;
-    for (auto it = procs_.begin(); it != procs_.end();) {
-      if (it->second.workload == i) {
-        if (it->second.source) it->second.source->stop();
-        it = procs_.erase(it);
-      } else {
-        ++it;
-      }
+    for (pid_t pid : procs_.pidsOf(static_cast<policy::WorkloadId>(i))) {
+      sources_.drop(pid);
+      locations_.forget(pid);
+      procs_.erase(pid);
     }
     heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
-    cgroupInodes_.erase(old->workloads[i].name);
+    scopes_.forgetWorkload(old->workloads[i].name);
   }
   applyWorkloadParams();
 }
 
 void Engine::dropProc(pid_t pid) {
-  auto it = procs_.find(pid);
-  if (it == procs_.end()) return;
-  if (it->second.source) it->second.source->stop();
+  if (!procs_.tracks(pid)) return;
+  sources_.drop(pid);
   heat_.removePid(pid);
-  cpusetReported_.erase(pid);
-  procs_.erase(it);
-}
-
-void Engine::refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped) {
-  numaStat_.clear();
-  // Only cgroup selectors resolve against the mounts: without one, /proc/self/mountinfo is not
-  // read at all (under TCG ~2 ms a tick).
-  const bool anyCgroup = std::any_of(
-      config_->workloads.begin(), config_->workloads.end(), [](const policy::WorkloadConfig& w) {
-        return w.selector.kind == policy::WorkloadSelector::Kind::Cgroup;
-      });
-  if (Status s = anyCgroup ? scopes_->refreshMounts() : Status(Ok{}); !s) {
-    report.problems.push_back("cgroup mounts: " + s.error().describe());
-  }
-  scopes_->beginPass();
-  for (size_t i = 0; i < config_->workloads.size(); ++i) {
-    const policy::WorkloadConfig& w = config_->workloads[i];
-    auto scope = scopes_->resolve(toScopeSelector(w));
-    if (!scope) {
-      ++totals_.scopeErrors;
-      report.problems.push_back(scope.error().describe());
-      continue;
-    }
-    std::vector<std::string>& said = scopeProblemsSaid_[w.name];
-    for (const std::string& p : scope->problems)
-      if (std::find(said.begin(), said.end(), p) == said.end()) report.problems.push_back(p);
-    said = scope->problems;
-    if (!scope->anonBytesPerNode.empty() || !scope->fileBytesPerNode.empty()) {
-      auto& perNode = numaStat_[i];
-      for (const auto& [node, bytes] : scope->anonBytesPerNode)
-        perNode[node].anon = bytes;
-      for (const auto& [node, bytes] : scope->fileBytesPerNode)
-        perNode[node].file = bytes;
-    }
-    if (scope->cgroupInode) {
-      auto [it, inserted] = cgroupInodes_.emplace(w.name, *scope->cgroupInode);
-      if (!inserted && it->second != *scope->cgroupInode) {
-        // The cgroup was removed and created again: a new workload instance, fresh history.
-        report.problems.push_back("workload '" + w.name + "': cgroup re-created, history reset");
-        heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
-        applyWorkloadParams();
-        for (auto& [pid, proc] : procs_)  // the model forgot their mappings and locations
-          if (proc.workload == i) proc.fullReadAtNs.reset();
-        it->second = *scope->cgroupInode;
-      }
-    }
-    if (scope->pids.empty()) {
-      // Said once per stretch of emptiness, not every tick.
-      if (emptyReported_.insert(w.name).second)
-        report.problems.push_back("workload '" + w.name + "': selector matches no process" +
-                                  (scope->cgroupsWalked
-                                       ? " (" + std::to_string(scope->cgroupsWalked) +
-                                             " cgroups read, the selected one and its descendants)"
-                                       : std::string()));
-    } else {
-      emptyReported_.erase(w.name);
-    }
-    for (pid_t pid : scope->pids) {
-      Scoped sc{static_cast<policy::WorkloadId>(i), scope->startTimes[pid], std::nullopt};
-      if (auto exe = scope->executables.find(pid); exe != scope->executables.end())
-        sc.executable = exe->second;
-      scoped.emplace(pid, std::move(sc));
-    }
-  }
+  placement_.forget(pid);
+  locations_.forget(pid);
+  procs_.erase(pid);
 }
 
 void Engine::startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report) {
-  auto handle = scope::ProcessHandle::open(root_, pid);
-  if (!handle || handle->startTime() != s.startTime ||
-      (s.executable && handle->executable() != s.executable)) {
+  if (!procs_.admit(pid, s)) {
     // Exited, replaced by another process or exec'd another executable since the scope matched
     // it: not this tick.
     ++totals_.vanishedPids;
     return;
   }
-  Proc proc;
-  proc.workload = s.workload;
-  proc.holdExecutable = s.executable.has_value();
-  proc.handle = std::move(handle.value());
   heat_.assignPid(pid, s.workload);
-  startSource(pid, proc, nowNs, report);
+  sources_.start(pid, config_->workloads[s.workload].name, nowNs, report, totals_);
+  const telemetry::HotnessSource* source = sources_.sourceOf(pid);
   report.scopeChanges.push_back(
       "workload '" + config_->workloads[s.workload].name + "': pid " + std::to_string(pid) +
       " in scope (start time " + std::to_string(s.startTime) +
-      (proc.source ? ", sampled by " + proc.source->name() + ")" : ", not sampled)"));
-  procs_.emplace(pid, std::move(proc));
-}
-
-void Engine::startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report) {
-  auto source = sources_ ? sources_(pid, config_->workloads[proc.workload].name)
-                         : Result<std::unique_ptr<telemetry::HotnessSource>>(
-                               Error::env("no hotness source configured", "sampling"));
-  Status st =
-      source ? (source.value() ? source.value()->start() : Status(Ok{})) : Status(source.error());
-  if (st && source && source.value()) {
-    proc.source = std::move(source.value());
-    proc.sourceFailed = false;
-    proc.sourceBackoffNs = 0;
-    return;
-  }
-  if (st) return;  // the factory chose not to sample this process
-  ++totals_.sourceErrors;
-  proc.sourceFailed = true;
-  // Tried again later (DAMON busy, a slot freed, a transient failure), backing off 1 s, 2 s, ...
-  proc.sourceBackoffNs = proc.sourceBackoffNs == 0
-                             ? kSourceRetryMinNs
-                             : std::min(kSourceRetryMaxNs, proc.sourceBackoffNs * 2);
-  proc.sourceRetryAtNs = nowNs + proc.sourceBackoffNs;
-  report.problems.push_back("pid " + std::to_string(pid) + ": sampling: " + st.error().describe() +
-                            " (retried in " + std::to_string(proc.sourceBackoffNs / 1'000'000'000) +
-                            " s)");
-}
-
-bool Engine::sameLayout(const std::vector<sys::SmapsVma>& maps,
-                        const std::vector<sys::SmapsVma>& read) {
-  return std::equal(maps.begin(), maps.end(), read.begin(), read.end(),
-                    [](const sys::SmapsVma& a, const sys::SmapsVma& b) {
-                      return a.start == b.start && a.end == b.end && a.offset == b.offset &&
-                             a.inode == b.inode && a.perms == b.perms && a.path == b.path;
-                    });
-}
-
-uint64_t Engine::Proc::anonHugeAt(uint64_t vmaStart) const {
-  if (!smaps) return 0;
-  auto v = std::lower_bound(smaps->begin(), smaps->end(), vmaStart,
-                            [](const sys::SmapsVma& x, uint64_t a) { return x.start < a; });
-  return v != smaps->end() && v->start == vmaStart ? v->anonHugePages : 0;
-}
-
-bool Engine::reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs) {
-  const uint64_t every = config_->daemon.fullLocateIntervalNs;
-  if (!proc.fullReadAtNs || every == 0 || nowNs < *proc.fullReadAtNs ||
-      nowNs - *proc.fullReadAtNs >= every)
-    return false;
-  auto maps = layout_(pid);  // unreadable: the full read says why
-  return maps && proc.smaps && sameLayout(maps.value(), *proc.smaps);
-}
-
-void Engine::refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                         uint64_t nowNs, TickReport& report) {
-  proc.readThisTick = false;
-  proc.memoryReadThisTick = false;
-  if (reuseLocations(pid, proc, nowNs) && relocate(pid, proc, report)) {
-    ++report.locatesReused;
-    // The moves plan on the read's VMAs, unchanged in maps, where it had no THP: no smaps walk.
-    migrator_->shareLayout(pid, proc.smaps);  // set: reuseLocations checked it
-    return;
-  }
-  proc.relocate.clear();      // the full read answers them
-  proc.fullReadAtNs.reset();  // until a full read succeeds
-  proc.readThisTick = true;
-  if (readMappingsAndLocations(pid, proc, topo, report)) proc.fullReadAtNs = nowNs;
-}
-
-bool Engine::relocate(pid_t pid, Proc& proc, TickReport& report) {
-  if (proc.relocate.empty()) return true;
-  auto located = migrator_->locatePages(pid, proc.relocate);
-  if (!located) return false;  // the full read that follows says why
-  heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
-  report.rangesRelocated += proc.relocate.size();
-  proc.relocate.clear();
-  return true;
-}
-
-bool Engine::readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                      TickReport& report) {
-  auto vmas = mappings_(pid);
-  if (!vmas && exitedSinceScope(pid)) {
-    proc.mappings.clear();  // nothing to plan; dropped (counted vanished) by the next scope pass
-    heat_.setMappings(pid, proc.mappings);
-    return false;
-  }
-  if (!vmas) {
-    ++totals_.locateErrors;
-    report.problems.push_back("pid " + std::to_string(pid) + ": " + vmas.error().describe());
-    return false;
-  }
-  const uint64_t base = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
-  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
-  // The one smaps read of this process this tick: locate() and execute() plan against it too.
-  auto smaps = std::make_shared<const std::vector<sys::SmapsVma>>(std::move(vmas.value()));
-  migrator_->shareSmaps(pid, smaps);
-  proc.mappings = managedMappings(*smaps, base, pmd);
-  heat_.setMappings(pid, proc.mappings);
-  proc.smaps = smaps;
-
-  std::vector<AddressRange> ranges;
-  for (const policy::Mapping& m : proc.mappings)
-    ranges.push_back({m.start, m.end - m.start});
-  if (ranges.empty()) return true;
-  // The one numa_maps read of this full read: the resident memory per node (numaMapsMemory)
-  // and locate()'s whole-VMA answers (Migrator::shareNumaMaps). Unreadable: locate() says why.
-  if (auto numa = numaMaps_(pid)) {
-    auto shared = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(numa.value()));
-    proc.memory = residentMemory(*shared, base);
-    proc.memoryReadThisTick = true;
-    migrator_->shareNumaMaps(pid, std::move(shared));
-  }
-  auto located = migrator_->locate(pid, ranges);
-  if (!located) {
-    ++totals_.locateErrors;
-    report.problems.push_back("locate pid " + std::to_string(pid) + ": " +
-                              located.error().describe());
-    return false;
-  }
-  heat_.setLocations(pid, regionNodes(proc.mappings, located->runs));
-  countSplitThps(proc, located->runs, pmd, report);
-  return true;
-}
-
-std::map<NodeId, NodeMemory> Engine::residentMemory(const std::vector<sys::NumaMapsVma>& vmas,
-                                                    uint64_t basePage) {
-  std::map<NodeId, NodeMemory> out;
-  for (const sys::NumaMapsVma& v : vmas) {
-    const uint64_t psz = v.kernelPageSize ? v.kernelPageSize : basePage;
-    const bool file = !v.file.empty() && !v.huge;
-    for (const auto& [node, pages] : v.pagesPerNode)
-      (file ? out[node].file : out[node].anon) += pages * psz;
-  }
-  return out;
-}
-
-std::map<NodeId, NodeMemory> Engine::numaMapsMemory(size_t workload, uint64_t basePage) {
-  std::map<NodeId, NodeMemory> out;
-  for (auto& [pid, proc] : procs_) {
-    if (proc.workload != workload) continue;
-    // Read with the locations (by readMappingsAndLocations, else here), else reused with them.
-    if ((proc.readThisTick && !proc.memoryReadThisTick) || !proc.memory) {
-      proc.memory.reset();
-      auto vmas = numaMaps_(pid);
-      if (!vmas) continue;  // exited since the scope matched it: counted by the next refresh
-      proc.memory = residentMemory(vmas.value(), basePage);
-    }
-    for (const auto& [node, m] : *proc.memory) {
-      out[node].anon += m.anon;
-      out[node].file += m.file;
-    }
-  }
-  return out;
-}
-
-void Engine::countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
-                            TickReport& report) {
-  // Per VMA: chunks located on their target as base pages, and how far AnonHugePages fell.
-  std::map<uint64_t, uint64_t> seen, fell;
-  for (const auto& [chunk, moved] : proc.movedThp) {
-    bool onTarget = false, base = false;
-    for (const LocatedRun& run : runs) {
-      if (run.start + run.length <= chunk || run.start >= chunk + pmd || run.status < 0) continue;
-      onTarget = run.status == moved.target;
-      base = base || run.pageSize < pmd;
-      if (!onTarget) break;
-    }
-    if (!onTarget || !base) continue;
-    ++seen[moved.vmaStart];
-    const uint64_t after = proc.anonHugeAt(moved.vmaStart);
-    fell[moved.vmaStart] = moved.anonHugeBefore > after ? (moved.anonHugeBefore - after) / pmd : 0;
-  }
-  for (const auto& [vma, n] : seen)
-    report.thpSplitAfterMove += std::min(n, fell[vma]);
-  totals_.thpSplitAfterMove += report.thpSplitAfterMove;
-  proc.movedThp.clear();
-}
-
-bool Engine::exitedSinceScope(pid_t pid) const {
-  auto it = procs_.find(pid);
-  return it != procs_.end() && !it->second.handle.stillSame(root_);
-}
-
-std::optional<policy::TaskNodes> Engine::taskNodes(pid_t pid, const topology::Topology& topo,
-                                                   TickReport& report) {
-  auto lists = sys::readAllowedLists(root_, pid);
-  if (!lists && exitedSinceScope(pid)) return std::nullopt;
-  if (!lists) {
-    ++totals_.statusErrors;
-    report.problems.push_back("pid " + std::to_string(pid) +
-                              ": placement unknown: " + lists.error().describe());
-    return std::nullopt;
-  }
-  policy::TaskNodes t;
-  for (const topology::Node& n : topo.nodes)
-    for (int cpu : n.cpus)
-      if (lists->cpus.count(cpu)) {
-        t.home.insert(n.id);
-        break;
-      }
-  t.allowed.insert(lists->mems.begin(), lists->mems.end());
-  // A cpuset that excludes every node of a tier: said once per stretch, counted each tick by
-  // the arbiter (skippedNotAllowed).
-  std::string excluded;
-  for (topology::Tier tier : {topology::Tier::Fast, topology::Tier::Slow}) {
-    const std::vector<int> ids = topo.nodesIn(tier);
-    const bool none = !ids.empty() && std::none_of(ids.begin(), ids.end(), [&](int id) {
-      return t.allowed.count(id) != 0;
-    });
-    if (none) excluded += std::string(excluded.empty() ? "" : ", ") + topology::tierName(tier);
-  }
-  auto& said = cpusetReported_[pid];
-  if (!excluded.empty() && said != excluded)
-    report.problems.push_back("pid " + std::to_string(pid) + ": cpuset.mems " +
-                              sys::formatIdList(lists->mems) + " excludes every " + excluded +
-                              " node: not moved there");
-  said = excluded;
-  return t;
-}
-
-void Engine::rememberMovedThp(const MoveRange& m, const topology::Topology& topo) {
-  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
-  auto it = procs_.find(m.pid);
-  if (it == procs_.end() || m.pageSize != pmd) return;
-  Proc& proc = it->second;
-  for (const policy::Mapping& map : proc.mappings) {
-    if (map.hugetlb || map.pageSize != pmd || m.start < map.start || m.start >= map.end) continue;
-    const uint64_t anon = proc.anonHugeAt(map.start);
-    for (uint64_t c = (m.start + pmd - 1) & ~(pmd - 1);
-         c + pmd <= std::min(map.end, m.start + m.length); c += pmd)
-      proc.movedThp[c] = {m.target, map.start, anon};
-  }
+      (source ? ", sampled by " + source->name() + ")" : ", not sampled)"));
 }
 
 void Engine::dropGoneProcs(const std::map<pid_t, Scoped>& scoped, TickReport& report) {
-  for (auto it = procs_.begin(); it != procs_.end();) {
-    auto s = scoped.find(it->first);
-    // A new process holds the pid: in scope with another start time, or out of it (a `pids`
-    // selector stays with the first process it saw) while the pid is alive with another one.
-    bool reused = s != scoped.end() && s->second.startTime != it->second.handle.startTime();
-    if (s == scoped.end()) {
-      auto start = scope::readStartTime(root_, it->first);
-      reused = start && start.value() != it->second.handle.startTime();
+  for (const GoneProcess& g : procs_.gone(scoped)) {
+    const bool reused = g.why == GoneReason::PidReused;
+    ++totals_.vanishedPids;
+    report.scopeChanges.push_back("workload '" + config_->workloads[g.workload].name + "': pid " +
+                                  std::to_string(g.pid) + " gone (" +
+                                  (reused ? "exited, its pid now names another process"
+                                   : g.why == GoneReason::Execd ? "exec'd another executable"
+                                                                : "exited or no longer selected") +
+                                  ") after " + std::to_string(sources_.samplesOf(g.pid)) +
+                                  " samples; its heat and plans dropped (" +
+                                  std::to_string(totals_.vanishedPids) + " gone so far)");
+    if (reused) {
+      ++totals_.pidReuses;
+      report.problems.push_back("pid " + std::to_string(g.pid) +
+                                ": now names another process (start time changed); the old "
+                                "one's heat and plans are dropped");
     }
-    // Still matched, but after an exec into another executable (the scope read the new one):
-    // a new process image, admitted afresh below (admitProcs) with its new identity.
-    const bool execd = !reused && s != scoped.end() && s->second.executable &&
-                       it->second.handle.executable() != s->second.executable;
-    if (s == scoped.end() || s->second.workload != it->second.workload || reused || execd) {
-      ++totals_.vanishedPids;
-      report.scopeChanges.push_back("workload '" + config_->workloads[it->second.workload].name +
-                                    "': pid " + std::to_string(it->first) + " gone (" +
-                                    (reused  ? "exited, its pid now names another process"
-                                     : execd ? "exec'd another executable"
-                                             : "exited or no longer selected") +
-                                    ") after " + std::to_string(it->second.samples) +
-                                    " samples; its heat and plans dropped (" +
-                                    std::to_string(totals_.vanishedPids) + " gone so far)");
-      if (reused) {
-        ++totals_.pidReuses;
-        report.problems.push_back("pid " + std::to_string(it->first) +
-                                  ": now names another process (start time changed); the old "
-                                  "one's heat and plans are dropped");
-      }
-      pid_t pid = it->first;
-      ++it;
-      dropProc(pid);
-    } else {
-      ++it;
-    }
+    dropProc(g.pid);
   }
 }
 
 void Engine::admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report) {
   for (const auto& [pid, s] : scoped)
-    if (!procs_.count(pid)) startProc(pid, s, nowNs, report);
-  for (auto& [pid, proc] : procs_)
-    if (proc.sourceFailed && !proc.source && nowNs >= proc.sourceRetryAtNs) {
-      ++totals_.sourceRetries;
-      startSource(pid, proc, nowNs, report);
-    }
-}
-
-void Engine::drainSources(uint64_t nowNs, TickReport& report) {
-  // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
-  // the time waited, in regular intervals; never for more than the wait asked for (a reload
-  // or an early wake ends it sooner).
-  policy::TickSpan span{1.0, config_->daemon.intervalNs};
-  if (lastNextIntervalNs_ > config_->daemon.intervalNs && nowNs > lastTickNs_ &&
-      config_->daemon.intervalNs > 0)
-    span.ticks = static_cast<double>(std::min(nowNs - lastTickNs_, lastNextIntervalNs_)) /
-                 static_cast<double>(config_->daemon.intervalNs);
-  for (auto& [pid, proc] : procs_) {
-    if (!proc.source) continue;
-    auto batch = proc.source->drain(nowNs);
-    if (!batch) {
-      ++totals_.sourceErrors;
-      report.problems.push_back("pid " + std::to_string(pid) +
-                                ": drain: " + batch.error().describe());
-      continue;
-    }
-    std::vector<AccessSample>& samples = batch.value();
-    samples.erase(std::remove_if(samples.begin(), samples.end(),
-                                 [&self = pid](const AccessSample& s) { return s.pid != self; }),
-                  samples.end());
-    report.samples += samples.size();
-    proc.samples += samples.size();
-    heat_.ingest(samples, nowNs, proc.source->weightKind() == telemetry::WeightKind::Weighted,
-                 span);
-    if (std::string st = proc.source->state(); !st.empty())
-      report.sourceStates.push_back({pid, proc.source->name(), std::move(st)});
-  }
-  heat_.decay(nowNs);
-  totals_.samples += report.samples;
+    if (!procs_.tracks(pid)) startProc(pid, s, nowNs, report);
+  sources_.retryDue(nowNs, report, totals_);
 }
 
 policy::TickContext Engine::snapshot(uint64_t nowNs, const topology::Topology& topo,
                                      TickReport& report) {
-  policy::TickContext ctx;
-  ctx.nowNs = nowNs;
-  ctx.config = config_;
-  ctx.dryRun = config_->daemon.dryRun;
-  ctx.basePageSize = topo.caps.basePageSize ? topo.caps.basePageSize : 4096;
-  for (const topology::Node& n : topo.nodes) {
-    if (n.tier == topology::Tier::None) continue;
-    policy::NodeFacts f;
-    f.id = n.id;
-    f.tier = n.tier == topology::Tier::Fast ? policy::TierKind::Fast : policy::TierKind::Slow;
-    f.totalBytes = n.memTotal;
-    f.freeBytes = n.memFree;
-    for (const topology::HugePagePool& p : n.hugePages)
-      f.freeHugePages[p.pageSize] = p.free;
-    f.freePmdBlockBytes = n.freePmdBlockBytes;
-    ctx.nodes.push_back(f);
-  }
-  for (const topology::Node& n : topo.nodes)
-    ctx.distance[n.id] = n.distance;
-  for (const auto& [pid, proc] : procs_)
-    if (auto t = taskNodes(pid, topo, report)) ctx.tasks[pid] = *t;
+  policy::TickContext ctx = machineContext(nowNs, config_, topo);
+  const auto exited = [this](pid_t pid) { return procs_.exitedSinceScope(pid); };
+  for (pid_t pid : procs_.pids())
+    if (auto t = placement_.read(pid, topo, exited, report, totals_)) ctx.tasks[pid] = *t;
   return ctx;
 }
 
 void Engine::addWorkloads(policy::TickContext& ctx,
+                          const std::map<size_t, std::map<NodeId, NodeMemory>>& numaStat,
                           std::vector<std::map<NodeId, NodeMemory>> memory, TickReport& report) {
   const std::set<NodeId> fast(report.fastNodes.begin(), report.fastNodes.end());
   for (size_t i = 0; i < config_->workloads.size(); ++i) {
@@ -744,93 +185,36 @@ void Engine::addWorkloads(policy::TickContext& ctx,
     view.regions = heat_.regions(view.id, ctx.nowNs);
     WorkloadReport wr;
     wr.name = config_->workloads[i].name;
-    if (auto ns = numaStat_.find(i); ns != numaStat_.end()) {
+    if (auto ns = numaStat.find(i); ns != numaStat.end()) {
       wr.memory = ns->second;
       wr.memorySource = MemorySource::NumaStat;
     } else {
       wr.memory = std::move(memory[i]);
       wr.memorySource = MemorySource::NumaMaps;
     }
-    for (const auto& [pid, proc] : procs_)
-      if (proc.workload == i) ++wr.pids;
-    const policy::PromotionCut hot(ctx, view);
-    const double cold = config_->workloads[i].policy.coldThreshold;
-    for (const policy::RegionView& r : view.regions) {
-      if (r.node < 0) continue;
-      accountRegion(r, fast.count(r.node) != 0, hot.of(r.pid), cold, wr, report.sourceStates);
-    }
+    wr.pids = procs_.pidsOf(view.id).size();
+    addRegionFigures(ctx, view, config_->workloads[i].policy.coldThreshold, fast, wr,
+                     report.sourceStates);
     report.workloads.push_back(wr);
     ctx.workloads.push_back(std::move(view));
   }
-  for (SourceState& st : report.sourceStates)
-    if (st.regions) st.meanHeat /= static_cast<double>(st.regions);
+  finishSourceStates(report.sourceStates);
 }
 
-void Engine::checkKernelTiering(const topology::Topology& topo, TickReport& report) {
-  // numa_balancing every tick (the topology read it). The kdamonds' schemes (three reads per
-  // kdamond, tierd's own included) when nr_kdamonds changed, every tick while a DAMOS tiering
-  // scheme was seen, else every kDamosRescanTicks ticks: a kdamond created by someone else
-  // changes nr_kdamonds (and cannot be while tierd's run: writing it fails), so what waits for the
-  // rescan is only an existing kdamond given a migrate scheme or turned on again.
-  report.kernelTiering = numaBalancingTieringActive(topo.caps.numaBalancing);
-  if (report.kernelTiering.empty()) {
-    std::string nr = root_.readAttr("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").valueOr("");
-    if (nr != damosKdamondsSeen_ || !damosTiering_.empty() ||
-        ++damosChecksSinceScan_ >= kDamosRescanTicks) {
-      damosTiering_ = damosTieringActive(root_, nr);
-      damosKdamondsSeen_ = std::move(nr);
-      damosChecksSinceScan_ = 0;
-    }
-    report.kernelTiering = damosTiering_;
-  }
-  report.kernelTieringHeld =
-      !report.kernelTiering.empty() && !config_->migration.allowKernelTiering;
-  if (report.kernelTiering != kernelTieringReported_) {
-    if (!report.kernelTiering.empty())
-      report.problems.push_back(
-          "the kernel's own tiering runs (" + report.kernelTiering + "): " +
-          (report.kernelTieringHeld
-               ? "tierd moves nothing while it does (migration.allow_kernel_tiering = true to "
-                 "move anyway)"
-               : "moving anyway (migration.allow_kernel_tiering = true); both fight over pages"));
-    kernelTieringReported_ = report.kernelTiering;
-  }
-}
-
-void Engine::keepLocations(const RangeResult& r, Proc& proc) {
-  // Every page of the range answered by the kernel as now on the target (moved, or found there
-  // by the status query) or as not present (-ENOENT, or -EFAULT for a zero page inside the
-  // mapping: the holes an allocator leaves in its heap, mostly there at the full read already):
-  // the heat model takes the target from the outcome (recordResults), so the full read's
-  // locations stay true; the resident bytes per node follow the moved bytes. A range not reached
-  // at all (the deadline or the rate budget came first) changed nothing. Anything else (a page
-  // busy or refused, a range reached in part, or one with no page present) leaves the range's
-  // pages where only the kernel knows: queried again alone next tick (refreshMappingsAndLocations),
-  // or read in full with the rest where that query would not do (see tick(), "locate phase").
-  const OutcomeCounts& o = r.outcomes;
-  if (!r.dropped && o.total() > 0 && o[MoveOutcome::NotAttempted] == o.total()) return;
-  const uint64_t placed = o[MoveOutcome::Moved] + o[MoveOutcome::AlreadyThere];
-  const std::optional<NodeId> from = heat_.nodeOf(r.range.pid, r.range.start);
-  if (r.dropped || !from || o[MoveOutcome::Gone] > 0) {
-    proc.fullReadAtNs.reset();
-    return;
-  }
-  if (!r.busy.empty() || placed == 0 || placed + o[MoveOutcome::NotPresent] != o.total()) {
-    const policy::Mapping* m = mappingHolding(proc.mappings, r.range.start);
-    uint64_t queued = r.range.length;
-    for (const AddressRange& q : proc.relocate)
-      queued += q.length;
-    if (!m || m->hugetlb || queued > kRelocateMaxBytes) {
-      proc.fullReadAtNs.reset();
-      return;
-    }
-    proc.relocate.push_back({r.range.start, r.range.length});
-  }
-  if (!proc.memory || r.bytesMoved == 0 || *from == r.range.target) return;
-  NodeMemory& source = (*proc.memory)[*from];
-  const uint64_t bytes = std::min(r.bytesMoved, source.anon);
-  source.anon -= bytes;
-  (*proc.memory)[r.range.target].anon += bytes;
+void Engine::locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report) {
+  locations_.clearShared();
+  LocateTally tally;
+  const auto exited = [this](pid_t pid) { return procs_.exitedSinceScope(pid); };
+  for (pid_t pid : procs_.pids())
+    locations_.refresh(pid, nowNs, config_->daemon.fullLocateIntervalNs, topo, exited, tally,
+                       report.problems);
+  report.locatesReused = tally.reused;
+  report.rangesRelocated = tally.relocated;
+  report.thpSplitAfterMove = tally.thpSplitAfterMove;
+  totals_.locateErrors += tally.errors;
+  totals_.thpSplitAfterMove += tally.thpSplitTotal;
+  totals_.locatesReused += report.locatesReused;
+  totals_.rangesRelocated += report.rangesRelocated;
 }
 
 void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
@@ -846,14 +230,16 @@ void Engine::execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, i
   const int64_t floorNs = startNs + std::max(static_cast<int64_t>(config_->daemon.intervalNs / 4),
                                              std::max<int64_t>(0, startNs - tickStartNs) / 3);
   report.batch = migrator_->execute(moves, std::max(deadlineNs, floorNs), stop);
+  const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
   std::vector<policy::RangeOutcome> outcomes;
   for (const RangeResult& r : report.batch.ranges) {
-    if (auto p = procs_.find(r.range.pid); p != procs_.end()) keepLocations(r, p->second);
+    if (procs_.tracks(r.range.pid)) locations_.keep(r);
     (r.range.direction == Direction::Promote ? report.promotedBytes : report.demotedBytes) +=
         r.bytesMoved;
     auto result = dominantOutcome(r);
     if (!result) continue;
-    if (*result == MoveOutcome::Moved) rememberMovedThp(r.range, topo);
+    if (*result == MoveOutcome::Moved && procs_.tracks(r.range.pid))
+      locations_.rememberMovedThp(r.range, pmd);
     outcomes.push_back(
         {r.range.pid, r.range.start, r.range.length, r.range.direction, r.range.target, *result});
   }
@@ -885,31 +271,38 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
       offload && offload->movePagesOffloaded() ? offload->minBatchBytes.value_or(0) : 0);
 
   // Scopes: who may be sampled, located and moved this tick.
-  std::map<pid_t, Scoped> scoped;
-  refreshScopes(report, scoped);
+  ScopePass pass = scopes_.refresh(*config_, report, totals_);
+  for (policy::WorkloadId w : pass.recreated) {
+    // A new workload instance, fresh history: the model forgets its mappings and locations.
+    heat_.removeWorkload(w);
+    applyWorkloadParams();
+    for (pid_t pid : procs_.pidsOf(w))
+      locations_.invalidate(pid);
+  }
+  const std::map<pid_t, Scoped>& scoped = pass.scoped;
   phase(report.cpu.topologyScopeNs);
   dropGoneProcs(scoped, report);
   admitProcs(scoped, nowNs, report);
 
   // Samples -> heat. Mappings first so that samples outside managed memory are dropped.
-  migrator_->clearShared();
-  for (auto& [pid, proc] : procs_)
-    refreshMappingsAndLocations(pid, proc, topo.value(), nowNs, report);
-  totals_.locatesReused += report.locatesReused;
-  totals_.rangesRelocated += report.rangesRelocated;
+  locate(nowNs, topo.value(), report);
   // Resident memory per workload and node: the cgroup's numa_stat, else the numa_maps of its
   // processes (WorkloadReport::memory).
   std::vector<std::map<NodeId, NodeMemory>> memory(config_->workloads.size());
   for (size_t i = 0; i < memory.size(); ++i)
-    if (!numaStat_.count(i))
-      memory[i] = numaMapsMemory(i, topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
+    if (!pass.numaStat.count(i))
+      memory[i] = locations_.memoryOf(procs_.pidsOf(static_cast<policy::WorkloadId>(i)),
+                                      topo->caps.basePageSize ? topo->caps.basePageSize : 4096);
   phase(report.cpu.locateNs);
-  drainSources(nowNs, report);
+  // After a settled wait (daemon.settled_interval) a weighted source's per-tick rates stand for
+  // the time waited (Settling::spanAt).
+  sources_.drain(nowNs, settling_.spanAt(nowNs, config_->daemon.intervalNs), heat_, report,
+                 totals_);
   phase(report.cpu.samplingNs);
 
   // Snapshot -> plan.
   policy::TickContext ctx = snapshot(nowNs, topo.value(), report);
-  addWorkloads(ctx, std::move(memory), report);
+  addWorkloads(ctx, pass.numaStat, std::move(memory), report);
   policy::ArbiterDecision decision = arbiter_.plan(ctx);
   phase(report.cpu.policyNs);
   report.arbiter = decision.stats;
@@ -919,24 +312,30 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
 
   // Execute, within scope only: a restore's moves first, then the arbiter's, except those of
   // a workload the operator holds (OperatorHold) and all of them while the kernel tiers.
-  std::vector<MoveRange> moves = planRestores(ctx, topo.value());
+  std::vector<MoveRange> moves = restores_.plan(
+      ctx, topo.value(), *config_, [this](policy::WorkloadId w) { return procs_.pidsOf(w); },
+      locations_.numaMapsReader());
   const size_t restoreMoves = moves.size();
   std::vector<MoveRange> held;
   for (const MoveRange& m : decision.plan.moves) {
-    if (!scoped.count(m.pid) || !procs_.count(m.pid))
+    if (!scoped.count(m.pid) || !procs_.tracks(m.pid))
       ++totals_.outOfScopeMoves;
     else if (heldByOperator(m.pid))
       held.push_back(m);
     else
       moves.push_back(m);
   }
-  checkKernelTiering(topo.value(), report);
+  topology::KernelTiering kernel =
+      kernelTiering_.check(root_, topo->caps, config_->migration.allowKernelTiering);
+  report.kernelTiering = std::move(kernel.active);
+  report.kernelTieringHeld = kernel.held;
+  if (kernel.problem) report.problems.push_back(std::move(*kernel.problem));
   const bool execute = !decision.dryRun && !ctx.dryRun;
   if (execute && report.kernelTieringHeld) moves.resize(restoreMoves);
   if (execute && !moves.empty())
     this->execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
   accountMoves(moves, restoreMoves, held, report);
-  migrator_->clearShared();  // no smaps or numa_maps read outlives its tick
+  locations_.clearShared();  // no smaps or numa_maps read outlives its tick
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;
@@ -948,201 +347,38 @@ void Engine::settle(uint64_t plannedBytes, TickReport& report) {
   uint64_t hot = 0;
   for (const WorkloadReport& w : report.workloads)
     hot += w.hotFastBytes + w.hotSlowBytes;
-  // No hot bytes: the sampler shows no contrast (a settled source sampling too coarsely to tell
-  // hot from cold, or nothing sampled lately): nothing to settle on, and the count starts again
-  // so the sources sample as before for kSettleTicks ticks first.
-  if (totals_.samples == 0 || !report.scopeChanges.empty() || hot == 0) {
-    settleWindow_.clear();  // this tick does not count either
-  } else {
-    settleWindow_.push_back(plannedBytes);
-    if (settleWindow_.size() > kSettleTicks) settleWindow_.pop_front();
-  }
-  const uint64_t windowBytes =
-      std::accumulate(settleWindow_.begin(), settleWindow_.end(), uint64_t{0});
-  report.settleWindowBytes = windowBytes;
-  report.settled = settleWindow_.size() == kSettleTicks &&
-                   static_cast<double>(windowBytes) <=
-                       config_->sampling.settleTricklePercent / 100.0 * static_cast<double>(hot);
-  for (auto& [pid, proc] : procs_)
-    if (proc.source) proc.source->setSettled(report.settled);
-  const policy::DaemonConfig& d = config_->daemon;
-  report.nextIntervalNs =
-      report.settled && d.settledIntervalNs > d.intervalNs ? d.settledIntervalNs : d.intervalNs;
-  lastTickNs_ = report.nowNs;
-  lastNextIntervalNs_ = report.nextIntervalNs;
-}
-
-std::optional<std::set<NodeId>> policyNodes(std::string_view policy, const std::set<NodeId>& home) {
-  // "bind=static:1-2", "prefer (many):1", "interleave:0-3", "weighted interleave:0-1".
-  const size_t colon = policy.find(':');
-  std::string_view mode = policy.substr(0, colon);
-  if (mode.find("interleave") != std::string_view::npos) return std::nullopt;
-  if (const size_t flags = mode.find('='); flags != std::string_view::npos)
-    mode = mode.substr(0, flags);
-  if (mode == "default" || mode == "local") return home;
-  if (mode != "bind" && mode != "prefer" && mode != "prefer (many)" && mode != "preferred_many" &&
-      mode != "preferred")
-    return std::nullopt;
-  if (colon == std::string_view::npos) return std::nullopt;
-  auto nodes = sys::parseIdList(policy.substr(colon + 1), "numa_maps policy");
-  if (!nodes || nodes->empty()) return std::nullopt;
-  return std::set<NodeId>(nodes->begin(), nodes->end());
+  const bool counts = totals_.samples != 0 && report.scopeChanges.empty();
+  const SettleVerdict v =
+      settling_.add(report.nowNs, plannedBytes, hot, counts, config_->sampling, config_->daemon);
+  report.settleWindowBytes = v.windowBytes;
+  report.settled = v.settled;
+  report.nextIntervalNs = v.nextIntervalNs;
+  sources_.setSettled(report.settled);
 }
 
 void Engine::setHold(OperatorHold hold) {
-  for (auto it = restores_.begin(); it != restores_.end();) {
-    auto wanted = hold.restore.find(it->first);
-    if (wanted == hold.restore.end() || wanted->second != it->second.request)
-      it = restores_.erase(it);
-    else
-      ++it;
-  }
-  for (const auto& [name, request] : hold.restore)
-    if (!restores_.count(name)) restores_[name].request = request;
-  hold_ = std::move(hold);
+  restores_.setHold(std::move(hold));
 }
 
 bool Engine::heldByOperator(pid_t pid) const {
-  if (hold_.all) return true;
-  const std::string name = workloadOf(pid);
-  return hold_.workloads.count(name) || hold_.restore.count(name);
-}
-
-std::vector<MoveRange> Engine::planRestores(const policy::TickContext& ctx,
-                                            const topology::Topology& topo) {
-  std::vector<MoveRange> moves;
-  for (auto& entry : restores_) {
-    const std::string& name = entry.first;
-    RestoreStatus& status = entry.second;
-    if (status.done) continue;
-    status.plannedBytes = 0;
-    status.skippedMappings = 0;
-    const auto w = std::find_if(ctx.workloads.begin(), ctx.workloads.end(), [&](const auto& v) {
-      return config_->workloads[v.id].name == name;
-    });
-    if (w == ctx.workloads.end()) continue;
-    // The policy of each region's mapping: numa_maps of each of the workload's processes.
-    std::map<pid_t, std::vector<sys::NumaMapsVma>> vmas;
-    for (const auto& [pid, proc] : procs_)
-      if (proc.workload == w->id) {
-        if (auto read = numaMaps_(pid))
-          vmas[pid] = std::move(read.value());
-        else
-          ++status.skippedMappings;
-      }
-    std::set<std::pair<pid_t, uint64_t>> skipped;  // (pid, VMA start) counted once
-    // Room per node as this plan fills it: each region goes to the candidate with most room.
-    std::map<NodeId, uint64_t> room;
-    for (const policy::NodeFacts& n : ctx.nodes)
-      room[n.id] = n.freeBytes;
-    status.blockedBytes = 0;
-    for (const policy::RegionView& r : w->regions) {
-      if (r.node < 0) continue;
-      auto v = vmas.find(r.pid);
-      if (v == vmas.end()) continue;
-      // The VMA holding the region: the last numa_maps line starting at or before it.
-      auto after =
-          std::upper_bound(v->second.begin(), v->second.end(), r.start,
-                           [](uint64_t a, const sys::NumaMapsVma& m) { return a < m.start; });
-      if (after == v->second.begin()) continue;
-      const sys::NumaMapsVma& vma = *std::prev(after);
-      auto task = ctx.tasks.find(r.pid);
-      const policy::TaskNodes none;
-      const policy::TaskNodes& t = task == ctx.tasks.end() ? none : task->second;
-      auto nodes = policyNodes(vma.policy, t.home);
-      if (nodes && !t.allowed.empty())
-        std::erase_if(*nodes, [&](NodeId n) { return !t.allowed.count(n); });
-      if (!nodes || nodes->empty()) {
-        if (skipped.insert({r.pid, vma.start}).second) ++status.skippedMappings;
-        continue;
-      }
-      if (nodes->count(r.node)) continue;
-      // Among the policy's nodes, the task's home nodes first; then the one with most room.
-      std::set<NodeId> pick;
-      std::set_intersection(nodes->begin(), nodes->end(), t.home.begin(), t.home.end(),
-                            std::inserter(pick, pick.begin()));
-      if (pick.empty()) pick = *nodes;
-      NodeId target = *pick.begin();
-      for (NodeId n : pick)
-        if (room[n] > room[target]) target = n;
-      const topology::Node* to = topo.node(target);
-      MoveRange m;
-      m.pid = r.pid;
-      m.start = r.start;
-      m.length = r.length;
-      m.pageSize = r.pageSize;
-      m.target = target;
-      m.direction = to && to->tier == topology::Tier::Slow ? Direction::Demote : Direction::Promote;
-      // migration.max_*_mib_per_s = 0 turns a direction off, for a restore too.
-      const policy::MigrationConfig& mc = config_->migration;
-      if ((m.direction == Direction::Promote ? mc.maxPromoteMiBPerS : mc.maxDemoteMiBPerS) == 0) {
-        status.blockedBytes += r.length;
-        continue;
-      }
-      room[target] -= std::min(room[target], r.length);
-      moves.push_back(m);
-      status.plannedBytes += r.length;
-    }
-    if (status.plannedBytes == 0)
-      status.done = true;
-    else
-      ++status.ticks;
-  }
-  return moves;
+  return restores_.holds(workloadOf(pid));
 }
 
 void Engine::accountMoves(const std::vector<MoveRange>& planned, size_t restoreMoves,
                           const std::vector<MoveRange>& held, TickReport& report) {
-  std::map<std::string, WorkloadReport*> byName;
-  for (WorkloadReport& w : report.workloads)
-    byName[w.name] = &w;
-  auto of = [&](pid_t pid) -> WorkloadReport* {
-    auto it = byName.find(workloadOf(pid));
-    return it == byName.end() ? nullptr : it->second;
-  };
-  for (const MoveRange& m : planned)
-    if (WorkloadReport* w = of(m.pid))
-      (m.direction == Direction::Promote ? w->plannedPromoteBytes : w->plannedDemoteBytes) +=
-          m.length;
-  for (const MoveRange& m : held)
-    if (WorkloadReport* w = of(m.pid)) w->heldBytes += m.length;
-  struct Pass {
-    uint64_t moved = 0, failed = 0, notAttempted = 0;
-  };
-  std::map<std::string, Pass> passes;
-  for (size_t i = 0; i < report.batch.ranges.size(); ++i) {
-    const RangeResult& r = report.batch.ranges[i];
-    if (WorkloadReport* w = of(r.range.pid)) w->movedBytes += r.bytesMoved;
-    if (i >= restoreMoves) continue;
-    Pass& p = passes[workloadOf(r.range.pid)];
-    p.moved += r.bytesMoved;
-    p.notAttempted += r.outcomes[MoveOutcome::NotAttempted];
-    for (MoveOutcome o :
-         {MoveOutcome::Busy, MoveOutcome::Denied, MoveOutcome::NoMemory, MoveOutcome::NotMigrated,
-          MoveOutcome::OtherError, MoveOutcome::NodeNotAllowed})
-      p.failed += r.outcomes[o];
-  }
-  if (report.batch.ranges.empty()) return;  // a dry run, or nothing executed: nothing learnt
-  for (auto& [name, p] : passes) {
-    auto st = restores_.find(name);
-    if (st == restores_.end()) continue;
-    st->second.movedBytes += p.moved;
-    st->second.failedPages = p.failed;
-    if (p.moved == 0 && p.notAttempted == 0) st->second.done = true;
-  }
+  addMoveFigures(
+      planned, held, report.batch, [this](pid_t pid) { return workloadOf(pid); }, report.workloads);
+  restores_.account(report.batch, restoreMoves, [this](pid_t pid) { return workloadOf(pid); });
 }
 
 std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> Engine::sources() const {
-  std::vector<std::pair<pid_t, const telemetry::HotnessSource*>> out;
-  for (const auto& [pid, proc] : procs_)
-    if (proc.source) out.emplace_back(pid, proc.source.get());
-  return out;
+  return sources_.running();
 }
 
 std::string Engine::workloadOf(pid_t pid) const {
-  auto it = procs_.find(pid);
-  if (it == procs_.end() || it->second.workload >= config_->workloads.size()) return "";
-  return config_->workloads[it->second.workload].name;
+  const std::optional<policy::WorkloadId> w = procs_.workloadOf(pid);
+  if (!w || *w >= config_->workloads.size()) return "";
+  return config_->workloads[*w].name;
 }
 
 }  // namespace tierd::daemon

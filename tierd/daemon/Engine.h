@@ -7,6 +7,9 @@
 ///   (Migrator::locate, one query per huge page) -> snapshot (policy::TickContext) -> arbiter
 ///   (policy::Arbiter) -> migrator (Migrator::execute, bounded by a deadline and the stop flag)
 ///   -> results back into the model (busy back-off, gone dropped) -> a TickReport for metrics.
+/// The engine only sequences these steps; each concern has a room of its own: ScopeTracker,
+/// TrackedProcesses, SamplingSources, LocationCache, TaskPlacement, WorkloadFigures, Settling,
+/// OperatorRestores (tierd/daemon) and topology::KernelTieringWatch.
 ///
 /// Scope rule: only pids that the ScopeProvider resolved for a configured workload this tick
 /// are ever located or moved; a planned range whose pid left its scope is not executed.
@@ -22,7 +25,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -39,255 +41,25 @@
 #include "telemetry/hotness/HotnessSource.h"
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
+#include "tierd/daemon/LocationCache.h"
+#include "tierd/daemon/Restores.h"
+#include "tierd/daemon/SamplingSources.h"
+#include "tierd/daemon/ScopeTracker.h"
+#include "tierd/daemon/Settling.h"
+#include "tierd/daemon/TaskPlacement.h"
+#include "tierd/daemon/TickReport.h"
+#include "tierd/daemon/TrackedProcesses.h"
 #include "tierd/migrate/Migrator.h"
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
 #include "tierd/sys/ProcMaps.h"
+#include "tierd/sys/Residency.h"
 #include "tierd/sys/SysRoot.h"
+#include "tierd/topology/KernelTiering.h"
 #include "tierd/topology/Topology.h"
 #include "tierd/topology/TopologyProvider.h"
 
 namespace tierd::daemon {
-
-/// Builds the hotness source for one process of a workload (not started). Returning an error
-/// means "no sampling for this process for now"; the engine counts it, goes on, and tries again
-/// after kSourceRetryMinNs, doubling the wait per failure up to kSourceRetryMaxNs.
-inline constexpr uint64_t kSourceRetryMinNs = 1'000'000'000;   ///< first retry after 1 s
-inline constexpr uint64_t kSourceRetryMaxNs = 64'000'000'000;  ///< retries at least every 64 s
-using SourceFactory = std::function<Result<std::unique_ptr<telemetry::HotnessSource>>(
-    pid_t pid, const std::string& workload)>;
-
-/// The mappings tierd manages, from /proc/PID/smaps: private anonymous read-write memory (heap
-/// and anonymous mmap) and hugetlb. File-backed, shared and special mappings are left to the
-/// kernel. Page size: KernelPageSize for hugetlb, `pmdSize` where THP may back the mapping
-/// (THPeligible or AnonHugePages > 0), else KernelPageSize (or `basePage` when absent).
-std::vector<policy::Mapping> managedMappings(const std::vector<sys::SmapsVma>& vmas,
-                                             uint64_t basePage, uint64_t pmdSize);
-
-/// The node of each region of one process, from its located runs (Migrator::locate): per 2 MiB
-/// region (per huge page for a hugetlb mapping of 1 GiB pages), the node holding most of the
-/// region's present bytes, the lowest node id on a tie; regions with no present byte are left
-/// out. A run's region size is that of the mapping holding the run's start. `mappings`:
-/// disjoint (managedMappings of one smaps read), in any order; `runs` in any order, those with a
-/// negative status (not present, no VMA) ignored. Returns (region start, node) ascending by
-/// start. O(runs x log mappings): `probes`, when not null, is increased by the number of mapping
-/// comparisons made (what the unit tests count instead of time; `tierctl bench tick` measures
-/// the whole tick's CPU and does not count these).
-std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::Mapping>& mappings,
-                                                     const std::vector<LocatedRun>& runs,
-                                                     uint64_t* probes = nullptr);
-
-/// Reads a process's mappings with their counters (/proc/PID/smaps). The default reads through
-/// the engine's SysRoot; tests pass the fake kernel's rendering.
-using MappingsReader = std::function<Result<std::vector<sys::SmapsVma>>(pid_t pid)>;
-
-/// Reads a process's /proc/PID/numa_maps (per-workload memory when no cgroup numa_stat is
-/// readable). The default reads through the engine's SysRoot; tests pass the fake kernel's.
-using NumaMapsReader = std::function<Result<std::vector<sys::NumaMapsVma>>(pid_t pid)>;
-
-/// NUMA balancing's memory tiering, from /proc/sys/kernel/numa_balancing as the topology read it
-/// (`numaBalancing`, topology::KernelCaps; bit 2, value 2 or 3: NUMA_BALANCING_MEMORY_TIERING;
-/// Documentation/admin-guide/sysctl/kernel.rst): "" when off or unknown, else
-/// "kernel.numa_balancing=2 (NUMA_BALANCING_MEMORY_TIERING)". The kernel's other tiering,
-/// DAMOS, is damosTieringActive()'s (Engine::checkKernelTiering asks it less often).
-std::string numaBalancingTieringActive(std::optional<int> numaBalancing);
-
-/// A running kdamond with a DAMOS migrate_hot or migrate_cold scheme, read under `root`
-/// (/sys/kernel/mm/damon/admin/kdamonds/{nr_kdamonds,N/state,N/contexts/0/schemes/M/action}; at
-/// most 256 kdamonds and schemes each): "kdamond N runs DAMOS ACTION", else "". tierd's own
-/// kdamonds only use `stat`. `nrKdamonds`: the nr_kdamonds file as the caller read it ("" when
-/// unreadable: then "" is the answer).
-std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdamonds);
-
-/// Resident memory of a workload on one NUMA node, bytes.
-struct NodeMemory {
-  uint64_t anon = 0;  ///< anonymous memory (numa_stat `anon`; numa_maps: mappings without a file,
-                      ///< and hugetlb mappings)
-  uint64_t file = 0;  ///< page cache and shmem (numa_stat `file`; numa_maps: file-backed mappings)
-};
-
-/// Where WorkloadReport::memory was read from.
-enum class MemorySource {
-  NumaStat,  ///< the workload's cgroup's memory.numa_stat (v2 bytes; v1 hierarchical_* pages)
-  NumaMaps,  ///< /proc/PID/numa_maps of each of the workload's processes, summed (pages present
-             ///< per node times kernelpagesize_kB)
-};
-
-/// Per-workload figures of one tick (for metrics and the progress view).
-struct WorkloadReport {
-  std::string name;
-  size_t pids = 0;
-  uint64_t fastBytes = 0;  ///< located bytes of tracked regions on fast-tier nodes
-  uint64_t slowBytes = 0;  ///< located bytes on slow-tier nodes
-  /// Bytes of regions at or above the promotion cut (hot_threshold, or hot_ratio x the mean heat:
-  /// policy::PromotionCut) on the fast tier.
-  uint64_t hotFastBytes = 0;
-  uint64_t hotSlowBytes = 0;   ///< ... on the slow tier
-  uint64_t coldFastBytes = 0;  ///< bytes of regions at or below cold_threshold on the fast tier
-  uint64_t coldSlowBytes = 0;  ///< ... on the slow tier
-  /// Resident memory per node: from the cgroup's memory.numa_stat when the workload is selected
-  /// by cgroup and the file is readable, else from the processes' /proc/PID/numa_maps
-  /// (`memorySource` says which). numa_stat has no hugetlb pages (the hugetlb controller
-  /// accounts them); numa_maps counts them as anon.
-  std::map<NodeId, NodeMemory> memory;
-  MemorySource memorySource = MemorySource::NumaMaps;
-  /// Bytes of this tick's plan for the workload (the arbiter's and a restore's ranges), by
-  /// direction, whether executed, held or a dry run.
-  uint64_t plannedPromoteBytes = 0;
-  uint64_t plannedDemoteBytes = 0;
-  uint64_t movedBytes = 0;  ///< bytes moved this tick, both directions
-  /// Bytes of the arbiter's plan not executed because the operator holds the workload
-  /// (OperatorHold: tierctl pause or restore).
-  uint64_t heldBytes = 0;
-};
-
-/// One sampled process's source and heat at the end of a tick (the progress line prints it, so
-/// an SRE can tell a process whose sampler sees no difference between its regions from one whose
-/// hot regions wait for the arbiter).
-struct SourceState {
-  pid_t pid = 0;
-  std::string source;   ///< HotnessSource::name(): "damon-vaddr", "perf-pebs", ...
-  std::string state;    ///< HotnessSource::state(): "sample_us=500 access=23% regions=412 ..."
-  size_t regions = 0;   ///< the process's tracked regions on known nodes (HeatModel)
-  double meanHeat = 0;  ///< their mean heat, heat units (HeatModel)
-  double maxHeat = 0;   ///< the hottest one's heat
-  double cut = 0;       ///< policy::PromotionCut for this process: at or above it a region is hot
-  uint64_t hotFastBytes = 0;  ///< bytes of its regions at or above `cut` on the fast tier
-  uint64_t hotSlowBytes = 0;  ///< ... on the slow tier (promotion candidates)
-};
-
-/// CPU time (this thread, CLOCK_THREAD_CPUTIME_ID) spent in each phase of one tick, ns.
-struct PhaseCpu {
-  uint64_t topologyScopeNs = 0;  ///< topology and scope refresh, new processes' sources started
-  uint64_t locateNs = 0;         ///< smaps and locate() of every scoped process
-  uint64_t samplingNs = 0;       ///< draining sources, heat ingest and decay
-  uint64_t policyNs = 0;         ///< snapshot and arbiter
-  uint64_t migrateNs = 0;        ///< migrator execute and results (user + system time)
-  uint64_t topologyNs = 0;       ///< the topology read alone (part of topologyScopeNs)
-};
-
-/// What one tick did.
-struct TickReport {
-  uint64_t nowNs = 0;
-  std::string topologyMethod;  ///< how tiers were classified this tick
-  std::vector<NodeId> fastNodes, slowNodes;
-  std::vector<WorkloadReport> workloads;
-  uint64_t samples = 0;              ///< samples ingested this tick
-  uint64_t plannedPromoteBytes = 0;  ///< from the arbiter
-  uint64_t plannedDemoteBytes = 0;
-  uint64_t promotedBytes = 0;  ///< bytes actually moved up this tick
-  uint64_t demotedBytes = 0;   ///< bytes actually moved down this tick
-  /// THP chunks moved since the last full read (see tick()'s locate phase) that are on their
-  /// target but no longer PMD-mapped, counted at this tick's full read: located as
-  /// base pages, bounded by how much their VMA's smaps AnonHugePages fell (the kernel split
-  /// them, typically for want of a free PMD-order block on the target).
-  uint64_t thpSplitAfterMove = 0;
-  bool dryRun = false;
-  BatchResult batch;                  ///< the migrator's result (empty in dry-run)
-  policy::ArbiterStats arbiter;       ///< the arbiter's counters
-  std::vector<std::string> problems;  ///< survived problems of this tick (vanished cgroup, ...)
-  /// Processes that entered or left a workload's scope this tick, one line each (the daemon
-  /// logs them): "workload 'W': pid P in scope (start time S, sampled by SOURCE)" or "(start
-  /// time S, not sampled)"; "workload 'W': pid P gone (exited or no longer selected) after N
-  /// samples; its heat and plans dropped (G gone so far)", G = EngineTotals::vanishedPids.
-  std::vector<std::string> scopeChanges;
-  /// The kernel's own tiering running this tick (numaBalancingTieringActive(), else
-  /// damosTieringActive(): "kdamond 3 runs DAMOS migrate_hot"), "" when none; when not "" and
-  /// migration.allow_kernel_tiering is false, nothing was moved (`kernelTieringHeld`).
-  std::string kernelTiering;
-  bool kernelTieringHeld = false;
-  /// Per sampled process with something to say (HotnessSource::state), in pid order.
-  std::vector<SourceState> sourceStates;
-  PhaseCpu cpu;  ///< where this tick's CPU went
-  /// Scoped processes whose mappings, locations and resident memory were reused from an
-  /// earlier tick instead of read (Engine::tick, "locate phase"); the rest were read in full.
-  size_t locatesReused = 0;
-  /// Of those, ranges a move left uncertain (a busy page, reached in part, none present) whose
-  /// pages were queried again alone (Migrator::locatePages) instead of a full read.
-  size_t rangesRelocated = 0;
-  topology::Topology topology;  ///< the snapshot this tick used (for node metrics)
-  /// Placement is settled (Engine::tick, "Settling"): the plans of the last
-  /// Engine::kSettleTicks ticks, this one included, moved at most
-  /// sampling.settle_trickle_percent of the hot bytes; every source was told
-  /// HotnessSource::setSettled(true) after planning.
-  bool settled = false;
-  /// Bytes the plans of the ticks settling looks at (at most Engine::kSettleTicks, this one
-  /// included) moved or would move.
-  uint64_t settleWindowBytes = 0;
-  /// How long the daemon waits before the next tick, ns: daemon.settled_interval when this tick
-  /// is `settled` and that key is longer than daemon.interval, else daemon.interval. The next
-  /// tick counts a weighted (DAMON) source's rates as covering that many intervals
-  /// (policy::TickSpan).
-  uint64_t nextIntervalNs = 0;
-};
-
-/// The operator's holds on page moves, set through the daemon's control socket (tierctl pause,
-/// resume and restore; Control.h). Not kept across a restart of tierd.
-struct OperatorHold {
-  bool all = false;                 ///< tierctl pause: the arbiter's plans move nothing
-  std::set<std::string> workloads;  ///< workloads whose planned moves are held (pause W, restore W)
-  /// Workloads being restored (tierctl restore W), each with its request number: a new number
-  /// starts the restore again. Their planned moves are held as those of `workloads` are.
-  std::map<std::string, uint64_t> restore;
-  bool operator==(const OperatorHold&) const = default;
-};
-
-/// Where the kernel's memory policy of a mapping puts its pages, from the policy word of its
-/// /proc/PID/numa_maps line (Documentation/admin-guide/mm/numa_memory_policy.rst) and the task's
-/// home nodes (policy::TaskNodes::home): "default" and "local": `home`; "bind:S", "prefer:S",
-/// "prefer (many):S", "preferred_many:S": the node list S (mode flags such as "=static" and
-/// "=relative" ignored). nullopt for interleave and weighted interleave (pages spread by offset:
-/// tierctl restore leaves them) and for a word it does not know; an empty set when `home` is
-/// unknown.
-std::optional<std::set<NodeId>> policyNodes(std::string_view policy, const std::set<NodeId>& home);
-
-/// A workload's restore (OperatorHold::restore, Engine::restores()): its regions moved back,
-/// per 2 MiB region (per huge page for hugetlb) like any move of tierd, to the node its mapping's
-/// memory policy puts them (policyNodes, within the task's cpuset.mems: a region already on one
-/// of those nodes stays; else it goes to the one of them among the task's home nodes, or of all
-/// of them when none is a home node, with the most free memory left by the regions planned
-/// before it). A direction whose migration.max_*_mib_per_s is 0 is not moved (`blockedBytes`).
-struct RestoreStatus {
-  uint64_t request = 0;        ///< OperatorHold::restore's number it answers
-  uint64_t ticks = 0;          ///< ticks that planned moves for it
-  uint64_t movedBytes = 0;     ///< bytes moved back so far
-  uint64_t plannedBytes = 0;   ///< bytes of the regions its last tick planned
-  uint64_t failedPages = 0;    ///< pages its last tick could not move (no memory, busy, refused)
-  size_t skippedMappings = 0;  ///< mappings left where they are at its last tick (interleave,
-                               ///< a policy word not known, numa_maps unreadable)
-  /// Bytes of regions its last tick left because their direction is turned off
-  /// (migration.max_promote_mib_per_s or max_demote_mib_per_s = 0).
-  uint64_t blockedBytes = 0;
-  /// No region is left to move back, or a tick moved nothing though it reached every page it
-  /// planned (what is left cannot move: `failedPages`). Its regions are planned no more.
-  bool done = false;
-};
-
-/// Cumulative counters since the engine started.
-struct EngineTotals {
-  uint64_t ticks = 0;
-  uint64_t promotedBytes = 0;
-  uint64_t demotedBytes = 0;
-  uint64_t samples = 0;
-  uint64_t sourceErrors = 0;     ///< sources that failed to build, start or drain
-  uint64_t sourceRetries = 0;    ///< attempts to start a source that had failed before
-  uint64_t scopeErrors = 0;      ///< workload selectors that failed to resolve
-  uint64_t vanishedPids = 0;     ///< processes that left while tracked
-  uint64_t locateErrors = 0;     ///< locate() failures (process gone mid-tick, denied)
-  uint64_t outOfScopeMoves = 0;  ///< planned moves dropped because the pid left its scope
-  /// tracked pids found naming another process (start time changed), whether the new one is in
-  /// a scope or not (a `pids` selector stays with the first process it saw)
-  uint64_t pidReuses = 0;
-  uint64_t identityChecksFailed = 0;  ///< move calls refused: the pid no longer named its process
-  /// /proc/PID/status reads that failed (placement unknown that tick: targets ranked by room)
-  uint64_t statusErrors = 0;
-  uint64_t thpSplitAfterMove = 0;  ///< sum of TickReport::thpSplitAfterMove
-  uint64_t locatesReused = 0;      ///< sum of TickReport::locatesReused
-  uint64_t rangesRelocated = 0;    ///< sum of TickReport::rangesRelocated
-  /// ns hotness sources spent paused in settled waits (Engine::pauseSampling to
-  /// resumeSampling), summed over the paused sources
-  uint64_t samplingPausedNs = 0;
-};
 
 /// See the file comment.
 class Engine {
@@ -303,6 +75,8 @@ class Engine {
          SourceFactory sources, pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
          MappingsReader mappings = {}, NumaMapsReader numaMaps = {}, MappingsReader layout = {});
   ~Engine();
+  Engine(const Engine&) = delete;             ///< holds references into itself (LocationCache)
+  Engine& operator=(const Engine&) = delete;  ///< ditto
 
   /// Replaces where each tick reads the topology (the simulator's modelled machine). Call before
   /// the first tick(); `provider` must not be null.
@@ -358,18 +132,13 @@ class Engine {
   /// Sources are told after planning, each tick.
   Result<TickReport> tick(uint64_t nowNs, int64_t deadlineNs, const std::atomic<bool>* stop);
 
-  /// Ticks whose plans settling looks at (see tick()): 10 (10 s at the default 1 s interval),
-  /// so one tick that planned nothing between two that did (a source's aggregation missing a
-  /// tick) does not settle them.
-  static constexpr uint64_t kSettleTicks = 10;
+  /// Ticks whose plans settling looks at (see tick(), Settling::kTicks).
+  static constexpr uint64_t kSettleTicks = Settling::kTicks;
   /// Most bytes of ranges queued per process for a query of their own (tick(), "locate
-  /// phase"): 64 MiB, 16 K base pages, ~80 ms of status queries under the rig's TCG (~5 us an
-  /// address) against 1.3-2.3 s for a full read of a 700 MiB redis there. Beyond it, a full read.
-  static constexpr uint64_t kRelocateMaxBytes = 64ull << 20;
-  /// Ticks between two scans of the kdamonds' DAMOS schemes for the kernel's tiering while
-  /// nr_kdamonds stays the same and none was seen (checkKernelTiering): 10, 10 s at the default
-  /// interval (each scan reads three files per kdamond, ~1 ms each under the rig's TCG).
-  static constexpr uint64_t kDamosRescanTicks = 10;
+  /// phase"; LocationCache::kRelocateMaxBytes).
+  static constexpr uint64_t kRelocateMaxBytes = LocationCache::kRelocateMaxBytes;
+  /// Ticks between two scans of the kdamonds' DAMOS schemes (topology::KernelTieringWatch).
+  static constexpr uint64_t kDamosRescanTicks = topology::KernelTieringWatch::kRescanTicks;
 
   /// At `nowNs` (monotonic), before a settled wait of `waitNs` (TickReport::nextIntervalNs of
   /// the tick just done):
@@ -395,9 +164,9 @@ class Engine {
   /// (not in a dry run). A workload no longer in `restore` has its status dropped.
   void setHold(OperatorHold hold);
   /// The holds setHold() set last.
-  const OperatorHold& hold() const { return hold_; }
+  const OperatorHold& hold() const { return restores_.hold(); }
   /// Each restore's progress, by workload name.
-  const std::map<std::string, RestoreStatus>& restores() const { return restores_; }
+  const std::map<std::string, RestoreStatus>& restores() const { return restores_.restores(); }
 
   const EngineTotals& totals() const { return totals_; }
   const policy::HeatModel& heat() const { return heat_; }
@@ -409,71 +178,15 @@ class Engine {
   std::string workloadOf(pid_t pid) const;
 
  private:
-  /// True when `maps` (/proc/PID/maps) lists the VMAs of `read` (an smaps read) with the same
-  /// start, end, offset, inode, perms and path: the same mappings, whatever their counters.
-  static bool sameLayout(const std::vector<sys::SmapsVma>& maps,
-                         const std::vector<sys::SmapsVma>& read);
-
-  struct Proc {
-    policy::WorkloadId workload = 0;
-    scope::ProcessHandle handle;  ///< identity held since the process entered its scope
-    /// A `command` workload's process: held to the executable it matched with too (an exec into
-    /// another file ends the match before the next move: stillSame()).
-    bool holdExecutable = false;
-    std::unique_ptr<telemetry::HotnessSource> source;
-    bool sourceFailed = false;
-    bool paused = false;           ///< pauseSampling() paused its source, not yet resumed
-    bool pauseWarned = false;      ///< "cannot pause" was reported for it
-    uint64_t samples = 0;          ///< samples of this process ingested since it entered
-    uint64_t sourceBackoffNs = 0;  ///< wait before the next attempt (doubles per failure)
-    uint64_t sourceRetryAtNs = 0;  ///< when a failed source is tried again
-    std::vector<policy::Mapping> mappings;
-    /// THP chunks moved since the last full read: chunk start -> (target, AnonHugePages of its
-    /// VMA at that read).
-    struct MovedThp {
-      NodeId target = -1;
-      uint64_t vmaStart = 0;
-      uint64_t anonHugeBefore = 0;
-    };
-    std::map<uint64_t, MovedThp> movedThp;
-    /// The smaps the last full read took (see tick(): the locate phase; its Rss and AnonHugePages
-    /// as they were then): the layout a reuse checks maps against (sameLayout), shared with the
-    /// migrator on the ticks that reuse the read (Migrator::shareLayout).
-    std::shared_ptr<const std::vector<sys::SmapsVma>> smaps;
-    /// AnonHugePages of the VMA of `smaps` that starts at `vmaStart`, bytes; 0 without one.
-    uint64_t anonHugeAt(uint64_t vmaStart) const;
-    std::optional<uint64_t> fullReadAtNs;  ///< tick time of that read; nullopt: read next tick
-    /// Ranges a move left uncertain since, queried again alone at the next reuse (tick()).
-    std::vector<AddressRange> relocate;
-    bool readThisTick = false;        ///< a full read happened in this tick
-    bool memoryReadThisTick = false;  ///< ... and `memory` was read with its locations
-    /// Resident memory per node from this process's numa_maps at its last full read.
-    std::optional<std::map<NodeId, NodeMemory>> memory;
-  };
-
   void applyWorkloadParams();
-  /// The moves of this tick's restores (OperatorHold::restore) from `ctx`'s regions and tasks
-  /// (RestoreStatus); sets each restore's plannedBytes and skippedMappings, or done when nothing
-  /// is left to plan.
-  std::vector<MoveRange> planRestores(const policy::TickContext& ctx,
-                                      const topology::Topology& topo);
-  /// After execute(): each restore's moved bytes and failed pages from report.batch, done when
-  /// it moved nothing though every page was reached; each workload's planned, moved and held
-  /// bytes (WorkloadReport).
-  /// `planned`: the executed batch's input, its first `restoreMoves` ranges a restore's; `held`:
-  /// the arbiter's moves not executed (heldByOperator).
+  /// Each workload's planned, moved and held bytes (addMoveFigures) after the migration step,
+  /// and each restore's progress (OperatorRestores::account). `planned`: the executed batch's
+  /// input, its first `restoreMoves` ranges a restore's; `held`: the arbiter's moves not executed
+  /// (heldByOperator).
   void accountMoves(const std::vector<MoveRange>& planned, size_t restoreMoves,
                     const std::vector<MoveRange>& held, TickReport& report);
-  /// True when the operator holds the workload of tracked `pid` (OperatorHold).
+  /// True when the operator holds the workload of tracked `pid` (OperatorRestores::holds).
   bool heldByOperator(pid_t pid) const;
-  /// A scoped process of this tick: its workload and the start time the scope read, and for a
-  /// `command` workload the executable it matched with (WorkloadScope::executables).
-  struct Scoped {
-    policy::WorkloadId workload = 0;
-    uint64_t startTime = 0;
-    std::optional<scope::ExecutableId> executable;
-  };
-  void refreshScopes(TickReport& report, std::map<pid_t, Scoped>& scoped);
   /// Drops the tracked processes that are not in `scoped` under their workload, or whose pid now
   /// names another process (start time changed), or that exec'd another executable than the one
   /// their `command` workload matched (admitted again as a new process while it still matches);
@@ -483,115 +196,51 @@ class Engine {
   /// Starts tracking the processes of `scoped` not tracked yet, and tries again the failed
   /// sources whose back-off ended by `nowNs` (EngineTotals::sourceRetries).
   void admitProcs(const std::map<pid_t, Scoped>& scoped, uint64_t nowNs, TickReport& report);
-  /// Drains every source's samples of its own pid into the heat model, then decays it to
-  /// `nowNs`; fills report.samples and report.sourceStates (regions and heat still zero).
-  void drainSources(uint64_t nowNs, TickReport& report);
   /// Adds this tick's plan (`plannedBytes`: the arbiter's promote + demote bytes) to the
-  /// settling window (tick(), "Settling"), sets report.settled and settleWindowBytes and tells
-  /// every source. Needs report.workloads and report.scopeChanges filled.
+  /// settling window (Settling), sets report.settled, settleWindowBytes and nextIntervalNs and
+  /// tells every source. Needs report.workloads and report.scopeChanges filled.
   void settle(uint64_t plannedBytes, TickReport& report);
-  /// The policy's view of this tick without its workloads: nodes of a tier with their free
-  /// memory, SLIT distances, and each tracked process's home and allowed nodes (taskNodes).
+  /// The policy's view of this tick without its workloads: the machine (machineContext) and each
+  /// tracked process's home and allowed nodes (TaskPlacement::read).
   policy::TickContext snapshot(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
   /// Adds each workload's regions (HeatModel) to `ctx` and its WorkloadReport to `report`, with
-  /// `memory` (per workload index, numaMapsMemory) where no numa_stat was read; completes
+  /// `numaStat` (ScopePass::numaStat) where read, else `memory` (per workload index,
+  /// LocationCache::memoryOf) and its regions' figures (addRegionFigures); completes
   /// report.sourceStates' regions, heat and hot bytes.
-  void addWorkloads(policy::TickContext& ctx, std::vector<std::map<NodeId, NodeMemory>> memory,
-                    TickReport& report);
-  /// Sets report.kernelTiering and kernelTieringHeld (allow_kernel_tiering)
-  /// and reports a change of what runs once, in report.problems.
-  void checkKernelTiering(const topology::Topology& topo, TickReport& report);
+  void addWorkloads(policy::TickContext& ctx,
+                    const std::map<size_t, std::map<NodeId, NodeMemory>>& numaStat,
+                    std::vector<std::map<NodeId, NodeMemory>> memory, TickReport& report);
+  /// The locate phase (see tick()) of every tracked process at `nowNs` (LocationCache::refresh);
+  /// fills report.locatesReused, rangesRelocated, thpSplitAfterMove and their totals.
+  void locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report);
   /// Executes `moves` (Migrator::execute) until `deadlineNs`, or a floor after `tickStartNs`
-  /// (see tick()), and feeds the outcomes back into the heat model; fills report.batch and the
-  /// moved bytes, and remembers moved THP chunks.
+  /// (see tick()), and feeds the outcomes back into the location cache and the heat model; fills
+  /// report.batch and the moved bytes.
   void execute(const std::vector<MoveRange>& moves, int64_t tickStartNs, int64_t deadlineNs,
                const std::atomic<bool>* stop, const topology::Topology& topo, TickReport& report);
-  /// After a move of `r` (before its outcome reaches the heat model): keeps `proc`'s full read
-  /// when every page of the range is on the target by the kernel's answer (Moved or
-  /// AlreadyThere) or not present, or when no page of it was reached (NotAttempted: nothing
-  /// changed); queues the range in `proc.relocate` when the kernel left some of its pages
-  /// elsewhere (tick(), "locate phase"); otherwise makes the next tick read it in full. The
-  /// moved bytes are shifted in `proc.memory` from the region's node to the target.
-  void keepLocations(const RangeResult& r, Proc& proc);
-  /// Queries the ranges in `proc.relocate` (Migrator::locatePages) and gives their nodes to the
-  /// heat model; true when done (or none queued), false when the query failed (the caller then
-  /// reads the process in full).
-  bool relocate(pid_t pid, Proc& proc, TickReport& report);
   void startProc(pid_t pid, const Scoped& s, uint64_t nowNs, TickReport& report);
-  void startSource(pid_t pid, Proc& proc, uint64_t nowNs, TickReport& report);
   bool stillSame(pid_t pid);
   void dropProc(pid_t pid);
-  /// True when `proc`'s mappings and locations may be reused at `nowNs` (see tick()).
-  bool reuseLocations(pid_t pid, const Proc& proc, uint64_t nowNs);
-  /// The locate phase for one process at `nowNs` (see tick()): a full read, or a reuse.
-  void refreshMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                   uint64_t nowNs, TickReport& report);
-  /// The full read of refreshMappingsAndLocations: smaps, locate, THP split check. True when
-  /// every step succeeded (the result may then be reused).
-  bool readMappingsAndLocations(pid_t pid, Proc& proc, const topology::Topology& topo,
-                                TickReport& report);
-  /// Remembers the THP chunks of an executed move that reported Moved, to verify next tick.
-  void rememberMovedThp(const MoveRange& m, const topology::Topology& topo);
-  /// Resident memory per node of workload `workload` from /proc/PID/numa_maps of its tracked
-  /// processes (unreadable ones are skipped); `basePage` for VMAs without kernelpagesize_kB.
-  /// A process's file is read once per full read: by readMappingsAndLocations when it located
-  /// pages, else here; between full reads its last read is kept (shifted by tierd's moves).
-  std::map<NodeId, NodeMemory> numaMapsMemory(size_t workload, uint64_t basePage);
-  /// Resident bytes per node of one /proc/PID/numa_maps (pages present per node times
-  /// kernelpagesize_kB, `basePage` without it): file-backed VMAs as file, the rest (hugetlb
-  /// included) as anon.
-  static std::map<NodeId, NodeMemory> residentMemory(const std::vector<sys::NumaMapsVma>& vmas,
-                                                     uint64_t basePage);
-  /// Counts the chunks of Proc::movedThp that came back split (see thpSplitAfterMove), clears it.
-  void countSplitThps(Proc& proc, const std::vector<LocatedRun>& runs, uint64_t pmd,
-                      TickReport& report);
-  /// True when tracked `pid` exited (or its number was reused) since this tick's scope pass
-  /// (ProcessHandle::stillSame): its unreadable /proc files are then no problem to report, only
-  /// a process gone, which the next scope pass counts in vanishedPids.
-  bool exitedSinceScope(pid_t pid) const;
-  /// Home nodes (nodes of the Cpus_allowed_list CPUs) and allowed nodes (Mems_allowed_list) of
-  /// `pid` from /proc/PID/status; nullopt (counted, reported) when it cannot be read.
-  std::optional<policy::TaskNodes> taskNodes(pid_t pid, const topology::Topology& topo,
-                                             TickReport& report);
 
   sys::SysRoot root_;
   std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
-  SourceFactory sources_;
-  MappingsReader mappings_;
-  NumaMapsReader numaMaps_;
-  MappingsReader layout_;
-  /// This tick's memory.numa_stat per workload index (anon and file bytes per node), for the
-  /// workloads whose cgroup has a readable one.
-  std::map<size_t, std::map<NodeId, NodeMemory>> numaStat_;
-  std::unique_ptr<scope::ScopeProvider> scopes_;
+  ScopeTracker scopes_;  ///< the workloads' scopes, resolved each tick
   std::shared_ptr<const policy::CompiledConfig> config_;
   policy::HeatModel heat_;
   policy::Arbiter arbiter_;
-  std::map<pid_t, Proc> procs_;
-  std::map<std::string, uint64_t> cgroupInodes_;  ///< workload name -> cgroup inode last seen
-  /// Workloads whose "matches no process" was reported.
-  std::set<std::string> emptyReported_;
-  /// Per workload name: the scope provider's problems (WorkloadScope::problems) said last pass;
-  /// a problem is reported when it appears, not every tick while it lasts.
-  std::map<std::string, std::vector<std::string>> scopeProblemsSaid_;
-  std::string kernelTieringReported_;  ///< the kernel tiering last said, "" when none ran
-  std::string damosKdamondsSeen_;      ///< nr_kdamonds at the last damosTieringActive() scan
-  std::string damosTiering_;           ///< that scan's answer
-  uint64_t damosChecksSinceScan_ = 0;  ///< checkKernelTiering() calls since that scan
-  /// Per pid: tiers (", "-joined names) its cpuset.mems excluded when last reported.
-  std::map<pid_t, std::string> cpusetReported_;
+  /// Mappings, page locations and resident memory per tracked process (the locate phase); holds
+  /// references to *migrator_ and heat_.
+  LocationCache locations_;
+  TrackedProcesses procs_;                      ///< the tracked processes and their identities
+  SamplingSources sources_;                     ///< each tracked process's hotness source
+  topology::KernelTieringWatch kernelTiering_;  ///< the kernel's own tiering, each tick
+  TaskPlacement placement_;                     ///< each tracked process's home and allowed nodes
   EngineTotals totals_;
-  /// Planned bytes of the last ticks since the count last started, newest last, at most
-  /// kSettleTicks (see tick(), "Settling").
-  std::deque<uint64_t> settleWindow_;
-  /// The previous tick's nowNs and TickReport::nextIntervalNs (0 before the first tick): a
-  /// weighted source's rates at this tick cover min(now - then, next) of time (drainSources).
-  uint64_t lastTickNs_ = 0;
-  uint64_t lastNextIntervalNs_ = 0;
-  uint64_t pausedAtNs_ = 0;                        ///< when pauseSampling() last paused a source
-  OperatorHold hold_;                              ///< setHold()
-  std::map<std::string, RestoreStatus> restores_;  ///< by workload name (setHold, restores())
+  /// The settling window (tick(), "Settling") and the span a weighted source's rates cover
+  /// after a settled wait (SamplingSources::drain).
+  Settling settling_;
+  OperatorRestores restores_;  ///< the operator's holds and restores (setHold, restores())
 };
 
 }  // namespace tierd::daemon
