@@ -53,8 +53,13 @@ int boundPort(const fs::path& log, pid_t daemon) {
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string text = ss.str();
-    if (const size_t at = text.find(marker); at != std::string::npos)
-      return std::atoi(text.c_str() + at + marker.size());
+    // Only a whole line counts: a line being written may show a port's first digits only.
+    if (const size_t at = text.find(marker); at != std::string::npos) {
+      const size_t digits = at + marker.size();
+      const size_t end = text.find_first_not_of("0123456789", digits);
+      if (end != std::string::npos && end > digits && text.compare(end, 8, "/metrics") == 0)
+        return std::atoi(text.c_str() + digits);
+    }
     int status = 0;
     if (::waitpid(daemon, &status, WNOHANG) == daemon) return 0;  // it died
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -93,6 +98,16 @@ std::optional<std::string> scrape(int port) {
   auto out = get(port, "/metrics");
   if (!out || out->rfind("HTTP/1.1 200 ", 0) != 0) return std::nullopt;
   return out;
+}
+
+// GET http://127.0.0.1:port/metrics until it answers 200 (at most 30 s: on a loaded machine the
+// daemon's answer to its exporter may miss the exporter's 5 s wait, and that scrape fails).
+std::optional<std::string> scrapeWithin(int port) {
+  for (int i = 0; i < 300; ++i) {
+    if (auto body = scrape(port)) return body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
 }
 
 // GET /healthz until it answers 200 (at most 60 s); the last response.
@@ -183,7 +198,7 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   // The loop's health and the process metrics, on the same port.
   const std::string health = waitHealthy(port);
   CHECK_MESSAGE(health.find("\r\n\r\nok: the last tick finished ") != std::string::npos, health);
-  body = scrape(port);
+  body = scrapeWithin(port);
   REQUIRE(body.has_value());
   CHECK(body->find("tierd_daemon_ticks_total{result=\"ok\"} ") != std::string::npos);
   CHECK(body->find("tierd_daemon_ticks_total{result=\"failed\"} 0") != std::string::npos);
@@ -202,7 +217,7 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   const std::string err = slurp(log2);
   CHECK_MESSAGE(err.find("Address already in use") != std::string::npos, err);
   CHECK_MESSAGE(err.find("metrics listen address " + listen) != std::string::npos, err);
-  CHECK(scrape(port).has_value());  // the first one still serves
+  CHECK(scrapeWithin(port).has_value());  // the first one still serves
 
   REQUIRE(::kill(pid, SIGTERM) == 0);
   int status = 0;

@@ -661,8 +661,8 @@ TEST_CASE("where the kernel tunes, the CPU budget backs off up to a max_sample_u
 }
 
 TEST_CASE("a settled kdamond is held to the settled budget and samples as before once unsettled") {
-  // The production path on 7.3: the kernel tunes the intervals; tests/vm/config/tierd-gups.toml's budget
-  // of 100% is never over, the settled budget of 1% is.
+  // The production path on 7.3: the kernel tunes the intervals; tests/vm/config/tierd-gups.toml's
+  // budget of 100% is never over, the settled budget of 1% is.
   FakeDamonFs fs;
   fs.intervalsGoal = true;
   DamonSource src(settledConfig(1.0), fs);
