@@ -274,7 +274,6 @@ std::string describeWaitStatus(int status) {
 
 struct ExporterProcess::State {
   pid_t pid = -1;
-  int port = 0;
   std::string address;
   uid_t uid = 0;
   int channel = -1;
@@ -376,9 +375,6 @@ ExporterProcess::~ExporterProcess() = default;
 pid_t ExporterProcess::pid() const {
   return state_->pid;
 }
-int ExporterProcess::port() const {
-  return state_->port;
-}
 const std::string& ExporterProcess::address() const {
   return state_->address;
 }
@@ -451,16 +447,14 @@ Result<std::unique_ptr<ExporterProcess>> ExporterProcess::spawn(
   if (!identity) return identity.error();
   auto listenFd = bindMetricsListener(hp->first, hp->second, options.listenAddress);
   if (!listenFd) return listenFd.error();
-  auto state = std::make_unique<State>();
-  {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(listenFd.value(), reinterpret_cast<sockaddr*>(&ss), &len) == 0)
-      state->port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                                   : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  auto port = boundPort(listenFd.value(), options.listenAddress);
+  if (!port) {
+    ::close(listenFd.value());
+    return port.error();
   }
+  auto state = std::make_unique<State>();
   state->address = (hp->first.find(':') != std::string::npos ? "[" + hp->first + "]" : hp->first) +
-                   ":" + std::to_string(state->port);
+                   ":" + std::to_string(port.value());
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     ::close(listenFd.value());

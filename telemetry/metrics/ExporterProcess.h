@@ -82,8 +82,6 @@ class ExporterProcess {
 
   /// The child's pid.
   pid_t pid() const;
-  /// The TCP port listened on (the one the kernel picked for port 0).
-  int port() const;
   /// The address listened on, "host:port" or "[v6]:port", with the port the kernel bound (the
   /// configured address with a port of 0 replaced).
   const std::string& address() const;

@@ -149,6 +149,15 @@ std::string answerHttpRequest(const std::string& request,
   return response("200 OK", "", "text/plain; version=0.0.4; charset=utf-8", render(), withBody);
 }
 
+Result<int> boundPort(int fd, const std::string& address) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+    return Error::fromErrno("cannot read the bound port", "metrics listen address " + address);
+  return ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
 Result<int> bindMetricsListener(const std::string& host, int port, const std::string& address) {
   const bool v6 = host.find(':') != std::string::npos;
   int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -360,12 +369,9 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::serve(
     Render render, HttpServerLimits limits, Health health) {
   auto state = std::make_unique<State>();
   state->listenFd = listenFd;
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(state->listenFd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
-    return Error::fromErrno("cannot read the bound port", "metrics listen address " + address);
-  state->port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  auto port = boundPort(state->listenFd, address);
+  if (!port) return port.error();
+  state->port = port.value();
   state->wakeFd = ::eventfd(0, EFD_CLOEXEC);
   if (state->wakeFd < 0)
     return Error::fromErrno("cannot create the exporter's wake-up eventfd",

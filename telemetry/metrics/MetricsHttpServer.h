@@ -83,6 +83,10 @@ class MetricsHttpServer {
 /// (EADDRINUSE, EADDRNOTAVAIL, EACCES), naming `address`.
 Result<int> bindMetricsListener(const std::string& host, int port, const std::string& address);
 
+/// The TCP port the socket `fd` is bound to (getsockname(2); the kernel's pick for port 0).
+/// Errors: Environment with the errno, naming `address`.
+Result<int> boundPort(int fd, const std::string& address);
+
 /// The response to one complete request header `request` (the text up to and including the
 /// blank line): 200 with `render()` for GET (headers only for HEAD) of /metrics with valid
 /// credentials when `credentials` is set; for /healthz 200 or 503 with `health()`'s detail line;

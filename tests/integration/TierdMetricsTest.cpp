@@ -49,10 +49,7 @@ std::string slurp(const fs::path& p) {
 int boundPort(const fs::path& log, pid_t daemon) {
   const std::string marker = "metrics on http://127.0.0.1:";
   for (int i = 0; i < 6000; ++i) {
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const std::string text = slurp(log);
     // Only a whole line counts: a line being written may show a port's first digits only.
     if (const size_t at = text.find(marker); at != std::string::npos) {
       const size_t digits = at + marker.size();

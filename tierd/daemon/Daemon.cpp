@@ -654,8 +654,8 @@ class Daemon {
     f.restores = engine_->restores();
     f.totals = engine_->totals();
     f.conditions = conditions_.active();
-    f.metricsListen = exporter_ ? exporter_->address() : std::string();
     if (exporter_) {
+      f.metricsListen = exporter_->address();
       f.exporterPid = exporter_->pid();
       f.exporterUid = exporter_->uid();
       f.exporterServing = exporter_->running();
