@@ -1,11 +1,10 @@
 #include "tierd/daemon/Engine.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <iterator>
 
 #include "policy/TickContext.h"
+#include "tierd/core/Clock.h"
 #include "tierd/core/Units.h"
 #include "tierd/daemon/Tuning.h"
 #include "tierd/daemon/WorkloadFigures.h"
@@ -14,12 +13,6 @@
 
 namespace tierd::daemon {
 namespace {
-
-uint64_t threadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 topology::TierOverride toOverride(const policy::TiersConfig& t) {
   topology::TierOverride o;
