@@ -7,11 +7,14 @@
 //   mem [--since FILE]        LLC-model misses per node, user/kernel reads/writes, since a mark
 //   heat PID [--since FILE]   per 2 MiB virtual region of PID: accesses and misses (from the
 //                             per-2 MiB-frame counts through /proc/PID/pagemap) and its node
-//   ranges                    the plugin's node ranges against
-//   /sys/devices/system/node/nodeN/memoryM chase --node N --size B [--reps R] [--loads L]   pointer
-//   chase on node 0 and node N in
-//                             interleaved rounds (a cycle that misses the LLC model on every
-//                             load over few pages): ns per dependent load, LLC-model miss fraction
+//   ranges                    the plugin's node ranges against the kernel's memory blocks
+//                             (/sys/devices/system/node/nodeN/memoryM)
+//   chase --node N --size B [--reps R] [--loads L]
+//                             pointer chase on node 0 and node N in interleaved rounds (a cycle
+//                             that misses the LLC model on every load over few pages): ns per
+//                             dependent load, LLC-model miss fraction, and per load the ns the
+//                             plugin charged against what its model says (every miss charged
+//                             once, at its node's charge)
 //   stream --node N --size B [--reps R]  sequential 8-byte loads over B bytes: MB/s
 //   gups --node N --size B [--reps R] [--loads L]    random XOR updates on node 0 and node N in
 //                             interleaved rounds: updates/s and misses per update
@@ -84,6 +87,9 @@ struct Stats {
   std::map<int, std::array<uint64_t, 4>>
       nodes;  // user reads, user writes, kernel reads, kernel writes
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> frames;  // frame -> accesses, misses
+  std::map<int, uint64_t> charge;  // node -> ns charged per LLC-model miss ("charge N NS")
+  uint64_t chargedNs = 0;          // ns charged to the vCPUs since boot ("charged_ns")
+  uint64_t delayNs = 0;            // ns the vCPUs spent in their waits since boot ("delay_ns")
   std::string text;
 
   int nodeOf(uint64_t gpa) const {
@@ -129,6 +135,15 @@ bool parseStats(const std::string& text, Stats& s) {
       std::array<uint64_t, 4> c{};
       l >> n >> c[0] >> c[1] >> c[2] >> c[3];
       s.nodes[n] = c;
+    } else if (k == "charge") {
+      int n;
+      uint64_t ns;
+      l >> n >> ns;
+      s.charge[n] = ns;
+    } else if (k == "charged_ns") {
+      l >> s.chargedNs;
+    } else if (k == "delay_ns") {
+      l >> s.delayNs;
     } else if (k == "frame") {
       uint64_t f, a, m;
       l >> f >> a >> m;
@@ -174,6 +189,21 @@ Stats freshStats() {
 uint64_t userReads(const Stats& s, int node) {
   auto it = s.nodes.find(node);
   return it == s.nodes.end() ? 0 : it->second[0];
+}
+
+// LLC-model misses on node since boot, user and kernel, reads and writes.
+uint64_t missesOn(const Stats& s, int node) {
+  auto it = s.nodes.find(node);
+  if (it == s.nodes.end()) return 0;
+  return it->second[0] + it->second[1] + it->second[2] + it->second[3];
+}
+
+// Between two publications: the ns the plugin charged (charged) and what its model says it
+// should have (model: each node's misses times that node's charge, every miss charged once).
+void addCharges(const Stats& a, const Stats& b, double& charged, double& model) {
+  charged += double(b.chargedNs - a.chargedNs);
+  for (const auto& [node, ns] : b.charge)
+    model += double(ns) * double(missesOn(b, node) - missesOn(a, node));
 }
 
 Stats loadMark(const std::string& file) {
@@ -426,7 +456,7 @@ int cmdChase(const Args& a) {
   const int nodes[2] = {0, a.node};
   uint64_t* bufs[2] = {conflictChain(0, a.size, 4, 42), conflictChain(a.node, a.size, 4, 43)};
   uint64_t pos[2] = {0, 0};
-  double misses[2] = {0, 0};
+  double misses[2] = {0, 0}, charged[2] = {0, 0}, model[2] = {0, 0};
   std::vector<double> times[2];
   for (int r = 0; r < a.reps; ++r) {
     for (int k = 0; k < 2; ++k) {
@@ -441,16 +471,18 @@ int cmdChase(const Args& a) {
       pos[k] = p;
       times[k].push_back(ns);
       misses[k] += double(userReads(s1, nodes[k]) - userReads(s0, nodes[k]));
+      addCharges(s0, s1, charged[k], model[k]);
     }
   }
   double t[2];
   pairedMedians(times, t);
   for (int k = 0; k < 2; ++k) {
     std::printf(
-        "chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f (medians of %d interleaved "
-        "rounds of %lu loads, %lu)\n",
-        nodes[k], a.size >> 20, t[k], misses[k] / double(a.loads) / double(a.reps), a.reps, a.loads,
-        pos[k] % 2);
+        "chase node %d size %lu MiB ns_per_load %.1f miss_fraction %.3f charged_ns_per_load %.1f "
+        "model_ns_per_load %.1f (medians of %d interleaved rounds of %lu loads, %lu)\n",
+        nodes[k], a.size >> 20, t[k], misses[k] / double(a.loads) / double(a.reps),
+        charged[k] / double(a.loads) / double(a.reps), model[k] / double(a.loads) / double(a.reps),
+        a.reps, a.loads, pos[k] % 2);
     munmap(bufs[k], a.size);
   }
   return 0;

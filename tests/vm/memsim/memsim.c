@@ -310,6 +310,11 @@ static void publish(int final) {
   uint64_t miss[MAX_NODES][2][2] = {{{0}}}, acc = 0, misses = 0, other = 0, io = 0, delay = 0, charged = 0, waits = 0;
   for (int c = 0; c < nvcpus; c++) {
     struct vcpu *v = &vcpus[c];
+    /* charged_ns first and delay_ns last: a vCPU's delay never trails its charge by more than
+     * its debt (under QUANTUM_NS plus one charge), and a delay read after the charge keeps that
+     * true of the publication however long this thread is preempted between the two reads
+     * (memsim-calibrate checks it) */
+    charged += __atomic_load_n(&v->charged_ns, __ATOMIC_ACQUIRE);
     for (int n = 0; n < nnodes; n++)
       for (int k = 0; k < 2; k++)
         for (int w = 0; w < 2; w++) miss[n][k][w] += ld(&v->miss[n][k][w]);
@@ -317,9 +322,8 @@ static void publish(int final) {
     misses += ld(&v->misses);
     other += ld(&v->other);
     io += ld(&v->io);
-    delay += ld(&v->delay_ns);
-    charged += ld(&v->charged_ns);
     waits += ld(&v->waits);
+    delay += __atomic_load_n(&v->delay_ns, __ATOMIC_ACQUIRE);
   }
   fprintf(f, "memsim 1\nmode %s\nseq %" PRIu64 "\nfinal %d\ntime_ns %" PRIu64 "\n", mode_cost ? "cost" : "count",
           ++seq, final, now_ns());
