@@ -205,7 +205,7 @@ void Engine::locate(uint64_t nowNs, const topology::Topology& topo, TickReport& 
   report.rangesRelocated = tally.relocated;
   report.thpSplitAfterMove = tally.thpSplitAfterMove;
   totals_.locateErrors += tally.errors;
-  totals_.thpSplitAfterMove += tally.thpSplitTotal;
+  totals_.thpSplitAfterMove += tally.thpSplitAfterMove;
   totals_.locatesReused += report.locatesReused;
   totals_.rangesRelocated += report.rangesRelocated;
 }

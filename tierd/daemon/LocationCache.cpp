@@ -256,7 +256,6 @@ void LocationCache::countSplitThps(Entry& proc, const std::vector<LocatedRun>& r
   }
   for (const auto& [vma, n] : seen)
     tally.thpSplitAfterMove += std::min(n, fell[vma]);
-  tally.thpSplitTotal += tally.thpSplitAfterMove;
   proc.movedThp.clear();
 }
 

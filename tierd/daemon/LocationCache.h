@@ -66,11 +66,8 @@ struct LocateTally {
   size_t relocated = 0;  ///< uncertain ranges queried again alone (Migrator::locatePages)
   uint64_t errors = 0;   ///< smaps or locate() failures of processes still alive
   /// THP chunks moved since the last full read found split by this tick's full reads
-  /// (TickReport::thpSplitAfterMove).
+  /// (TickReport::thpSplitAfterMove; EngineTotals::thpSplitAfterMove sums it).
   uint64_t thpSplitAfterMove = 0;
-  /// What EngineTotals::thpSplitAfterMove gains: after each full read, the tick's
-  /// thpSplitAfterMove so far (as the engine has always summed it).
-  uint64_t thpSplitTotal = 0;
 };
 
 /// The per-process read cache of the locate phase.

@@ -986,6 +986,22 @@ TEST_CASE("a THP that comes back split after its move is counted") {
   CHECK(rig.tick(21).thpSplitAfterMove == 0);  // counted once
 }
 
+TEST_CASE("THPs that come back split in two processes of one tick are each counted once") {
+  Rig rig;
+  rig.process(kStranger, "tierd-gups", "/usr/bin/tierd-gups", 1000);  // a second gups in scope
+  TickReport first = rig.tick(1);
+  REQUIRE(first.workloads.size() == 1);
+  REQUIRE(first.workloads[0].pids == 2);
+  REQUIRE(rig.regionsOn(kPid, 0) == 4);
+  REQUIRE(rig.regionsOn(kStranger, 0) == 4);
+  rig.fake->kernel().splitThp(kPid, kBase + 2 * kMiB);
+  rig.fake->kernel().splitThp(kStranger, kBase);
+  rig.fake->kernel().splitThp(kStranger, kBase + 2 * kMiB);
+  TickReport full = rig.tick(11);  // the next full read of both
+  CHECK(full.thpSplitAfterMove == 3);
+  CHECK(rig.engine->totals().thpSplitAfterMove == 3);
+}
+
 TEST_CASE("the kernel's own tiering running beside tierd: detected, said once, nothing moved") {
   Rig rig;
   auto said = [](const TickReport& r) {
