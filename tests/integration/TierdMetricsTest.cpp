@@ -118,14 +118,16 @@ std::string waitHealthy(int port) {
   return last;
 }
 
-// Polls until a scrape shows the first tick's metrics (at most 60 s): workload gauges are set
-// by the tick, after its progress line is logged.
+// Polls until a scrape shows the first whole tick's metrics (at most 60 s): the tick sets the
+// workload gauges after its progress line is logged, and the last-tick timestamp when it ends. A
+// render caught between the two is what the exporter serves for the next kMinRenderGapMs
+// (telemetry/metrics/ExporterProcess.h), so waiting for the gauges alone raced the tick's end.
 std::optional<std::string> waitForMetrics(int port, pid_t daemon) {
   for (int i = 0; i < 6000; ++i) {
     int status = 0;
     if (::waitpid(daemon, &status, WNOHANG) == daemon) return std::nullopt;  // it died
     if (auto body = scrape(port);
-        body && body->find("tierd_workload_memory_bytes{") != std::string::npos)
+        body && body->find("\ntierd_daemon_last_tick_timestamp_seconds 1") != std::string::npos)
       return body;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -199,7 +201,8 @@ TEST_CASE("tierd --dry-run serves every catalog family, and a second tierd on it
   REQUIRE(body.has_value());
   CHECK(body->find("tierd_daemon_ticks_total{result=\"ok\"} ") != std::string::npos);
   CHECK(body->find("tierd_daemon_ticks_total{result=\"failed\"} 0") != std::string::npos);
-  CHECK(body->find("\ntierd_daemon_last_tick_timestamp_seconds 1") != std::string::npos);
+  CHECK_MESSAGE(body->find("\ntierd_daemon_last_tick_timestamp_seconds 1") != std::string::npos,
+                *body);
   CHECK(body->find("\nprocess_cpu_seconds_total ") != std::string::npos);
   CHECK(body->find("\nprocess_open_fds ") != std::string::npos);
 
