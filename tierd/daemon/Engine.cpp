@@ -89,17 +89,16 @@ void Engine::setConfig(std::shared_ptr<const policy::CompiledConfig> config) {
   const auto old = config_;
   config_ = std::move(config);
   migrator_->setLimits(migrationLimits(*config_));
-  // Workloads are identified by their index; one whose name or selector changed starts afresh.
+  // Workloads are identified by their index; one whose name or selector changed starts afresh:
+  // its processes are dropped with all that was kept of them (source, heat, locations, what was
+  // said of their placement) and admitted again by the next tick's scope pass.
   for (size_t i = 0; i < old->workloads.size(); ++i) {
     const bool same = i < config_->workloads.size() &&
                       config_->workloads[i].name == old->workloads[i].name &&
                       config_->workloads[i].selector == old->workloads[i].selector;
     if (same) continue;
-    for (pid_t pid : procs_.pidsOf(static_cast<policy::WorkloadId>(i))) {
-      sources_.drop(pid);
-      locations_.forget(pid);
-      procs_.erase(pid);
-    }
+    for (pid_t pid : procs_.pidsOf(static_cast<policy::WorkloadId>(i)))
+      dropProc(pid);
     heat_.removeWorkload(static_cast<policy::WorkloadId>(i));
     scopes_.forgetWorkload(old->workloads[i].name);
   }

@@ -88,8 +88,9 @@ class Engine {
   void setScopeProvider(std::unique_ptr<scope::ScopeProvider> provider);
 
   /// Swaps the config at a tick boundary (call between ticks). Workload parameters are
-  /// re-applied; workloads whose selector changed start afresh; the migrator gets the new
-  /// config's limits (Migrator::setLimits with migrationLimits(), Tuning.h).
+  /// re-applied; workloads whose name or selector changed start afresh (their processes are
+  /// dropped as if they had left the scope, and re-admitted by the next tick); the migrator gets
+  /// the new config's limits (Migrator::setLimits with migrationLimits(), Tuning.h).
   void setConfig(std::shared_ptr<const policy::CompiledConfig> config);
   const policy::CompiledConfig& config() const { return *config_; }
 

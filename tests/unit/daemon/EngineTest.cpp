@@ -938,6 +938,32 @@ TEST_CASE("a task whose cpuset.mems excludes the fast node is not moved, and it 
   CHECK(rig.regionsOn(kPid, 1) == 32);
 }
 
+TEST_CASE("a reload that renames a workload forgets what was said of its processes") {
+  Rig rig;
+  rig.status(kPid, "0-63", "1");
+  rig.fake->kernel().setMemsAllowed(kPid, {1});
+  auto said = [](const TickReport& r) {
+    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
+      return p.find("cpuset.mems 1 excludes every fast node") != std::string::npos;
+    });
+  };
+  CHECK(said(rig.tick(1)) == 1);
+  CHECK(said(rig.tick(2)) == 0);
+  // The same process under a workload of another name: a new workload instance, whose
+  // placement is said afresh, as it would be for a process new to the scope.
+  auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
+  cfg->workloads[0].name = "gups-renamed";
+  rig.engine->setConfig(cfg);
+  TickReport renamed = rig.tick(3);
+  CHECK(said(renamed) == 1);
+  CHECK(std::any_of(
+      renamed.scopeChanges.begin(), renamed.scopeChanges.end(), [](const std::string& c) {
+        return c.find("workload 'gups-renamed': pid " + std::to_string(kPid) + " in scope") !=
+               std::string::npos;
+      }));
+  CHECK(said(rig.tick(4)) == 0);
+}
+
 TEST_CASE("a move refused for the cpuset (node_not_allowed) backs the range off") {
   Rig rig;
   // status still says 0-3 (read before a cpuset write), the kernel already refuses node 0.
