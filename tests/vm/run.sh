@@ -25,6 +25,8 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
+#   pmu=emu                the emulated PMU module (tests/vm/pmu/build.sh, for the stock 7.3
+#                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko
 #   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
@@ -299,6 +301,14 @@ boot() {
     mkdir -p "$outdir/supplied"
     cp "$dtmp"/tierd_*.deb "$outdir/supplied/"
     rm -rf "$dtmp"
+  fi
+  # "# rig: pmu=emu": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
+  # $RIG_OUT/supplied/tierd_pmu_emu.ko; the scenario loads it.
+  if [ "$(header "$file" pmu)" = emu ]; then
+    local ko
+    ko="$("$here/pmu/build.sh" | tail -n1)" || die "$name: cannot build the emulated PMU module (see above)"
+    mkdir -p "$outdir/supplied"
+    cp "$ko" "$outdir/supplied/"
   fi
   prepare_kernel "$(kernel_series "$file")"
   memsim="$(memsim_mode "$file")"
