@@ -249,6 +249,12 @@ cooldown = "5s"
 
 }  // namespace
 
+// How many of a tick's problems mention `needle` (each problem is said once per stretch).
+long problemsSaying(const TickReport& r, const std::string& needle) {
+  return std::count_if(r.problems.begin(), r.problems.end(),
+                       [&](const std::string& p) { return p.find(needle) != std::string::npos; });
+}
+
 // Sets daemon.full_locate_interval to "0s": every tick reads each process in full.
 void readEveryTick(Rig& rig) {
   auto cfg = std::make_shared<policy::CompiledConfig>(rig.engine->config());
@@ -816,9 +822,7 @@ TEST_CASE("a workload whose selector matches nothing says so, once") {
   Rig rig;
   fs::remove_all(rig.root.string() + "/proc/" + std::to_string(kPid));
   auto said = [](const TickReport& r) {
-    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
-      return p.find("workload 'gups': selector matches no process") != std::string::npos;
-    });
+    return problemsSaying(r, "workload 'gups': selector matches no process");
   };
   CHECK(said(rig.tick(1)) == 1);
   CHECK(said(rig.tick(2)) == 0);
@@ -929,9 +933,7 @@ TEST_CASE("a task whose cpuset.mems excludes the fast node is not moved, and it 
   CHECK(first.arbiter.skippedNotAllowed == 4);
   CHECK(second.arbiter.skippedNotAllowed == 4);
   auto said = [](const TickReport& r) {
-    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
-      return p.find("cpuset.mems 1 excludes every fast node") != std::string::npos;
-    });
+    return problemsSaying(r, "cpuset.mems 1 excludes every fast node");
   };
   CHECK(said(first) == 1);
   CHECK(said(second) == 0);
@@ -943,9 +945,7 @@ TEST_CASE("a reload that renames a workload forgets what was said of its process
   rig.status(kPid, "0-63", "1");
   rig.fake->kernel().setMemsAllowed(kPid, {1});
   auto said = [](const TickReport& r) {
-    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
-      return p.find("cpuset.mems 1 excludes every fast node") != std::string::npos;
-    });
+    return problemsSaying(r, "cpuset.mems 1 excludes every fast node");
   };
   CHECK(said(rig.tick(1)) == 1);
   CHECK(said(rig.tick(2)) == 0);
@@ -1031,9 +1031,7 @@ TEST_CASE("THPs that come back split in two processes of one tick are each count
 TEST_CASE("the kernel's own tiering running beside tierd: detected, said once, nothing moved") {
   Rig rig;
   auto said = [](const TickReport& r) {
-    return std::count_if(r.problems.begin(), r.problems.end(), [](const std::string& p) {
-      return p.find("the kernel's own tiering runs") != std::string::npos;
-    });
+    return problemsSaying(r, "the kernel's own tiering runs");
   };
   rig.put("/proc/sys/kernel/numa_balancing", "2\n");
   TickReport t1 = rig.tick(1);
