@@ -25,8 +25,12 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
-#   pmu=emu                the emulated PMU module (tests/vm/pmu/build.sh, for the stock 7.3
-#                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko
+#   pmu=emu|pebs           the emulated PMU module (tests/vm/pmu/build.sh, for the stock 7.3
+#                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko; the scenario loads
+#                          it. pebs also gives it samples: QEMU's Skylake-Server CPU model (the
+#                          one libpfm4 and tierd know as skx), an ivshmem-plain device backed by
+#                          $RIG_OUT/pmu.shm (tests/vm/pmu/pmu_shm.h) and memsim's pmu= on that
+#                          file; needs memsim=count, cost or dilated
 #   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
@@ -173,11 +177,27 @@ memsim_args() {
     charge=$((${T[LAT_$i]} - cpu_lat))
     [ "$charge" -ge 0 ] || charge=0
     pa+=",charge=$i:$charge"
-    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's
-    [ "$memsim" != dilated ] || pa+=",lat=$i:${T[LAT_$i]},bw=$i:$(($(to_mib "${T[BW_$i]}") * 1048576 / 1000000))"
+    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's; pmu=pebs: the
+    # latency a sampled miss reports
+    if [ "$memsim" = dilated ]; then
+      pa+=",lat=$i:${T[LAT_$i]},bw=$i:$(($(to_mib "${T[BW_$i]}") * 1048576 / 1000000))"
+    elif [ "$pmu" = pebs ]; then
+      pa+=",lat=$i:${T[LAT_$i]}"
+    fi
     cum=$c1
   done
+  [ "$pmu" != pebs ] || pa+=",pmu=${outdir//,/,,}/pmu.shm"
   args+=(-plugin "${cache//,/,,}/memsim/$pa")
+}
+
+# pmu_mode SCENARIO_FILE -> off|emu|pebs
+pmu_mode() {
+  local m
+  m="$(header "$1" pmu)"
+  case "${m:-off}" in
+    off | emu | pebs) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): pmu=$m (use emu or pebs)" ;;
+  esac
 }
 
 # qemu_args SCENARIO_FILE NAME OUTDIR -> fills the global array args
@@ -216,7 +236,9 @@ qemu_args() {
     *) die "$name: damon_stat=$damon_stat (use off or on)" ;;
   esac
 
-  args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "max,erms=off" -smp 2)
+  local model=max
+  [ "$pmu" != pebs ] || model=Skylake-Server
+  args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "$model,erms=off" -smp 2)
   for ((i = 0; i < NODES; i++)); do
     mib="$(to_mib "${T[MEM_$i]:?topology $topo: MEM_$i missing}")"
     total=$((total + mib))
@@ -229,6 +251,12 @@ qemu_args() {
     fi
   done
   args+=(-m "${total}M")
+  # pmu=pebs: the emulated PMU's shared region, after the nodes' backends (memsim's address
+  # arithmetic needs the nodes' RAMBlocks first)
+  if [ "$pmu" = pebs ]; then
+    args+=(-object "memory-backend-file,id=pmushm,size=1M,share=on,mem-path=${outdir//,/,,}/pmu.shm")
+    args+=(-device "ivshmem-plain,memdev=pmushm")
+  fi
   memsim_args "$name" "$outdir" "$total"
   local d pair
   for d in $DIST; do # "A-B=D"
@@ -302,9 +330,11 @@ boot() {
     cp "$dtmp"/tierd_*.deb "$outdir/supplied/"
     rm -rf "$dtmp"
   fi
-  # "# rig: pmu=emu": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
-  # $RIG_OUT/supplied/tierd_pmu_emu.ko; the scenario loads it.
-  if [ "$(header "$file" pmu)" = emu ]; then
+  # "# rig: pmu=emu|pebs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel)
+  # in $RIG_OUT/supplied/tierd_pmu_emu.ko; the scenario loads it. pebs: the region it shares with
+  # memsim, PMU_SHM_SIZE bytes (pmu_shm.h), created before QEMU maps it.
+  pmu="$(pmu_mode "$file")"
+  if [ "$pmu" != off ]; then
     local ko
     ko="$("$here/pmu/build.sh" | tail -n1)" || die "$name: cannot build the emulated PMU module (see above)"
     mkdir -p "$outdir/supplied"
@@ -312,6 +342,12 @@ boot() {
   fi
   prepare_kernel "$(kernel_series "$file")"
   memsim="$(memsim_mode "$file")"
+  if [ "$pmu" = pebs ]; then
+    case "$memsim" in
+      count | cost | dilated) truncate -s 1M "$outdir/pmu.shm" ;;
+      *) die "$name: pmu=pebs needs memsim=count, cost or dilated (memsim=$memsim)" ;;
+    esac
+  fi
   if [ "$memsim" != off ]; then
     "$here/memsim/build.sh" || die "$name: cannot build the memsim plugin (see above)"
   fi

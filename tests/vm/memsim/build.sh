@@ -18,13 +18,13 @@ die() {
 "$here/fetch-header.sh" || die "cannot fetch qemu-plugin.h (see above)"
 cc="${CC:-cc}"
 command -v "$cc" >/dev/null || die "no C compiler '$cc' (package gcc; run scripts/install-deps)"
-stamp="$(cat "$here/memsim.c" "${BASH_SOURCE[0]}" "$cache/include/qemu-plugin.h" "$cache/include/source-version" | sha256sum | cut -d' ' -f1)"
+stamp="$(cat "$here/memsim.c" "$here/../pmu/pmu_shm.h" "${BASH_SOURCE[0]}" "$cache/include/qemu-plugin.h" "$cache/include/source-version" | sha256sum | cut -d' ' -f1)"
 if [ -s "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "memsim-build: cached $out"
   exit 0
 fi
 "$cc" -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror \
-  -I"$cache/include" -o "$out.tmp" "$here/memsim.c" -lpthread || die "compiling $here/memsim.c failed"
+  -I"$cache/include" -I"$here/../pmu" -o "$out.tmp" "$here/memsim.c" -lpthread || die "compiling $here/memsim.c failed"
 mv "$out.tmp" "$out"
 echo "$stamp" >"$out.stamp"
 echo "memsim-build: built $out against qemu-plugin.h of $(cat "$cache/include/source-version")"

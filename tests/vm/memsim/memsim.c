@@ -37,6 +37,14 @@
  *      The reset is asked for from a vCPU thread (QEMU needs one): from the vCPU idle callback
  *      and from a callback on one in 16 translated kernel blocks (the timer interrupt runs kernel
  *      code on every vCPU, busy or not).
+ * pmu=FILE,lat=NODE:NS,... (count or cost mode): the emulated PMU's host half. FILE is the
+ *      shared region of tests/vm/pmu/pmu_shm.h (run.sh backs an ivshmem-plain device with it);
+ *      the guest's tierd_pmu_emu module arms counters there. Every access of vCPU c that an
+ *      armed counter of slot c counts (a load whose modelled latency reaches its ldlat, a store,
+ *      a load that misses the LLC model; in the privilege modes it asks for) decrements the
+ *      counter; at zero a record (IP, virtual and physical address, node, latency, source) goes
+ *      into ring c and the counter restarts at its period. Latency model: PMU_HIT_CYCLES for a
+ *      hit, the node's lat= ns * PMU_CYCLES_PER_NS for a miss (the topology's HMAT latency).
  * Every data access (loads and stores, user and kernel) goes through a shared set-associative
  * LRU last-level-cache model indexed by guest-physical line; misses are counted per node, split
  * read/write and user/kernel (user: virtual address in the lower half). Accesses and misses are
@@ -44,6 +52,7 @@
  * interval_ms (written to FILE.tmp, then renamed) and at exit (with "final 1").
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,10 +60,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <qemu-plugin.h>
+
+#include "pmu_shm.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -65,6 +78,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define QUANTUM_NS 10000   /* debt paid in busy waits of at least this much */
 #define CREDIT_NS 100000000 /* most overrun of a wait carried over to later misses */
 #define STREAMS 4           /* ascending miss streams tracked per vCPU (dilate=) */
+#define PMU_CYCLES_PER_NS 2 /* pmu=: the emulated core's clock, 2 GHz */
+#define PMU_HIT_CYCLES 40   /* pmu=: a hit of the LLC model (an L3 hit on Skylake-SP is ~40-70) */
 
 struct seg {
   uint64_t hw, gpa, len;
@@ -107,6 +122,9 @@ static volatile int stopping;
 static pthread_t publisher;
 static uint64_t seq;
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* pmu=FILE: the shared region (NULL without pmu=) */
+static const char *pmu_path;
+static struct pmu_shm *pmu;
 
 /* Duty-cycle sampling (sample=ON_MS:PERIOD_MS). sample_period_ns 0: always counting. The
  * publisher thread writes these (on_activate too, once, in QEMU's exclusive context); the vCPU
@@ -209,8 +227,48 @@ static void maybe_dilate(void) {
   __atomic_store_n(&dilated, 1, __ATOMIC_RELEASE);
 }
 
+/* pmu=: counts the access for slot C's armed counters; a counter that reaches zero writes a
+ * record into ring C. Runs on vCPU C's thread, the only writer of ring C's head. */
+static void pmu_access(struct pmu_shm_cpu *c, uint64_t ip, uint64_t vaddr, uint64_t gpa, int node, bool hit,
+                       bool store) {
+  uint32_t latency = hit ? PMU_HIT_CYCLES : (uint32_t)(lat_ns[node] * PMU_CYCLES_PER_NS);
+  uint32_t priv = ip < USER_TOP ? PMU_PRIV_USER : PMU_PRIV_KERNEL;
+  for (unsigned i = 0; i < PMU_SHM_COUNTERS; i++) {
+    if (!(c->armed & (1ull << i))) continue;
+    volatile struct pmu_shm_counter *k = &c->counter[i];
+    if (!(k->priv & priv)) continue;
+    bool counts;
+    switch (k->kind) {
+      case PMU_KIND_LOAD_LATENCY: counts = !store && latency >= k->ldlat; break;
+      case PMU_KIND_ALL_STORES: counts = store; break;
+      case PMU_KIND_L3_MISS: counts = !store && !hit; break;
+      default: counts = false; break;
+    }
+    if (!counts) continue;
+    k->count++;
+    if (k->left > 1) {
+      k->left--;
+      continue;
+    }
+    k->left = k->period ? k->period : 1;
+    if (c->head - c->tail >= PMU_SHM_RING) {
+      c->lost++;
+      continue;
+    }
+    volatile struct pmu_shm_record *r = &c->ring[c->head % PMU_SHM_RING];
+    r->ip = ip;
+    r->addr = vaddr;
+    r->phys = gpa;
+    r->latency = latency;
+    r->counter = (uint8_t)i;
+    r->source = (uint8_t)(hit ? PMU_SOURCE_CACHE : PMU_SOURCE_NODE0 + node);
+    r->store = store;
+    r->user = priv == PMU_PRIV_USER;
+    __atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELEASE);
+  }
+}
+
 static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
-  (void)udata;
   if (!__atomic_load_n(&counting, __ATOMIC_RELAXED)) return;
   struct vcpu *v = &vcpus[vcpu_index];
   struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
@@ -234,11 +292,15 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
   }
   uint64_t gpa = s->gpa + (a - s->hw);
   uint64_t frame = gpa >> FRAME_SHIFT;
+  bool store = qemu_plugin_mem_is_store(info);
   if (frame < nframes) v->frame_acc[frame]++;
-  if (llc_access(gpa >> line_shift)) return;
+  bool hit = llc_access(gpa >> line_shift);
+  if (pmu && vcpu_index < PMU_SHM_MAX_CPUS && pmu->cpu[vcpu_index].armed)
+    pmu_access(&pmu->cpu[vcpu_index], (uint64_t)(uintptr_t)udata, vaddr, gpa, s->node, hit, store);
+  if (hit) return;
   v->misses++;
   if (frame < nframes) v->frame_miss[frame]++;
-  v->miss[s->node][vaddr >= USER_TOP][qemu_plugin_mem_is_store(info)]++;
+  v->miss[s->node][vaddr >= USER_TOP][store]++;
   if (!mode_cost) return;
   int64_t c = charge_ns[s->node];
   if (__atomic_load_n(&dilated, __ATOMIC_ACQUIRE)) c = dilated_charge(v, gpa >> line_shift, s->node);
@@ -253,8 +315,10 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
   size_t n = qemu_plugin_tb_n_insns(tb);
   for (size_t i = 0; i < n; i++) {
-    qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i), on_mem, QEMU_PLUGIN_CB_NO_REGS,
-                                     QEMU_PLUGIN_MEM_RW, NULL);
+    struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+    /* the instruction's address rides along as the callback's data: a PMU record's IP */
+    qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+                                     (void *)(uintptr_t)qemu_plugin_insn_vaddr(insn));
   }
 }
 
@@ -359,6 +423,14 @@ static void publish(int final) {
           "accesses %" PRIu64 "\nmisses %" PRIu64 "\nother_ram %" PRIu64 "\nio %" PRIu64 "\ncharged_ns %" PRIu64
           "\ndelay_ns %" PRIu64 "\nwaits %" PRIu64 "\n",
           acc, misses, other, io, charged, delay, waits);
+  if (pmu) {
+    uint64_t records = 0, lost = 0;
+    for (unsigned c = 0; c < pmu->ncpus; c++) {
+      records += __atomic_load_n(&pmu->cpu[c].head, __ATOMIC_RELAXED);
+      lost += __atomic_load_n(&pmu->cpu[c].lost, __ATOMIC_RELAXED);
+    }
+    fprintf(f, "pmu_records %" PRIu64 "\npmu_lost %" PRIu64 "\n", records, lost);
+  }
   fprintf(f, "# frame INDEX accesses misses (2 MiB guest-physical frames; INDEX = gpa >> 21; nonzero only)\n");
   for (uint64_t fr = 0; fr < nframes; fr++) {
     uint64_t a = 0, m = 0;
@@ -433,6 +505,28 @@ static int bad(const char *what, const char *arg) {
   return -1;
 }
 
+/* pmu=FILE: maps the shared region (run.sh creates FILE at PMU_SHM_SIZE before QEMU starts) and
+ * marks it ready for the guest driver. */
+static int pmu_map(int ncpus) {
+  int fd = open(pmu_path, O_RDWR);
+  if (fd < 0) return bad(strerror(errno), pmu_path);
+  struct stat st;
+  if (fstat(fd, &st) || (uint64_t)st.st_size < PMU_SHM_SIZE) {
+    close(fd);
+    return bad("pmu file must exist and hold PMU_SHM_SIZE bytes", pmu_path);
+  }
+  void *m = mmap(NULL, PMU_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return bad(strerror(errno), pmu_path);
+  memset(m, 0, sizeof(struct pmu_shm));
+  pmu = m;
+  pmu->version = PMU_SHM_VERSION;
+  pmu->ncpus = (uint32_t)(ncpus < PMU_SHM_MAX_CPUS ? ncpus : PMU_SHM_MAX_CPUS);
+  pmu->cycles_per_us = PMU_CYCLES_PER_NS * 1000;
+  __atomic_store_n(&pmu->magic, PMU_SHM_MAGIC, __ATOMIC_RELEASE);
+  return 0;
+}
+
 static int parse_u64(const char *s, uint64_t *out) {
   char *end;
   errno = 0;
@@ -501,6 +595,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
       sample_period_ns = period * 1000000ull;
     } else if (!strcmp(k, "start")) {
       start_path = val;
+    } else if (!strcmp(k, "pmu")) {
+      pmu_path = val;
     } else if (!strcmp(k, "dilate")) {
       dilate_path = val;
     } else if (!strcmp(k, "lat") || !strcmp(k, "bw")) {
@@ -525,8 +621,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   if (sample_period_ns && mode_cost) return bad("sample is for count mode (a cost must be paid on every access)", "sample");
   if (!nsegs) return bad("missing argument", "seg=NODE:HW:GPA:LEN");
   if (dilate_path && !mode_cost) return bad("dilate is for cost mode", dilate_path);
+  _Static_assert(sizeof(struct pmu_shm) <= PMU_SHM_SIZE, "pmu_shm.h: the region outgrew PMU_SHM_SIZE");
   for (int n = 0; dilate_path && n < nnodes; n++)
     if (!lat_ns[n] || !bw_mbps[n]) return bad("dilate needs lat=NODE:NS and bw=NODE:MBPS for every node", dilate_path);
+  for (int n = 0; pmu_path && n < nnodes; n++)
+    if (!lat_ns[n]) return bad("pmu needs lat=NODE:NS for every node", pmu_path);
+  if (pmu_path && sample_period_ns) return bad("pmu needs every access (count or cost mode, no sample=)", pmu_path);
   if (line_bytes < 8 || (line_bytes & (line_bytes - 1))) return bad("line must be a power of two >= 8", "line");
   sets = llc_bytes / line_bytes / ways;
   if (!sets || (sets & (sets - 1)) || sets * line_bytes * ways != llc_bytes)
@@ -545,6 +645,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     vcpus[c].frame_miss = calloc(nframes, sizeof(uint64_t));
     if (!vcpus[c].frame_acc || !vcpus[c].frame_miss) return bad("out of memory", "");
   }
+  if (pmu_path && pmu_map(nvcpus)) return -1;
   plugin_id = id;
   window_start_ns = now_ns();
   windows = 1;

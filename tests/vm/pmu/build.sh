@@ -126,12 +126,12 @@ if [ ! -e "$kb/.tierd-prepared" ]; then
 fi
 
 # --- 6: the module -------------------------------------------------------------------------------
-mkey="$(cat "$here/tierd_pmu_emu.c" "$here/Kbuild" <(echo "$kkey") | sha256sum | cut -c1-16)"
+mkey="$(cat "$here/tierd_pmu_emu.c" "$here/pmu_shm.h" "$here/Kbuild" <(echo "$kkey") | sha256sum | cut -c1-16)"
 out="$cache/out-$mkey"
 if [ ! -s "$out/tierd_pmu_emu.ko" ]; then
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
-  cp "$here/tierd_pmu_emu.c" "$here/Kbuild" "$out.tmp/"
+  cp "$here/tierd_pmu_emu.c" "$here/pmu_shm.h" "$here/Kbuild" "$out.tmp/"
   start=$SECONDS
   make "${make_args[@]}" M="$out.tmp" modules >"$out.tmp/build.log" 2>&1 ||
     { cat "$out.tmp/build.log" >&2; die "building tierd_pmu_emu.ko failed"; }

@@ -6,21 +6,45 @@
  * sysfs format/, events/ and caps/ of a Skylake-SP (Linux 7.3, arch/x86/events/intel/core.c,
  * intel_pmu_init(), case INTEL_SKYLAKE_X: intel_arch3_formats_attr + hsw_format_attr +
  * skl_format_attr, hsw_mem_events_attrs). event_init() refuses what that driver refuses, with
- * its errno, for the attributes tierd sets. No counting or sampling yet: add/del/start/stop
- * only keep hw.state right.
+ * its errno, for the attributes tierd sets.
+ *
+ * Counting and sampling come from the memsim TCG plugin (tests/vm/memsim), which sees every
+ * memory access the guest makes. The two talk through an ivshmem-plain device's BAR 2 (layout:
+ * pmu_shm.h). start() arms one of the CPU's four counters there (what it counts: load latency
+ * 0x01cd with config1 as ldlat, all stores 0x82d0, L3-miss loads 0x20d1; any other event counts
+ * nothing), stop() drains the CPU's ring and disarms it. Records are drained into the perf core
+ * as a PEBS assist's records are (perf_event_overflow() with IP, ADDR, PHYS_ADDR, WEIGHT and
+ * DATA_SRC), so throttling, period changes and the ring buffer behave as the core makes them.
+ * A CPU's ring is drained on that CPU only: every millisecond from a pinned hrtimer while a
+ * counter is armed, at every context switch (the sched_switch tracepoint, before the perf core
+ * switches events, so a sample is delivered while `current` is still the task that made the
+ * access) and when an event stops. Without the device the module loads and its events count
+ * nothing (pmu-probe).
  *
  * Under TCG the x86 driver finds no PMU (no CPUID leaf 0xa counters, no perfctr MSRs), so the
  * type is free. On a machine with a PMU the module refuses to load.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/hrtimer.h>
+#include <linux/io.h>
+#include <linux/kprobes.h>
 #include <linux/module.h>
+#include <linux/nodemask.h>
+#include <linux/pci.h>
+#include <linux/percpu.h>
 #include <linux/perf_event.h>
+#include <linux/sched.h>
 #include <linux/sysfs.h>
+#include <linux/topology.h>
+#include <linux/tracepoint.h>
 #include <asm/cpufeature.h>
 #include <asm/cpuid/api.h>
 #include <asm/perf_event.h>
 #include <asm/processor.h>
+#include <asm/segment.h>
+
+#include "pmu_shm.h"
 
 /* Skylake-SP: legacy PEBS with LBR fixup and PREC_DIST (x86_pmu_max_precise()). */
 #define EMU_MAX_PRECISE 3
@@ -28,6 +52,49 @@
 /* MEM_TRANS_RETIRED.LOAD_LATENCY: event 0xcd, umask 0x01 (INTEL_UEVENT_PEBS_LDLAT_EXTRA_REG) */
 #define EMU_EVENT_LDLAT 0x01cd
 #define EMU_UEVENT_MASK (ARCH_PERFMON_EVENTSEL_EVENT | ARCH_PERFMON_EVENTSEL_UMASK)
+/* MEM_INST_RETIRED.ALL_STORES and MEM_LOAD_RETIRED.L3_MISS (Skylake-SP) */
+#define EMU_EVENT_ALL_STORES 0x82d0
+#define EMU_EVENT_L3_MISS 0x20d1
+
+/* ivshmem-plain (hw/misc/ivshmem.c): Red Hat/Qumranet vendor, device 0x1110; BAR 2 is the memory */
+#define EMU_IVSHMEM_VENDOR 0x1af4
+#define EMU_IVSHMEM_DEVICE 0x1110
+#define EMU_DRAIN_NS (1000 * 1000)
+
+static struct pci_dev *emu_pdev;
+static struct pmu_shm *emu_shm; /* NULL: no device, nothing is counted */
+
+/* Per CPU: the events on the four counters, and the drain timer. Touched only on that CPU with
+ * interrupts off (the perf core's add/del/start/stop, the hrtimer, the sched_switch probe). */
+struct emu_cpu {
+	struct perf_event *events[PMU_SHM_COUNTERS];
+	struct hrtimer timer;
+	unsigned int armed;
+	u64 dropped; /* records whose counter had no running event */
+};
+static DEFINE_PER_CPU(struct emu_cpu, emu_cpus);
+
+/*
+ * perf_event_overflow() (kernel/events/core.c), the entry point of a PMU interrupt's samples,
+ * is not exported to modules: every x86 PMU driver is built in. Its address is found through a
+ * kprobe registered and removed at load (the rig's kernels have CONFIG_KPROBES; QEMU's TCG
+ * offers no IBT, so the indirect call needs no ENDBR).
+ */
+typedef int (*emu_overflow_fn)(struct perf_event *event, struct perf_sample_data *data,
+			       struct pt_regs *regs);
+static emu_overflow_fn emu_overflow;
+
+static int emu_resolve_overflow(void)
+{
+	struct kprobe kp = { .symbol_name = "perf_event_overflow" };
+	int ret = register_kprobe(&kp);
+
+	if (ret)
+		return ret;
+	emu_overflow = (emu_overflow_fn)kp.addr;
+	unregister_kprobe(&kp);
+	return emu_overflow ? 0 : -ENOENT;
+}
 
 /*
  * intel_skl_extra_regs (arch/x86/events/intel/core.c): an event that uses config1 and the bits
@@ -162,35 +229,237 @@ static int emu_event_init(struct perf_event *event)
 	/* intel_pmu_hw_config() (arch/x86/events/intel/core.c): no PEBS on the LBR event */
 	if (attr->precise_ip && (attr->config & INTEL_ARCH_EVENT_MASK) == INTEL_FIXED_VLBR_EVENT)
 		return -EINVAL;
+	event->hw.idx = -1;
 	/* x86_setup_perfctr() -> x86_pmu_extra_regs() (arch/x86/events/core.c) */
 	return emu_check_extra_regs(event);
 }
 
+static struct pmu_shm_cpu *emu_slot(void)
+{
+	int cpu = smp_processor_id();
+
+	if (!emu_shm || cpu >= READ_ONCE(emu_shm->ncpus))
+		return NULL;
+	return &emu_shm->cpu[cpu];
+}
+
+static u32 emu_kind(const struct perf_event *event)
+{
+	switch (event->attr.config & EMU_UEVENT_MASK) {
+	case EMU_EVENT_LDLAT:
+		return PMU_KIND_LOAD_LATENCY;
+	case EMU_EVENT_ALL_STORES:
+		return PMU_KIND_ALL_STORES;
+	case EMU_EVENT_L3_MISS:
+		return PMU_KIND_L3_MISS;
+	default:
+		return PMU_KIND_OFF;
+	}
+}
+
+/* perf_mem_data_src of a record: the LLC model's hit, the CPU's own node's DRAM, another
+ * node's DRAM, or a CPU-less node (CXL memory, PERF_MEM_LVLNUM_CXL). */
+static u64 emu_data_src(const struct pmu_shm_record *r)
+{
+	union perf_mem_data_src src = { .val = 0 };
+	int node = r->source - PMU_SOURCE_NODE0;
+
+	src.mem_op = r->store ? PERF_MEM_OP_STORE : PERF_MEM_OP_LOAD;
+	src.mem_snoop = PERF_MEM_SNOOP_NONE;
+	src.mem_dtlb = PERF_MEM_TLB_NA;
+	src.mem_lock = PERF_MEM_LOCK_NA;
+	if (r->source == PMU_SOURCE_CACHE) {
+		src.mem_lvl = PERF_MEM_LVL_L3 | PERF_MEM_LVL_HIT;
+		src.mem_lvl_num = PERF_MEM_LVLNUM_L3;
+	} else if (node >= 0 && node < MAX_NUMNODES && !node_state(node, N_CPU)) {
+		src.mem_lvl = PERF_MEM_LVL_NA;
+		src.mem_lvl_num = PERF_MEM_LVLNUM_CXL;
+		src.mem_remote = node != numa_node_id();
+	} else if (node == numa_node_id()) {
+		src.mem_lvl = PERF_MEM_LVL_LOC_RAM | PERF_MEM_LVL_HIT;
+		src.mem_lvl_num = PERF_MEM_LVLNUM_RAM;
+	} else {
+		src.mem_lvl = PERF_MEM_LVL_REM_RAM1 | PERF_MEM_LVL_HIT;
+		src.mem_lvl_num = PERF_MEM_LVLNUM_RAM;
+		src.mem_remote = 1;
+	}
+	return src.val;
+}
+
+static void emu_stop(struct perf_event *event, int flags);
+
+/* One record into the perf core, as intel/ds.c's PEBS drain hands it a record. */
+static void emu_deliver(struct perf_event *event, const struct pmu_shm_record *r)
+{
+	struct perf_sample_data data;
+	struct pt_regs regs;
+
+	if (r->user ? event->attr.exclude_user : event->attr.exclude_kernel)
+		return;
+	memset(&regs, 0, sizeof(regs));
+	regs.ip = r->ip;
+	regs.cs = r->user ? __USER_CS : __KERNEL_CS;
+	regs.ss = r->user ? __USER_DS : __KERNEL_DS;
+	regs.flags = X86_EFLAGS_IF | (event->attr.precise_ip ? PERF_EFLAGS_EXACT : 0);
+	perf_sample_data_init(&data, r->addr, event->hw.last_period);
+	data.phys_addr = r->phys;
+	data.sample_flags |= PERF_SAMPLE_PHYS_ADDR;
+	data.weight.full = r->latency;
+	data.sample_flags |= PERF_SAMPLE_WEIGHT_TYPE;
+	data.data_src.val = emu_data_src(r);
+	data.sample_flags |= PERF_SAMPLE_DATA_SRC;
+	if (emu_overflow(event, &data, &regs))
+		emu_stop(event, 0);
+}
+
+/* Drains this CPU's ring. The tail moves before each delivery: a delivery that throttles the
+ * event stops it, and stop() drains again from where this left off. */
+static void emu_drain(void)
+{
+	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
+	struct pmu_shm_cpu *c = emu_slot();
+	u64 head, tail;
+
+	if (!c)
+		return;
+	head = smp_load_acquire(&c->head);
+	tail = READ_ONCE(c->tail);
+	while (tail != head) {
+		struct pmu_shm_record r = c->ring[tail % PMU_SHM_RING];
+		struct perf_event *event = r.counter < PMU_SHM_COUNTERS ? ec->events[r.counter] : NULL;
+
+		WRITE_ONCE(c->tail, ++tail);
+		if (!event || (event->hw.state & PERF_HES_STOPPED)) {
+			ec->dropped++;
+			continue;
+		}
+		emu_deliver(event, &r);
+	}
+}
+
+static enum hrtimer_restart emu_timer_fn(struct hrtimer *timer)
+{
+	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
+
+	if (!ec->armed)
+		return HRTIMER_NORESTART;
+	emu_drain();
+	hrtimer_forward_now(timer, ns_to_ktime(EMU_DRAIN_NS));
+	return HRTIMER_RESTART;
+}
+
+static void emu_update(struct perf_event *event)
+{
+	struct pmu_shm_cpu *c = emu_slot();
+	u64 now, prev;
+
+	if (!c || event->hw.idx < 0)
+		return;
+	now = READ_ONCE(c->counter[event->hw.idx].count);
+	prev = local64_xchg(&event->hw.prev_count, now);
+	local64_add(now - prev, &event->count);
+}
+
 static void emu_start(struct perf_event *event, int flags)
 {
-	event->hw.state = 0;
+	struct hw_perf_event *hwc = &event->hw;
+	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
+	struct pmu_shm_cpu *c = emu_slot();
+	u64 period = hwc->sample_period ? hwc->sample_period : 1;
+	s64 left = local64_read(&hwc->period_left);
+
+	hwc->state = 0;
+	if (!c || hwc->idx < 0)
+		return;
+	if ((flags & PERF_EF_RELOAD) || left <= 0 || left > period)
+		left = period;
+	hwc->last_period = period;
+	c->counter[hwc->idx].kind = emu_kind(event);
+	c->counter[hwc->idx].ldlat = event->attr.config1 & 0xffff;
+	c->counter[hwc->idx].priv = (event->attr.exclude_user ? 0 : PMU_PRIV_USER) |
+				    (event->attr.exclude_kernel ? 0 : PMU_PRIV_KERNEL);
+	c->counter[hwc->idx].period = is_sampling_event(event) ? period : U64_MAX;
+	c->counter[hwc->idx].left = is_sampling_event(event) ? left : U64_MAX;
+	local64_set(&hwc->prev_count, READ_ONCE(c->counter[hwc->idx].count));
+	WRITE_ONCE(c->armed, c->armed | BIT_ULL(hwc->idx));
+	if (!ec->armed++)
+		hrtimer_start(&ec->timer, ns_to_ktime(EMU_DRAIN_NS), HRTIMER_MODE_REL_PINNED_HARD);
 }
 
 static void emu_stop(struct perf_event *event, int flags)
 {
-	event->hw.state |= PERF_HES_STOPPED | PERF_HES_UPTODATE;
+	struct hw_perf_event *hwc = &event->hw;
+	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
+	struct pmu_shm_cpu *c = emu_slot();
+
+	if (!(hwc->state & PERF_HES_STOPPED)) {
+		if (c && hwc->idx >= 0) {
+			emu_drain();
+			WRITE_ONCE(c->armed, c->armed & ~BIT_ULL(hwc->idx));
+			c->counter[hwc->idx].kind = PMU_KIND_OFF;
+			local64_set(&hwc->period_left, c->counter[hwc->idx].left);
+			if (ec->armed)
+				ec->armed--;
+		}
+		hwc->state |= PERF_HES_STOPPED;
+	}
+	if ((flags & PERF_EF_UPDATE) && !(hwc->state & PERF_HES_UPTODATE)) {
+		emu_update(event);
+		hwc->state |= PERF_HES_UPTODATE;
+	}
 }
 
 static int emu_add(struct perf_event *event, int flags)
 {
+	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
+	int i;
+
+	for (i = 0; i < PMU_SHM_COUNTERS; i++)
+		if (!ec->events[i])
+			break;
+	if (i == PMU_SHM_COUNTERS)
+		return -EAGAIN; /* as x86_pmu_add() when the counters are taken */
+	ec->events[i] = event;
+	event->hw.idx = i;
 	event->hw.state = PERF_HES_STOPPED | PERF_HES_UPTODATE;
 	if (flags & PERF_EF_START)
 		emu_start(event, PERF_EF_RELOAD);
+	perf_event_update_userpage(event);
 	return 0;
 }
 
 static void emu_del(struct perf_event *event, int flags)
 {
+	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
+
 	emu_stop(event, PERF_EF_UPDATE);
+	if (event->hw.idx >= 0 && ec->events[event->hw.idx] == event)
+		ec->events[event->hw.idx] = NULL;
+	event->hw.idx = -1;
+	perf_event_update_userpage(event);
 }
 
 static void emu_read(struct perf_event *event)
 {
+	if (!(event->hw.state & PERF_HES_STOPPED))
+		emu_update(event);
+}
+
+/* sched_switch: runs in __schedule() before the perf core switches events out, with the
+ * outgoing task still `current`: its samples are delivered as its own. */
+static void emu_sched_switch(void *data, bool preempt, struct task_struct *prev,
+			     struct task_struct *next, unsigned int prev_state)
+{
+	if (this_cpu_read(emu_cpus.armed))
+		emu_drain();
+}
+
+static struct tracepoint *emu_tp_switch;
+
+static void emu_find_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_switch"))
+		emu_tp_switch = tp;
 }
 
 static struct pmu emu_pmu = {
@@ -225,17 +494,90 @@ static bool emu_real_pmu(void)
 	return boot_cpu_has(X86_FEATURE_PERFCTR_CORE) || boot_cpu_has(X86_FEATURE_IBS);
 }
 
+/* The shared region: ivshmem-plain's BAR 2, mapped write-back (it is RAM on the host side). */
+static void emu_map_shm(void)
+{
+	struct pmu_shm *shm;
+
+	emu_pdev = pci_get_device(EMU_IVSHMEM_VENDOR, EMU_IVSHMEM_DEVICE, NULL);
+	if (!emu_pdev) {
+		pr_info("no ivshmem device: events count nothing\n");
+		return;
+	}
+	if (pci_enable_device_mem(emu_pdev) ||
+	    pci_resource_len(emu_pdev, 2) < sizeof(struct pmu_shm)) {
+		pr_err("ivshmem BAR 2 unusable: events count nothing\n");
+		goto put;
+	}
+	shm = memremap(pci_resource_start(emu_pdev, 2), sizeof(struct pmu_shm), MEMREMAP_WB);
+	if (!shm) {
+		pr_err("cannot map ivshmem BAR 2\n");
+		goto disable;
+	}
+	if (READ_ONCE(shm->magic) != PMU_SHM_MAGIC || shm->version != PMU_SHM_VERSION) {
+		pr_err("ivshmem BAR 2 holds no memsim PMU region (magic %llx version %u)\n",
+		       shm->magic, shm->version);
+		memunmap(shm);
+		goto disable;
+	}
+	emu_shm = shm;
+	pr_info("memsim PMU region at %pa: %u CPUs, %llu cycles/us\n",
+		&emu_pdev->resource[2].start, shm->ncpus, shm->cycles_per_us);
+	return;
+disable:
+	pci_disable_device(emu_pdev);
+put:
+	pci_dev_put(emu_pdev);
+	emu_pdev = NULL;
+}
+
+static void emu_unmap_shm(void)
+{
+	if (emu_shm)
+		memunmap(emu_shm);
+	emu_shm = NULL;
+	if (emu_pdev) {
+		pci_disable_device(emu_pdev);
+		pci_dev_put(emu_pdev);
+	}
+	emu_pdev = NULL;
+}
+
 static int __init emu_init(void)
 {
-	int ret;
+	int ret, cpu;
 
 	if (emu_real_pmu()) {
 		pr_err("this CPU has a PMU: refusing to emulate one\n");
 		return -ENODEV;
 	}
+	for_each_possible_cpu(cpu)
+		hrtimer_setup(&per_cpu(emu_cpus, cpu).timer, emu_timer_fn, CLOCK_MONOTONIC,
+			      HRTIMER_MODE_REL_PINNED_HARD);
+	ret = emu_resolve_overflow();
+	if (ret) {
+		pr_err("cannot find perf_event_overflow: %d\n", ret);
+		return ret;
+	}
+	emu_map_shm();
+	for_each_kernel_tracepoint(emu_find_tp, NULL);
+	if (!emu_tp_switch) {
+		pr_err("no sched_switch tracepoint\n");
+		emu_unmap_shm();
+		return -ENOENT;
+	}
+	ret = tracepoint_probe_register(emu_tp_switch, emu_sched_switch, NULL);
+	if (ret) {
+		pr_err("cannot attach to sched_switch: %d\n", ret);
+		emu_unmap_shm();
+		return ret;
+	}
 	ret = perf_pmu_register(&emu_pmu, "cpu", PERF_TYPE_RAW);
 	if (ret) {
 		pr_err("perf_pmu_register(cpu, PERF_TYPE_RAW) failed: %d\n", ret);
+		tracepoint_probe_unregister(emu_tp_switch, emu_sched_switch, NULL);
+		tracepoint_synchronize_unregister();
+		emu_unmap_shm();
 		return ret;
 	}
 	pr_info("emulated PMU \"cpu\" registered, type %d\n", emu_pmu.type);
@@ -244,7 +586,18 @@ static int __init emu_init(void)
 
 static void __exit emu_exit(void)
 {
+	int cpu;
+	u64 dropped = 0;
+
 	perf_pmu_unregister(&emu_pmu);
+	tracepoint_probe_unregister(emu_tp_switch, emu_sched_switch, NULL);
+	tracepoint_synchronize_unregister();
+	for_each_possible_cpu(cpu) {
+		hrtimer_cancel(&per_cpu(emu_cpus, cpu).timer);
+		dropped += per_cpu(emu_cpus, cpu).dropped;
+	}
+	emu_unmap_shm();
+	pr_info("unloaded; %llu records had no running event\n", dropped);
 }
 
 module_init(emu_init);
