@@ -9,9 +9,10 @@
 namespace tierd::telemetry {
 
 SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileged,
-                            const EventOptions& options, VaddrEvidence vaddr) {
+                            const EventOptions& options, VaddrEvidence vaddr, bool sysAdmin) {
   SamplingProbe p;
   p.privileged = privileged;
+  p.sysAdmin = sysAdmin;
   if (auto par = root.readAttr("/proc/sys/kernel/perf_event_paranoid"); par) {
     if (auto v = sys::parseI64(par.value(), "perf_event_paranoid"); v)
       p.perfEventParanoid = static_cast<int>(v.value());
@@ -23,11 +24,20 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
     p.pmus = pmus->devices;
     p.hardwarePmu = pmus->hasCpu || pmus->hasCpuCore || pmus->hasIbsOp;
   }
-  const bool perfAllowed = privileged || p.perfEventParanoid <= 0;
+  // Above 2 (Debian's and Ubuntu's kernels default to 3 and 4) perf_event_open(2) refuses every
+  // caller without CAP_SYS_ADMIN with EACCES before any other check (their patch to
+  // kernel/events/core.c: perf_paranoid_any()); CAP_PERFMON does not satisfy it.
+  const bool paranoidAny = p.perfEventParanoid > 2;
+  const bool perfAllowed = paranoidAny ? sysAdmin : privileged || p.perfEventParanoid <= 0;
   const std::string perfDenied =
-      "perf_event_paranoid is " + std::to_string(p.perfEventParanoid) +
-      " and tierd lacks CAP_PERFMON: system-wide sampling needs root, CAP_PERFMON or "
-      "perf_event_paranoid <= 0";
+      paranoidAny
+          ? "perf_event_paranoid is " + std::to_string(p.perfEventParanoid) +
+                " (above 2: this kernel lets only CAP_SYS_ADMIN open perf events, and tierd "
+                "keeps CAP_PERFMON, not CAP_SYS_ADMIN): set kernel.perf_event_paranoid = 2 "
+                "(sysctl) to sample with the PMU"
+          : "perf_event_paranoid is " + std::to_string(p.perfEventParanoid) +
+                " and tierd lacks CAP_PERFMON: system-wide sampling needs root, CAP_PERFMON or "
+                "perf_event_paranoid <= 0";
 
   // 1. Hardware sampling.
   SourceProbe hw;
@@ -83,7 +93,7 @@ SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileg
                                              "software") != pmus->devices.end();
   if (!hasSoftware) {
     sw.why = "no `software` event source in /sys/bus/event_source/devices";
-  } else if (!privileged && p.perfEventParanoid > 1) {
+  } else if (paranoidAny ? !sysAdmin : !privileged && p.perfEventParanoid > 1) {
     sw.why = perfDenied;
   } else {
     sw.available = true;

@@ -34,6 +34,7 @@ struct SamplingProbe {
   bool hardwarePmu = false;       ///< a `cpu`, `cpu_core` or `ibs_op` event source exists
   int perfEventParanoid = 2;      ///< /proc/sys/kernel/perf_event_paranoid
   bool privileged = false;        ///< effective uid 0 (CAP_PERFMON/CAP_SYS_ADMIN assumed)
+  bool sysAdmin = false;          ///< CAP_SYS_ADMIN effective (needed above paranoid 2)
   DamonProbe damon;
   std::vector<SourceProbe> sources;  ///< in order of preference
   std::string chosen;                ///< name of the first available source, "" when none
@@ -44,10 +45,13 @@ struct SamplingProbe {
 /// vaddr operations are looked for in /proc/kallsyms when no kdamond shows avail_operations
 /// (probeDamon): the daemon passes VaddrEvidence::Skip (in the rig that one read was ~4 s of its
 /// start-up CPU; its DamonSource checks avail_operations when it starts a kdamond), the tierctl
-/// commands that print the probe read it.
+/// commands that print the probe read it. `sysAdmin` says whether the caller holds CAP_SYS_ADMIN
+/// (capget(2)): where perf_event_paranoid is above 2 (Debian's and Ubuntu's kernel patch) no perf
+/// source is available without it. The daemon, which drops CAP_SYS_ADMIN, passes false; a root
+/// tierctl true.
 SamplingProbe probeSampling(const sys::SysRoot& root, DamonFs& fs, bool privileged,
                             const EventOptions& options = {},
-                            VaddrEvidence vaddr = VaddrEvidence::Read);
+                            VaddrEvidence vaddr = VaddrEvidence::Read, bool sysAdmin = true);
 
 /// What to sample.
 struct SamplingTarget {

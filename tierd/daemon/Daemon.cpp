@@ -1,6 +1,7 @@
 #include "tierd/daemon/Daemon.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -466,8 +467,12 @@ class Daemon {
   void chooseHotnessSource() {
     // Without /proc/kallsyms: the kernel formats ~120k lines on every read (seconds of CPU in
     // an emulated guest); DamonSource::start checks avail_operations for vaddr instead.
+    // CAP_SYS_ADMIN decides perf sampling where perf_event_paranoid is above 2; the daemon
+    // dropped it at start unless run with --keep-capabilities.
+    const auto caps = sys::readCapabilities();
+    const bool sysAdmin = caps && (caps->effective & (sys::CapMask{1} << CAP_SYS_ADMIN)) != 0;
     probe_ = telemetry::probeSampling(root_, *damonFs_, ::geteuid() == 0, {},
-                                      telemetry::VaddrEvidence::Skip);
+                                      telemetry::VaddrEvidence::Skip, sysAdmin);
     sourceName_ = chooseSource(initial_, probe_, why_);
     log_.notice("hotness source: " + (sourceName_.empty() ? std::string("none") : sourceName_) +
                 " (" + why_ + ")");

@@ -59,6 +59,27 @@ TEST_CASE("a Sapphire Rapids host with free DAMON prefers PEBS and names its eve
   CHECK(p.chosen == "perf-pebs");
 }
 
+// kernel/events/core.c of Debian's 7.3 (and Ubuntu's): perf_event_open() returns EACCES when
+// perf_event_paranoid > 2 and the caller lacks CAP_SYS_ADMIN, before any other check.
+TEST_CASE("above paranoid 2 the perf sources need CAP_SYS_ADMIN, which the daemon drops") {
+  TempTree t;
+  t.file("/proc/cpuinfo",
+         "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n\n");
+  t.file("/proc/sys/kernel/perf_event_paranoid", "3\n");
+  t.file("/sys/bus/event_source/devices/cpu/type", "4\n");
+  t.file("/sys/bus/event_source/devices/software/type", "1\n");
+  t.file("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", "0\n");
+  sys::SysRoot root(t.dir());
+  SysRootDamonFs fs(root);
+  const SamplingProbe daemon = probeSampling(root, fs, true, {}, VaddrEvidence::Skip, false);
+  CHECK_FALSE(daemon.sources[0].available);
+  CHECK(daemon.sources[0].why.find("kernel.perf_event_paranoid = 2") != std::string::npos);
+  CHECK_FALSE(daemon.sources[2].available);
+  CHECK(daemon.chosen == "damon-vaddr");
+  const SamplingProbe admin = probeSampling(root, fs, true, {}, VaddrEvidence::Skip, true);
+  CHECK(admin.chosen == "perf-pebs");
+}
+
 TEST_CASE("makeSource gives the perf sources the configured sample period and CPU budget") {
   TempTree t;
   t.file("/proc/cpuinfo",
