@@ -25,12 +25,12 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
-#   pmu=emu|pebs           the emulated PMU module (tests/vm/pmu/build.sh, for the stock 7.3
-#                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko; the scenario loads
-#                          it. pebs also gives it samples: QEMU's Skylake-Server CPU model (the
-#                          one libpfm4 and tierd know as skx), an ivshmem-plain device backed by
-#                          $RIG_OUT/pmu.shm (tests/vm/pmu/pmu_shm.h) and memsim's pmu= on that
-#                          file; needs memsim=count, cost or dilated
+#   pmu=pebs               the emulated PMU: its module (tests/vm/pmu/build.sh, for the stock 7.3
+#                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko (the scenario loads
+#                          it), QEMU's Skylake-Server CPU model (the one libpfm4 and tierd know as
+#                          skx), an ivshmem-plain device backed by $RIG_OUT/pmu.shm
+#                          (tests/vm/pmu/pmu_shm.h) and memsim's pmu= on that file; needs
+#                          memsim=count, cost or dilated and at most 4032 MiB of guest RAM
 #   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
@@ -190,13 +190,13 @@ memsim_args() {
   args+=(-plugin "${cache//,/,,}/memsim/$pa")
 }
 
-# pmu_mode SCENARIO_FILE -> off|emu|pebs
+# pmu_mode SCENARIO_FILE -> off|pebs
 pmu_mode() {
   local m
   m="$(header "$1" pmu)"
   case "${m:-off}" in
-    off | emu | pebs) echo "${m:-off}" ;;
-    *) die "$(basename "$1"): pmu=$m (use emu or pebs)" ;;
+    off | pebs) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): pmu=$m (use pebs)" ;;
   esac
 }
 
@@ -252,8 +252,11 @@ qemu_args() {
   done
   args+=(-m "${total}M")
   # pmu=pebs: the emulated PMU's shared region, after the nodes' backends (memsim's address
-  # arithmetic needs the nodes' RAMBlocks first)
+  # arithmetic needs the nodes' RAMBlocks first). memsim sees an access to it as the region's
+  # RAMBlock offset (after all node RAM) plus its BAR address (SeaBIOS: just under 4 GiB); that
+  # stays above every node segment (at most twice the RAM) while the RAM stays under 4074 MiB.
   if [ "$pmu" = pebs ]; then
+    [ "$total" -le 4032 ] || die "$name: pmu=pebs needs at most 4032 MiB of guest RAM (memsim would count its region as node memory)"
     args+=(-object "memory-backend-file,id=pmushm,size=1M,share=on,mem-path=${outdir//,/,,}/pmu.shm")
     args+=(-device "ivshmem-plain,memdev=pmushm")
   fi
@@ -330,8 +333,8 @@ boot() {
     cp "$dtmp"/tierd_*.deb "$outdir/supplied/"
     rm -rf "$dtmp"
   fi
-  # "# rig: pmu=emu|pebs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel)
-  # in $RIG_OUT/supplied/tierd_pmu_emu.ko; the scenario loads it. pebs: the region it shares with
+  # "# rig: pmu=pebs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
+  # $RIG_OUT/supplied/tierd_pmu_emu.ko, which the scenario loads, and the region it shares with
   # memsim, PMU_SHM_SIZE bytes (pmu_shm.h), created before QEMU maps it.
   pmu="$(pmu_mode "$file")"
   if [ "$pmu" != off ]; then

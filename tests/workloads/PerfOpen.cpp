@@ -1,5 +1,5 @@
 // tierd-perfopen: one perf_event_open(2) of the attributes given, for checking which errno a PMU
-// driver answers (rig: pmu-probe, against the emulated PMU of tests/vm/pmu).
+// driver answers (rig: pmu-calibrate, against the emulated PMU of tests/vm/pmu).
 //
 // Usage: tierd-perfopen TYPE CONFIG [CONFIG1 [PRECISE_IP [SAMPLE_PERIOD]]]
 //   numbers in C notation (0x.. hex); the event is for the calling process on any CPU, disabled,

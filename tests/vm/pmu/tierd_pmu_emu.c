@@ -19,7 +19,7 @@
  * counter is armed, at every context switch (the sched_switch tracepoint, before the perf core
  * switches events, so a sample is delivered while `current` is still the task that made the
  * access) and when an event stops. Without the device the module loads and its events count
- * nothing (pmu-probe).
+ * nothing.
  *
  * Under TCG the x86 driver finds no PMU (no CPUID leaf 0xa counters, no perfctr MSRs), so the
  * type is free. On a machine with a PMU the module refuses to load.
@@ -371,7 +371,12 @@ static void emu_start(struct perf_event *event, int flags)
 	hwc->state = 0;
 	if (!c || hwc->idx < 0)
 		return;
-	if ((flags & PERF_EF_RELOAD) || left <= 0 || left > period)
+	/*
+	 * As x86_perf_event_set_period(): continue from period_left (what stop() saved, so a
+	 * task's count carries over its context switches); the core zeroes it when it changes
+	 * the period (perf_event_period()), and then the whole period starts.
+	 */
+	if (left <= 0 || left > period)
 		left = period;
 	hwc->last_period = period;
 	c->counter[hwc->idx].kind = emu_kind(event);
