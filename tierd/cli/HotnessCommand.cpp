@@ -3,6 +3,7 @@
 // `hotness` scenario: precision and recall must both reach 0.8 with DAMON.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -110,6 +111,14 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
           {"damon-min-regions", true, "DAMON minimum number of regions (default 10)", "N"},
           {"damon-max-regions", true, "DAMON maximum number of regions (default 1000)", "N"},
           {"damon-snapshot-ms", true, "how often to read DAMON's regions, ms (default 1000)", "MS"},
+          {"sample-period", true,
+           "initial events per sample of perf-pebs and perf-ibs, then adapted to the CPU budget "
+           "([sampling] sample_period; default 10007)",
+           "N"},
+          {"cpu-budget-percent", true,
+           "CPU a perf source's draining may use, % of one CPU, 0.01-100 ([sampling] "
+           "cpu_budget_percent; default 1)",
+           "P"},
           kSysRootOption,
       },
   };
@@ -138,6 +147,20 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
   auto damonArg = damonOptions(*parsed);
   if (!damonArg) return fail(spec, damonArg.error(), 2);
   const telemetry::DamonConfig damon = damonArg.value();
+  telemetry::PerfTuning perf;
+  auto period = parsed->integer("sample-period", perf.samplePeriod, 1, UINT32_MAX);
+  if (!period) return fail(spec, period.error(), 2);
+  perf.samplePeriod = period.value();
+  if (auto budget = parsed->get("cpu-budget-percent")) {
+    char* end = nullptr;
+    const double pct = std::strtod(budget->c_str(), &end);
+    if (budget->empty() || *end != '\0' || !(pct >= 0.01 && pct <= 100))
+      return fail(spec,
+                  Error::input("'" + *budget + "': want a number from 0.01 to 100",
+                               "--cpu-budget-percent"),
+                  2);
+    perf.cpuBudget = pct / 100;
+  }
   Observation o;
   if (auto tracePath = parsed->get("trace")) {
     auto text = readInputFile(*tracePath);
@@ -167,7 +190,8 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
     // Before the source starts: a signal from now on stops it cleanly (its kdamond removed).
     StopOnSignals signals;
     telemetry::DamonPool pool(fs, tierctlDamonPool(root));
-    auto started = startBestSource(probe, target, only, opener, fs, root, std::cerr, damon, &pool);
+    auto started =
+        startBestSource(probe, target, only, opener, fs, root, std::cerr, damon, &pool, perf);
     if (!started) {
       return fail(spec, started.error(), 1);
     }

@@ -26,7 +26,8 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const std::string& only, telemetry::PerfEventOpener& opener,
                                       telemetry::DamonFs& fs, const sys::SysRoot& root,
                                       std::ostream& log, const telemetry::DamonConfig& damon,
-                                      telemetry::DamonPool* damonPool) {
+                                      telemetry::DamonPool* damonPool,
+                                      const telemetry::PerfTuning& perf) {
   std::string reasons;
   for (const auto& s : probe.sources) {
     if (!only.empty() && s.name != only) continue;
@@ -38,7 +39,8 @@ Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
       log << "skipping damon-vaddr: it monitors a pid, not a cgroup\n";
       continue;
     }
-    auto src = telemetry::makeSource(s.name, probe, target, opener, fs, root, damon, {}, damonPool);
+    auto src =
+        telemetry::makeSource(s.name, probe, target, opener, fs, root, damon, perf, damonPool);
     if (!src) return src.error();
     if (auto st = src.value()->start(); !st) {
       log << "cannot start " << s.name << ": " << st.error().describe() << "\n";

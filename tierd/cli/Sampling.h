@@ -24,13 +24,15 @@ struct StartedSource {
 
 /// Starts the first available source of `probe` (or only `only`, when not empty) for `target`,
 /// logging each one skipped or failed to `log`. DAMON is skipped for a cgroup target. Errors
-/// (Environment) when none starts. DAMON gets `damon`'s monitoring attributes.
+/// (Environment) when none starts. DAMON gets `damon`'s monitoring attributes, the perf sources
+/// `perf`'s sample period and CPU budget.
 Result<StartedSource> startBestSource(const telemetry::SamplingProbe& probe,
                                       const telemetry::SamplingTarget& target,
                                       const std::string& only, telemetry::PerfEventOpener& opener,
                                       telemetry::DamonFs& fs, const sys::SysRoot& root,
                                       std::ostream& log, const telemetry::DamonConfig& damon = {},
-                                      telemetry::DamonPool* damonPool = nullptr);
+                                      telemetry::DamonPool* damonPool = nullptr,
+                                      const telemetry::PerfTuning& perf = {});
 
 /// The one-kdamond pool of a tierctl command that samples with DAMON: its ownership is recorded
 /// where the daemon's is (/run/tierd/damon.owner under `root`, DamonPool.h), so that a tierctl
