@@ -41,6 +41,24 @@ Result<telemetry::DamonConfig> damonOptions(const ParsedArgs& parsed) {
   return damon;
 }
 
+// The perf sources' tuning of a live run: PerfTuning's defaults, changed by --sample-period and
+// --cpu-budget-percent.
+Result<telemetry::PerfTuning> perfOptions(const ParsedArgs& parsed) {
+  telemetry::PerfTuning perf;
+  auto period = parsed.integer("sample-period", perf.samplePeriod, 1, UINT32_MAX);
+  if (!period) return period.error();
+  perf.samplePeriod = period.value();
+  if (auto budget = parsed.get("cpu-budget-percent")) {
+    char* end = nullptr;
+    const double pct = std::strtod(budget->c_str(), &end);
+    if (budget->empty() || *end != '\0' || !(pct >= 0.01 && pct <= 100))
+      return Error::input("'" + *budget + "': want a number from 0.01 to 100",
+                          "--cpu-budget-percent");
+    perf.cpuBudget = pct / 100;
+  }
+  return perf;
+}
+
 // What was observed: the heat of the process's regions and where it came from.
 struct Observation {
   telemetry::RegionHeatMap heat;
@@ -147,20 +165,9 @@ int hotnessCommand(const std::vector<std::string>& args, size_t begin) {
   auto damonArg = damonOptions(*parsed);
   if (!damonArg) return fail(spec, damonArg.error(), 2);
   const telemetry::DamonConfig damon = damonArg.value();
-  telemetry::PerfTuning perf;
-  auto period = parsed->integer("sample-period", perf.samplePeriod, 1, UINT32_MAX);
-  if (!period) return fail(spec, period.error(), 2);
-  perf.samplePeriod = period.value();
-  if (auto budget = parsed->get("cpu-budget-percent")) {
-    char* end = nullptr;
-    const double pct = std::strtod(budget->c_str(), &end);
-    if (budget->empty() || *end != '\0' || !(pct >= 0.01 && pct <= 100))
-      return fail(spec,
-                  Error::input("'" + *budget + "': want a number from 0.01 to 100",
-                               "--cpu-budget-percent"),
-                  2);
-    perf.cpuBudget = pct / 100;
-  }
+  auto perfArg = perfOptions(*parsed);
+  if (!perfArg) return fail(spec, perfArg.error(), 2);
+  const telemetry::PerfTuning perf = perfArg.value();
   Observation o;
   if (auto tracePath = parsed->get("trace")) {
     auto text = readInputFile(*tracePath);
