@@ -44,6 +44,29 @@ uint64_t alignPeriod(uint64_t period, uint64_t multiple) {
   return std::max(multiple, period - period % multiple);
 }
 
+bool servedByCache(uint64_t dataSrc) {
+  // PERF_MEM_LVLNUM_L2_MHB (L2 miss handling buffer, linux/perf_event.h since 6.9; the build
+  // host's uapi headers may predate it)
+  constexpr unsigned kLvlNumL2Mhb = 0x05;
+  perf_mem_data_src src{};
+  src.val = dataSrc;
+  switch (src.mem_lvl_num) {
+    case PERF_MEM_LVLNUM_L1:
+    case PERF_MEM_LVLNUM_L2:
+    case PERF_MEM_LVLNUM_L3:
+    case PERF_MEM_LVLNUM_L4:
+    case kLvlNumL2Mhb:
+    case PERF_MEM_LVLNUM_ANY_CACHE:
+    case PERF_MEM_LVLNUM_LFB:
+      return true;
+    default:
+      break;
+  }
+  return (src.mem_lvl & PERF_MEM_LVL_HIT) != 0 &&
+         (src.mem_lvl & (PERF_MEM_LVL_L1 | PERF_MEM_LVL_LFB | PERF_MEM_LVL_L2 | PERF_MEM_LVL_L3)) !=
+             0;
+}
+
 std::string explainRefusal(const EventChoice& event, const perf_event_attr& attr) {
   std::string why;
   if (event.periodMultiple > 1 && !attr.freq && attr.sample_period % event.periodMultiple != 0)
@@ -82,10 +105,16 @@ PerfSampler::PerfSampler(PerfSamplerConfig config, PerfEventOpener& opener,
       opener_(opener),
       root_(root),
       filter_(root, config_.mapsRefreshNs) {
-  for (const auto& ev : config_.events)
+  uint64_t driverMin = 1;
+  for (const auto& ev : config_.events) {
     periodMultiple_ = std::lcm(periodMultiple_, std::max<uint64_t>(1, ev.periodMultiple));
-  // Every period the kernel sees, first and adapted, keeps the drivers' alignment.
-  config_.minPeriod = std::max(periodMultiple_, alignPeriod(config_.minPeriod, periodMultiple_));
+    driverMin = std::max(driverMin, ev.minPeriod);
+  }
+  // Every period the kernel sees, first and adapted, keeps the drivers' alignment and minimum
+  // (the minimum rounded up to the alignment).
+  config_.minPeriod = std::max(config_.minPeriod, driverMin);
+  config_.minPeriod = std::max(
+      periodMultiple_, alignPeriod(config_.minPeriod + periodMultiple_ - 1, periodMultiple_));
   config_.maxPeriod = std::max(config_.minPeriod, alignPeriod(config_.maxPeriod, periodMultiple_));
   config_.period = std::clamp(alignPeriod(config_.period, periodMultiple_), config_.minPeriod,
                               config_.maxPeriod);
@@ -226,7 +255,7 @@ Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bo
         return base.error();
       }
       rings_.push_back({fd.value(), base.value(), length, cgroupMode ? -1 : who, leaderFd,
-                        ev.filterKernelInUser});
+                        ev.filterKernelInUser, ev.dropCacheServed});
       if (!cgroupMode) openedTids_.insert(who);
       if (started_) {  // a thread found after start: enable at once
         if (auto s = enableRing(rings_.back()); !s) return s;
@@ -355,6 +384,12 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
     if (r.userOnly) {  // the driver could not exclude kernel samples: drop them here
       auto kept = std::remove_if(raw.begin() + static_cast<std::ptrdiff_t>(before), raw.end(),
                                  [](const PerfSample& p) { return !isUserMode(p.misc); });
+      notUser += static_cast<uint64_t>(raw.end() - kept);
+      raw.erase(kept, raw.end());
+    }
+    if (r.memoryOnly) {  // IBS: what a cache served is no memory access
+      auto kept = std::remove_if(raw.begin() + static_cast<std::ptrdiff_t>(before), raw.end(),
+                                 [](const PerfSample& p) { return servedByCache(p.dataSrc); });
       notUser += static_cast<uint64_t>(raw.end() - kept);
       raw.erase(kept, raw.end());
     }

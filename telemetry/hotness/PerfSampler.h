@@ -71,6 +71,11 @@ uint64_t adaptPeriod(uint64_t period, double measured, double budget, uint64_t m
 /// period an event with EventChoice::periodMultiple may be given.
 uint64_t alignPeriod(uint64_t period, uint64_t multiple);
 
+/// Whether a sample's PERF_SAMPLE_DATA_SRC (union perf_mem_data_src, linux/perf_event.h) says a
+/// cache served the access: mem_lvl_num L1, L2, L3, L4, L2_MHB, ANY_CACHE or LFB, or (drivers that
+/// fill only the older field) mem_lvl HIT with L1, LFB, L2 or L3. 0 and "not available" are not.
+bool servedByCache(uint64_t dataSrc);
+
 /// Why the kernel may have refused `attr` for `event` with EINVAL: the driver rule it breaks where
 /// tierd knows one (IBS: a period with low bits set, excludes without swfilt), then every field
 /// set in the attr ("type=4 config=0x1cd config1=0x40 sample_period=10007 precise_ip=2 ...").
@@ -116,9 +121,10 @@ class PerfSampler final : public HotnessSource {
     int fd = -1;
     void* base = nullptr;
     size_t length = 0;
-    pid_t tid = -1;         ///< pid mode: the thread it samples (-1 in cgroup mode)
-    int leaderFd = -1;      ///< the counting group leader (mem-loads-aux), -1 when none
-    bool userOnly = false;  ///< drop samples not taken in user mode (EventChoice)
+    pid_t tid = -1;           ///< pid mode: the thread it samples (-1 in cgroup mode)
+    int leaderFd = -1;        ///< the counting group leader (mem-loads-aux), -1 when none
+    bool userOnly = false;    ///< drop samples not taken in user mode (EventChoice)
+    bool memoryOnly = false;  ///< drop samples a cache served (EventChoice::dropCacheServed)
   };
   Result<int> openOne(const EventChoice& event, perf_event_attr attr, pid_t pid, int cpu,
                       int groupFd, unsigned long flags);

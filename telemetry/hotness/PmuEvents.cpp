@@ -251,7 +251,7 @@ Result<perf_event_attr> ibsOpAttr(const PmuInventory& pmus, bool l3MissOnly) {
   if (pmus.ibsOpFormat.count("cnt_ctl")) {
     if (auto s = setBit("cnt_ctl"); !s) return s.error();
   }
-  if (l3MissOnly) {
+  if (l3MissOnly && pmus.ibsOpFormat.count("l3missonly")) {
     if (auto s = setBit("l3missonly"); !s) return s.error();
   }
   // swfilt: the driver drops kernel (and hypervisor) samples itself; without the bit it refuses
@@ -285,7 +285,9 @@ Result<std::vector<EventChoice>> chooseHardwareEvents(const CpuId& cpu, const Pm
                     "latency; type " +
                         std::to_string(pmus.ibsOpType) + " from ibs_op/type"};
     ibs.periodMultiple = 16;  // perf_ibs_init(): the low 4 bits of the period must be clear
+    ibs.minPeriod = 0x90;     // perf_ibs_op.min_period
     ibs.filterKernelInUser = pmus.ibsOpFormat.count("swfilt") == 0;
+    ibs.dropCacheServed = true;
     out.push_back(ibs);
     return out;
   }

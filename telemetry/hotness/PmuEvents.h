@@ -84,11 +84,19 @@ struct EventChoice {
   /// perf_ibs_init() and perf_ibs_check_period() (arch/x86/events/amd/ibs.c) refuse a period
   /// with any of its low 4 bits set (EINVAL).
   uint64_t periodMultiple = 1;
+  /// The least sample period the driver takes. IBS op: 0x90 (perf_ibs_op.min_period;
+  /// perf_ibs_init() and perf_ibs_check_period() refuse less with EINVAL).
+  uint64_t minPeriod = 1;
   /// true where the driver cannot drop kernel samples itself (an IBS PMU whose format/ has no
   /// `swfilt`, as on older kernels: perf_ibs_init() then refuses exclude_kernel/exclude_hv): the
   /// attr keeps them clear and PerfSampler drops samples whose record header says kernel or
   /// hypervisor mode.
   bool filterKernelInUser = false;
+  /// true for an event that samples every access, served from a cache or not (IBS op sampling
+  /// tags every op): PerfSampler drops samples whose data source names a cache level
+  /// (servedByCache()). An access the cache serves costs no memory access, so it says nothing
+  /// about what placement buys; a stack in L1 would otherwise be the hottest memory there is.
+  bool dropCacheServed = false;
   /// A counting event that must lead this event's group: mem-loads-aux for load latency where
   /// PmuInventory::memLoadsAux is set. PerfSampler opens it first on each CPU, disabled and
   /// without sampling, and opens this event with it as group_fd.
@@ -104,9 +112,11 @@ enum class IntelMode {
 /// Options of event choice.
 struct EventOptions {
   IntelMode intelMode = IntelMode::LoadLatency;
-  unsigned ldlatCycles = 64;   ///< load-latency threshold (cycles); 64 ~ beyond the L2
-  bool stores = true;          ///< add a store event where the model has one
-  bool ibsL3MissOnly = false;  ///< IBS: only ops that missed L3 (Zen 4+, format l3missonly)
+  unsigned ldlatCycles = 64;  ///< load-latency threshold (cycles); 64 ~ beyond the L2
+  bool stores = true;         ///< add a store event where the model has one
+  /// IBS: only ops that missed L3, where the PMU offers it (Zen 4+, format/l3missonly): the
+  /// hardware then tags only accesses memory served, what placement changes.
+  bool ibsL3MissOnly = true;
 };
 
 /// The libpfm4 PMU prefix for an Intel model ("spr", "icx", "skx", "adl_glc", ...) and whether the

@@ -52,10 +52,10 @@ int ibsInit(const FakePerfEventOpener::Open& o, const std::vector<FakePerfEventO
   return 0;
 }
 
-/// perf_ibs_check_period().
+/// perf_ibs_check_period(): low nibble clear and at least perf_ibs_op.min_period (0x90).
 int ibsCheckPeriod(const perf_event_attr& attr, uint64_t period) {
   if (attr.freq) return 0;
-  return (period & 0x0f) ? EINVAL : 0;
+  return (period & 0x0f) || period < 0x90 ? EINVAL : 0;
 }
 
 PerfSamplerConfig ibsConfig(const TempTree& t, uint64_t period) {
@@ -154,6 +154,67 @@ TEST_CASE("IBS without swfilt: excludes stay clear and kernel-mode samples are d
   CHECK(s.stats().discarded == 2);
 }
 
+// IBS op sampling tags every op; perf_ibs_get_mem_lvl() (arch/x86/events/amd/ibs.c) says where a
+// load or store was served. A cache hit is no memory access: dropped, as is a stack in L1.
+TEST_CASE("IBS samples a cache served are dropped, memory, CXL and unknown sources kept") {
+  TempTree t;
+  fillTree(t);
+  ibsPmu(t, true);
+  FakePerfEventOpener opener;
+  opener.driver = ibsInit;
+  PerfSampler s(ibsConfig(t, 10007), opener, sys::SysRoot(t.dir()));
+  REQUIRE(s.start().ok());
+  auto src = [](unsigned lvlNum, uint64_t lvl) {
+    perf_mem_data_src d{};
+    d.mem_op = PERF_MEM_OP_LOAD;
+    d.mem_lvl_num = lvlNum;
+    d.mem_lvl = lvl;
+    return d.val;
+  };
+  SampleFields f;
+  f.pid = 100;
+  f.tid = 100;
+  f.time = 5;
+  const std::pair<uint64_t, uint64_t> samples[] = {
+      {0x7f0000001000, src(PERF_MEM_LVLNUM_L1, PERF_MEM_LVL_L1 | PERF_MEM_LVL_HIT)},
+      {0x7f0000002000, src(PERF_MEM_LVLNUM_L3, PERF_MEM_LVL_L3 | PERF_MEM_LVL_HIT)},
+      {0x7f0000003000, src(0, PERF_MEM_LVL_L2 | PERF_MEM_LVL_HIT)},  // older drivers' field only
+      {0x7f0000004000, src(PERF_MEM_LVLNUM_RAM, PERF_MEM_LVL_LOC_RAM | PERF_MEM_LVL_HIT)},
+      {0x7f0000005000, src(PERF_MEM_LVLNUM_CXL, PERF_MEM_LVL_NA)},
+      {0x7f0000006000, 0},  // no data source
+  };
+  for (const auto& [addr, dataSrc] : samples) {
+    f.addr = addr;
+    f.dataSrc = dataSrc;
+    opener.rings[0]->write(sampleRecord(s.sampleType(), f));
+  }
+  auto batch = s.drain(10);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->size() == 3);
+  CHECK(batch->at(0).vaddr == 0x7f0000004000);
+  CHECK(batch->at(1).vaddr == 0x7f0000005000);
+  CHECK(batch->at(2).vaddr == 0x7f0000006000);
+  CHECK(s.stats().discarded == 3);
+}
+
+// perf_ibs_check_period() refuses a period under perf_ibs_op.min_period (0x90) with EINVAL: a
+// period halved under the budget must stop there, or every later change is refused.
+TEST_CASE("IBS: the period never adapts below the driver's minimum of 0x90") {
+  TempTree t;
+  fillTree(t);
+  ibsPmu(t, true);
+  FakePerfEventOpener opener;
+  opener.driver = ibsInit;
+  opener.checkPeriod = ibsCheckPeriod;
+  PerfSamplerConfig c = ibsConfig(t, 10007);
+  PerfSampler s(c, opener, sys::SysRoot(t.dir()));
+  CHECK(s.config().minPeriod == 0x90);
+  CHECK(adaptPeriod(0xa0, 0.0, 0.01, s.config().minPeriod, s.config().maxPeriod) == 0x90);
+  c.period = 100;  // asked for less than the driver takes: started at the minimum
+  PerfSampler low(c, opener, sys::SysRoot(t.dir()));
+  CHECK(low.period() == 0x90);
+}
+
 TEST_CASE("IBS: an adapted period keeps its low 4 bits clear, so PERF_EVENT_IOC_PERIOD takes it") {
   CHECK(alignPeriod(10007, 16) == 10000);
   CHECK(alignPeriod(5, 16) == 16);  // never below the multiple
@@ -164,18 +225,19 @@ TEST_CASE("IBS: an adapted period keeps its low 4 bits clear, so PERF_EVENT_IOC_
   FakePerfEventOpener opener;
   opener.driver = ibsInit;
   opener.checkPeriod = ibsCheckPeriod;
-  auto c = ibsConfig(t, 48);
-  c.minPeriod = 1;    // a bound that is no multiple of 16 is raised to one
+  auto c = ibsConfig(t, 583);  // aligned down to 576 (0x240)
+  c.minPeriod = 1;    // a bound under the driver's minimum is raised to 0x90, a multiple of 16
   c.cpuBudget = 1e9;  // far under budget: the period halves at each adaptation
   PerfSampler s(c, opener, sys::SysRoot(t.dir()));
   REQUIRE(s.start().ok());
-  CHECK(s.config().minPeriod == 16);
+  CHECK(s.config().minPeriod == 0x90);
+  REQUIRE(s.period() == 576);
   // Adaptation runs once a second of wall time has passed since start.
-  for (int i = 0; i < 30 && s.period() == 48; ++i) {
+  for (int i = 0; i < 30 && s.period() == 576; ++i) {
     REQUIRE(s.drain(0).ok());
-    if (s.period() == 48) ::usleep(100000);
+    if (s.period() == 576) ::usleep(100000);
   }
-  REQUIRE(s.period() != 48);
+  REQUIRE(s.period() == 288);
   CHECK(s.period() % 16 == 0);
   CHECK(std::none_of(opener.log.begin(), opener.log.end(),
                      [](const std::string& l) { return l.rfind("period errno", 0) == 0; }));

@@ -128,16 +128,23 @@ TEST_CASE("Zen 4: libpfm4 knows the core PMU, IBS op comes from ibs_op sysfs") {
   REQUIRE(inv.ok());
   CHECK(inv->hasIbsOp);
   CHECK(inv->ibsOpType == 11);
+  // Zen 4 offers l3missonly: used by default (only ops memory served are tagged)
   auto ev = chooseHardwareEvents({"AuthenticAMD", 0x19, 0x11}, inv.value(), {});
   REQUIRE(ev.ok());
   REQUIRE(ev->size() == 1);
   CHECK(ev->at(0).attr.type == 11);
-  CHECK(ev->at(0).attr.config == (uint64_t{1} << 19));
-  EventOptions miss;
-  miss.ibsL3MissOnly = true;
-  auto l3 = chooseHardwareEvents({"AuthenticAMD", 0x19, 0x11}, inv.value(), miss);
-  REQUIRE(l3.ok());
-  CHECK(l3->at(0).attr.config == ((uint64_t{1} << 19) | (uint64_t{1} << 16)));
+  CHECK(ev->at(0).attr.config == ((uint64_t{1} << 19) | (uint64_t{1} << 16)));
+  EventOptions all;
+  all.ibsL3MissOnly = false;
+  auto every = chooseHardwareEvents({"AuthenticAMD", 0x19, 0x11}, inv.value(), all);
+  REQUIRE(every.ok());
+  CHECK(every->at(0).attr.config == (uint64_t{1} << 19));
+  // Zen 3 (no l3missonly in format/): every op, and no error
+  PmuInventory zen3Inv = inv.value();
+  zen3Inv.ibsOpFormat.erase("l3missonly");
+  auto zen3 = chooseHardwareEvents({"AuthenticAMD", 0x19, 0x01}, zen3Inv, {});
+  REQUIRE(zen3.ok());
+  CHECK(zen3->at(0).attr.config == (uint64_t{1} << 19));
 
   PmuInventory none;
   none.devices = {"software"};

@@ -44,6 +44,7 @@ enum pmu_shm_kind {
   PMU_KIND_LOAD_LATENCY = 1, /* loads whose modelled latency >= ldlat cycles (0x01cd) */
   PMU_KIND_ALL_STORES = 2,   /* every store (MEM_INST_RETIRED.ALL_STORES, 0x82d0) */
   PMU_KIND_L3_MISS = 3,      /* loads that miss the LLC model (MEM_LOAD_RETIRED.L3_MISS, 0x20d1) */
+  PMU_KIND_IBS_OP = 4,       /* every instruction (AMD IBS op sampling, counting dispatched ops) */
 };
 
 /* Privilege filter bits of pmu_shm_counter.priv (the mode is the instruction's: IP in the lower
@@ -51,15 +52,25 @@ enum pmu_shm_kind {
 #define PMU_PRIV_USER 1u
 #define PMU_PRIV_KERNEL 2u
 
+/* pmu_shm_counter.flags */
+#define PMU_FLAG_L3_MISS_ONLY                                        \
+  1u /* PMU_KIND_IBS_OP: a tagged op yields a record only if it is a \
+        memory access that missed the LLC model (Zen 4 l3missonly) */
+
 struct pmu_shm_counter {
-  pmu_u32 kind;  /* guest: enum pmu_shm_kind; PMU_KIND_OFF = disarmed */
-  pmu_u32 ldlat; /* guest: PMU_KIND_LOAD_LATENCY's threshold, cycles */
-  pmu_u32 priv;  /* guest: PMU_PRIV_* modes counted */
-  pmu_u32 pad;
+  pmu_u32 kind;   /* guest: enum pmu_shm_kind; PMU_KIND_OFF = disarmed */
+  pmu_u32 ldlat;  /* guest: PMU_KIND_LOAD_LATENCY's threshold, cycles */
+  pmu_u32 priv;   /* guest: PMU_PRIV_* modes counted */
+  pmu_u32 flags;  /* guest: PMU_FLAG_* */
   pmu_u64 period; /* guest: events per record (>= 1) */
   pmu_u64 left;   /* both: events until the next record; the guest sets it when it arms */
   pmu_u64 count;  /* plugin: events counted while armed (never reset; the guest reads deltas) */
 };
+
+/* What the sampled instruction did (pmu_shm_record.op). */
+#define PMU_OP_LOAD 0
+#define PMU_OP_STORE 1
+#define PMU_OP_NONE 2 /* IBS: the tagged op made no memory access; addr, phys, source unset */
 
 /* Where a sampled access was served (pmu_shm_record.source). */
 #define PMU_SOURCE_CACHE 0 /* a hit of the LLC model */
@@ -72,7 +83,7 @@ struct pmu_shm_record {
   pmu_u32 latency; /* modelled latency, cycles */
   pmu_u8 counter;  /* index of the counter that overflowed */
   pmu_u8 source;   /* PMU_SOURCE_* */
-  pmu_u8 store;    /* 1: a store */
+  pmu_u8 op;       /* PMU_OP_* */
   pmu_u8 user;     /* 1: IP in user space */
 };
 
