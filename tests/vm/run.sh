@@ -25,12 +25,13 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
-#   pmu=pebs               the emulated PMU: its module (tests/vm/pmu/build.sh, for the stock 7.3
+#   pmu=pebs|ibs           the emulated PMU: its module (tests/vm/pmu/build.sh, for the stock 7.3
 #                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko (the scenario loads
-#                          it), QEMU's Skylake-Server CPU model (the one libpfm4 and tierd know as
-#                          skx), an ivshmem-plain device backed by $RIG_OUT/pmu.shm
-#                          (tests/vm/pmu/pmu_shm.h) and memsim's pmu= on that file; needs
-#                          memsim=count, cost or dilated and at most 4032 MiB of guest RAM
+#                          it), QEMU's Skylake-Server CPU model for pebs (the one libpfm4 and
+#                          tierd know as skx; the module registers `cpu`) or EPYC-Milan for ibs
+#                          (the module registers `ibs_op` as on Zen 3), an ivshmem-plain device backed by
+#                          $RIG_OUT/pmu.shm (tests/vm/pmu/pmu_shm.h) and memsim's pmu= on that
+#                          file; needs memsim=count, cost or dilated and at most 4032 MiB of RAM
 #   memsim=off|sample|count|cost|dilated  the memsim TCG plugin (tests/vm/memsim): off (default), count
 #                          (an LLC model counts every access per node and per 2 MiB frame), sample
 #                          (count during 100 ms of every second, $TIERD_VM_MEMSIM_SAMPLE=ON:PERIOD
@@ -177,26 +178,26 @@ memsim_args() {
     charge=$((${T[LAT_$i]} - cpu_lat))
     [ "$charge" -ge 0 ] || charge=0
     pa+=",charge=$i:$charge"
-    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's; pmu=pebs: the
+    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's; pmu=pebs|ibs: the
     # latency a sampled miss reports
     if [ "$memsim" = dilated ]; then
       pa+=",lat=$i:${T[LAT_$i]},bw=$i:$(($(to_mib "${T[BW_$i]}") * 1048576 / 1000000))"
-    elif [ "$pmu" = pebs ]; then
+    elif [ "$pmu" != off ]; then
       pa+=",lat=$i:${T[LAT_$i]}"
     fi
     cum=$c1
   done
-  [ "$pmu" != pebs ] || pa+=",pmu=${outdir//,/,,}/pmu.shm"
+  [ "$pmu" = off ] || pa+=",pmu=${outdir//,/,,}/pmu.shm"
   args+=(-plugin "${cache//,/,,}/memsim/$pa")
 }
 
-# pmu_mode SCENARIO_FILE -> off|pebs
+# pmu_mode SCENARIO_FILE -> off|pebs|ibs
 pmu_mode() {
   local m
   m="$(header "$1" pmu)"
   case "${m:-off}" in
-    off | pebs) echo "${m:-off}" ;;
-    *) die "$(basename "$1"): pmu=$m (use pebs)" ;;
+    off | pebs | ibs) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): pmu=$m (use pebs or ibs)" ;;
   esac
 }
 
@@ -237,7 +238,10 @@ qemu_args() {
   esac
 
   local model=max
-  [ "$pmu" != pebs ] || model=Skylake-Server
+  case "$pmu" in
+    pebs) model=Skylake-Server ;;
+    ibs) model=EPYC-Milan ;;
+  esac
   args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "$model,erms=off" -smp 2)
   for ((i = 0; i < NODES; i++)); do
     mib="$(to_mib "${T[MEM_$i]:?topology $topo: MEM_$i missing}")"
@@ -251,12 +255,12 @@ qemu_args() {
     fi
   done
   args+=(-m "${total}M")
-  # pmu=pebs: the emulated PMU's shared region, after the nodes' backends (memsim's address
+  # pmu=pebs|ibs: the emulated PMU's shared region, after the nodes' backends (memsim's address
   # arithmetic needs the nodes' RAMBlocks first). memsim sees an access to it as the region's
   # RAMBlock offset (after all node RAM) plus its BAR address (SeaBIOS: just under 4 GiB); that
   # stays above every node segment (at most twice the RAM) while the RAM stays under 4074 MiB.
-  if [ "$pmu" = pebs ]; then
-    [ "$total" -le 4032 ] || die "$name: pmu=pebs needs at most 4032 MiB of guest RAM (memsim would count its region as node memory)"
+  if [ "$pmu" != off ]; then
+    [ "$total" -le 4032 ] || die "$name: pmu=$pmu needs at most 4032 MiB of guest RAM (memsim would count its region as node memory)"
     args+=(-object "memory-backend-file,id=pmushm,size=1M,share=on,mem-path=${outdir//,/,,}/pmu.shm")
     args+=(-device "ivshmem-plain,memdev=pmushm")
   fi
@@ -333,7 +337,7 @@ boot() {
     cp "$dtmp"/tierd_*.deb "$outdir/supplied/"
     rm -rf "$dtmp"
   fi
-  # "# rig: pmu=pebs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
+  # "# rig: pmu=pebs|ibs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
   # $RIG_OUT/supplied/tierd_pmu_emu.ko, which the scenario loads, and the region it shares with
   # memsim, PMU_SHM_SIZE bytes (pmu_shm.h), created before QEMU maps it.
   pmu="$(pmu_mode "$file")"
@@ -345,10 +349,10 @@ boot() {
   fi
   prepare_kernel "$(kernel_series "$file")"
   memsim="$(memsim_mode "$file")"
-  if [ "$pmu" = pebs ]; then
+  if [ "$pmu" != off ]; then
     case "$memsim" in
       count | cost | dilated) truncate -s 1M "$outdir/pmu.shm" ;;
-      *) die "$name: pmu=pebs needs memsim=count, cost or dilated (memsim=$memsim)" ;;
+      *) die "$name: pmu=$pmu needs memsim=count, cost or dilated (memsim=$memsim)" ;;
     esac
   fi
   if [ "$memsim" != off ]; then

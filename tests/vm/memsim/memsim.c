@@ -96,6 +96,9 @@ struct vcpu {
   uint64_t stream_next[STREAMS];     /* the line that continues each stream (dilate=) */
   unsigned stream_victim;            /* the tracker the next new stream replaces */
   uint64_t stream_misses[MAX_NODES]; /* misses charged as a stream */
+  uint64_t ibs_ip;                   /* pmu= IBS: the tagged op's address, 0 when none is due */
+  unsigned ibs_counter;              /* and the counter it is for */
+  bool ibs_l3_miss_only;             /* and whether only an LLC miss makes it a record */
   char pad[64];
 };
 
@@ -227,12 +230,38 @@ static void maybe_dilate(void) {
   __atomic_store_n(&dilated, 1, __ATOMIC_RELEASE);
 }
 
+/* pmu=: writes one record into ring C (or counts it lost when the ring is full). */
+static void pmu_record(struct pmu_shm_cpu *c, unsigned counter, uint64_t ip, uint64_t vaddr, uint64_t gpa, int node,
+                       bool hit, uint8_t op, uint32_t latency) {
+  if (c->head - c->tail >= PMU_SHM_RING) {
+    c->lost++;
+    return;
+  }
+  volatile struct pmu_shm_record *r = &c->ring[c->head % PMU_SHM_RING];
+  r->ip = ip;
+  r->addr = vaddr;
+  r->phys = gpa;
+  r->latency = latency;
+  r->counter = (uint8_t)counter;
+  r->source = (uint8_t)(op == PMU_OP_NONE ? PMU_SOURCE_CACHE : hit ? PMU_SOURCE_CACHE : PMU_SOURCE_NODE0 + node);
+  r->op = op;
+  r->user = ip < USER_TOP;
+  __atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELEASE);
+}
+
 /* pmu=: counts the access for slot C's armed counters; a counter that reaches zero writes a
- * record into ring C. Runs on vCPU C's thread, the only writer of ring C's head. */
-static void pmu_access(struct pmu_shm_cpu *c, uint64_t ip, uint64_t vaddr, uint64_t gpa, int node, bool hit,
-                       bool store) {
+ * record into ring C. An IBS op tagged at the start of its block (on_tb_exec) takes this access's
+ * address if it is the tagged instruction's. Runs on vCPU C's thread, the only writer of ring C's
+ * head. */
+static void pmu_access(struct vcpu *v, struct pmu_shm_cpu *c, uint64_t ip, uint64_t vaddr, uint64_t gpa, int node,
+                       bool hit, bool store) {
   uint32_t latency = hit ? PMU_HIT_CYCLES : (uint32_t)(lat_ns[node] * PMU_CYCLES_PER_NS);
   uint32_t priv = ip < USER_TOP ? PMU_PRIV_USER : PMU_PRIV_KERNEL;
+  if (v->ibs_ip && v->ibs_ip == ip) {
+    if (!hit || !v->ibs_l3_miss_only)
+      pmu_record(c, v->ibs_counter, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency);
+    v->ibs_ip = 0;
+  }
   for (unsigned i = 0; i < PMU_SHM_COUNTERS; i++) {
     if (!(c->armed & (1ull << i))) continue;
     volatile struct pmu_shm_counter *k = &c->counter[i];
@@ -242,7 +271,7 @@ static void pmu_access(struct pmu_shm_cpu *c, uint64_t ip, uint64_t vaddr, uint6
       case PMU_KIND_LOAD_LATENCY: counts = !store && latency >= k->ldlat; break;
       case PMU_KIND_ALL_STORES: counts = store; break;
       case PMU_KIND_L3_MISS: counts = !store && !hit; break;
-      default: counts = false; break;
+      default: counts = false; break; /* PMU_KIND_IBS_OP counts in on_tb_exec */
     }
     if (!counts) continue;
     k->count++;
@@ -251,20 +280,44 @@ static void pmu_access(struct pmu_shm_cpu *c, uint64_t ip, uint64_t vaddr, uint6
       continue;
     }
     k->left = k->period ? k->period : 1;
-    if (c->head - c->tail >= PMU_SHM_RING) {
-      c->lost++;
+    pmu_record(c, i, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency);
+  }
+}
+
+/* The instructions of a translated block (pmu=: IBS op sampling tags one of them). */
+struct tb_insns {
+  size_t n;
+  uint64_t vaddr[];
+};
+
+/* pmu= IBS op sampling, at the start of every block vCPU C executes: an op tagged in the previous
+ * block that made no memory access is recorded without an address (as IBS reports a non-memory
+ * op; with PMU_FLAG_L3_MISS_ONLY it is dropped, as is a tagged access that hit), then the
+ * block's instructions count down each armed IBS counter; the one at which a counter reaches zero
+ * is tagged, and its memory access (pmu_access) completes the record. */
+static void on_tb_exec(unsigned int vcpu_index, void *udata) {
+  if (vcpu_index >= PMU_SHM_MAX_CPUS) return;
+  struct pmu_shm_cpu *c = &pmu->cpu[vcpu_index];
+  struct vcpu *v = &vcpus[vcpu_index];
+  if (v->ibs_ip) {
+    if (!v->ibs_l3_miss_only) pmu_record(c, v->ibs_counter, v->ibs_ip, 0, 0, 0, true, PMU_OP_NONE, 0);
+    v->ibs_ip = 0;
+  }
+  if (!c->armed) return;
+  const struct tb_insns *t = udata;
+  for (unsigned i = 0; i < PMU_SHM_COUNTERS; i++) {
+    if (!(c->armed & (1ull << i))) continue;
+    volatile struct pmu_shm_counter *k = &c->counter[i];
+    if (k->kind != PMU_KIND_IBS_OP) continue;
+    k->count += t->n;
+    if (k->left > t->n) {
+      k->left -= t->n;
       continue;
     }
-    volatile struct pmu_shm_record *r = &c->ring[c->head % PMU_SHM_RING];
-    r->ip = ip;
-    r->addr = vaddr;
-    r->phys = gpa;
-    r->latency = latency;
-    r->counter = (uint8_t)i;
-    r->source = (uint8_t)(hit ? PMU_SOURCE_CACHE : PMU_SOURCE_NODE0 + node);
-    r->store = store;
-    r->user = priv == PMU_PRIV_USER;
-    __atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELEASE);
+    v->ibs_ip = t->vaddr[k->left - 1];
+    v->ibs_counter = i;
+    v->ibs_l3_miss_only = (k->flags & PMU_FLAG_L3_MISS_ONLY) != 0;
+    k->left = k->period ? k->period : 1;
   }
 }
 
@@ -296,7 +349,7 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
   if (frame < nframes) v->frame_acc[frame]++;
   bool hit = llc_access(gpa >> line_shift);
   if (pmu && vcpu_index < PMU_SHM_MAX_CPUS && pmu->cpu[vcpu_index].armed)
-    pmu_access(&pmu->cpu[vcpu_index], (uint64_t)(uintptr_t)udata, vaddr, gpa, s->node, hit, store);
+    pmu_access(v, &pmu->cpu[vcpu_index], (uint64_t)(uintptr_t)udata, vaddr, gpa, s->node, hit, store);
   if (hit) return;
   v->misses++;
   if (frame < nframes) v->frame_miss[frame]++;
@@ -314,6 +367,15 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
 static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
   size_t n = qemu_plugin_tb_n_insns(tb);
+  if (pmu && n) {
+    /* kept for the block's lifetime; QEMU 7.2 tells a plugin nothing when a block is freed */
+    struct tb_insns *t = malloc(sizeof(*t) + n * sizeof(uint64_t));
+    if (t) {
+      t->n = n;
+      for (size_t i = 0; i < n; i++) t->vaddr[i] = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i));
+      qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
+    }
+  }
   for (size_t i = 0; i < n; i++) {
     struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
     /* the instruction's address rides along as the callback's data: a PMU record's IP */

@@ -55,6 +55,10 @@
 /* MEM_INST_RETIRED.ALL_STORES and MEM_LOAD_RETIRED.L3_MISS (Skylake-SP) */
 #define EMU_EVENT_ALL_STORES 0x82d0
 #define EMU_EVENT_L3_MISS 0x20d1
+/* IBS op control bits (arch/x86/include/asm/perf_event.h: IBS_OP_MAX_CNT, _CNT_CTL, _L3MISSONLY) */
+#define EMU_IBS_OP_MAX_CNT 0xffffULL
+#define EMU_IBS_OP_CNT_CTL (1ULL << 19)
+#define EMU_IBS_OP_L3MISSONLY (1ULL << 16)
 
 /* ivshmem-plain (hw/misc/ivshmem.c): Red Hat/Qumranet vendor, device 0x1110; BAR 2 is the memory */
 #define EMU_IVSHMEM_VENDOR 0x1af4
@@ -243,8 +247,12 @@ static struct pmu_shm_cpu *emu_slot(void)
 	return &emu_shm->cpu[cpu];
 }
 
+static struct pmu emu_ibs_pmu;
+
 static u32 emu_kind(const struct perf_event *event)
 {
+	if (event->pmu == &emu_ibs_pmu)
+		return PMU_KIND_IBS_OP;
 	switch (event->attr.config & EMU_UEVENT_MASK) {
 	case EMU_EVENT_LDLAT:
 		return PMU_KIND_LOAD_LATENCY;
@@ -264,7 +272,9 @@ static u64 emu_data_src(const struct pmu_shm_record *r)
 	union perf_mem_data_src src = { .val = 0 };
 	int node = r->source - PMU_SOURCE_NODE0;
 
-	src.mem_op = r->store ? PERF_MEM_OP_STORE : PERF_MEM_OP_LOAD;
+	if (r->op == PMU_OP_NONE)
+		return PERF_MEM_NA;
+	src.mem_op = r->op == PMU_OP_STORE ? PERF_MEM_OP_STORE : PERF_MEM_OP_LOAD;
 	src.mem_snoop = PERF_MEM_SNOOP_NONE;
 	src.mem_dtlb = PERF_MEM_TLB_NA;
 	src.mem_lock = PERF_MEM_LOCK_NA;
@@ -301,10 +311,13 @@ static void emu_deliver(struct perf_event *event, const struct pmu_shm_record *r
 	regs.cs = r->user ? __USER_CS : __KERNEL_CS;
 	regs.ss = r->user ? __USER_DS : __KERNEL_DS;
 	regs.flags = X86_EFLAGS_IF | (event->attr.precise_ip ? PERF_EFLAGS_EXACT : 0);
-	perf_sample_data_init(&data, r->addr, event->hw.last_period);
-	data.phys_addr = r->phys;
-	data.sample_flags |= PERF_SAMPLE_PHYS_ADDR;
-	data.weight.full = r->latency;
+	perf_sample_data_init(&data, r->op == PMU_OP_NONE ? 0 : r->addr, event->hw.last_period);
+	if (r->op != PMU_OP_NONE) {
+		data.phys_addr = r->phys;
+		data.sample_flags |= PERF_SAMPLE_PHYS_ADDR;
+	}
+	/* load latency (PEBS) or the load's miss latency (IBS DcMissLat); none for a store */
+	data.weight.full = r->op == PMU_OP_LOAD ? r->latency : 0;
 	data.sample_flags |= PERF_SAMPLE_WEIGHT_TYPE;
 	data.data_src.val = emu_data_src(r);
 	data.sample_flags |= PERF_SAMPLE_DATA_SRC;
@@ -383,6 +396,9 @@ static void emu_start(struct perf_event *event, int flags)
 	c->counter[hwc->idx].ldlat = event->attr.config1 & 0xffff;
 	c->counter[hwc->idx].priv = (event->attr.exclude_user ? 0 : PMU_PRIV_USER) |
 				    (event->attr.exclude_kernel ? 0 : PMU_PRIV_KERNEL);
+	c->counter[hwc->idx].flags = event->pmu == &emu_ibs_pmu &&
+				     (event->attr.config & EMU_IBS_OP_L3MISSONLY) ?
+					     PMU_FLAG_L3_MISS_ONLY : 0;
 	c->counter[hwc->idx].period = is_sampling_event(event) ? period : U64_MAX;
 	c->counter[hwc->idx].left = is_sampling_event(event) ? left : U64_MAX;
 	local64_set(&hwc->prev_count, READ_ONCE(c->counter[hwc->idx].count));
@@ -419,6 +435,12 @@ static int emu_add(struct perf_event *event, int flags)
 	struct emu_cpu *ec = this_cpu_ptr(&emu_cpus);
 	int i;
 
+	if (event->pmu == &emu_ibs_pmu) {
+		/* perf_ibs_add() (arch/x86/events/amd/ibs.c): one op event per CPU */
+		for (i = 0; i < PMU_SHM_COUNTERS; i++)
+			if (ec->events[i] && ec->events[i]->pmu == &emu_ibs_pmu)
+				return -ENOSPC;
+	}
 	for (i = 0; i < PMU_SHM_COUNTERS; i++)
 		if (!ec->events[i])
 			break;
@@ -478,6 +500,112 @@ static struct pmu emu_pmu = {
 	.stop = emu_stop,
 	.read = emu_read,
 };
+
+/*
+ * AMD IBS op sampling, as arch/x86/events/amd/ibs.c registers it ("ibs_op", a dynamic type) on a
+ * Zen 3 part (QEMU's EPYC-Milan), without the Zen 4 extensions: format/ swfilt (config2:0) and
+ * cnt_ctl (config:19), an empty caps/. The op counter counts dispatched ops (instructions under
+ * TCG) whatever cnt_ctl says. (The counters' PMU_FLAG_L3_MISS_ONLY, Zen 4's l3missonly, is
+ * implemented by memsim but not offered: with it, GUPS under TCG gave too few samples.)
+ */
+#define EMU_IBS_MIN_PERIOD 0x90
+#define EMU_IBS_SW_FILTER 1ULL
+
+PMU_FORMAT_ATTR(swfilt, "config2:0");
+PMU_FORMAT_ATTR(cnt_ctl, "config:19");
+
+static struct attribute *emu_ibs_format_attrs[] = {
+	&format_attr_swfilt.attr,
+	&format_attr_cnt_ctl.attr,
+	NULL,
+};
+
+static const struct attribute_group emu_ibs_format_group = {
+	.name = "format",
+	.attrs = emu_ibs_format_attrs,
+};
+
+static struct attribute *emu_ibs_caps_attrs[] = {
+	NULL,
+};
+
+static const struct attribute_group emu_ibs_caps_group = {
+	.name = "caps",
+	.attrs = emu_ibs_caps_attrs,
+};
+
+static const struct attribute_group *emu_ibs_attr_groups[] = {
+	&emu_ibs_format_group,
+	&emu_ibs_caps_group,
+	NULL,
+};
+
+/* perf_ibs_init() (arch/x86/events/amd/ibs.c), for a CPU without IBS_CAPS_BIT63_FILTER */
+static int emu_ibs_event_init(struct perf_event *event)
+{
+	struct perf_event_attr *attr = &event->attr;
+	struct hw_perf_event *hwc = &event->hw;
+	u64 config = attr->config;
+
+	if (attr->type != event->pmu->type)
+		return -ENOENT;
+	if (config & ~(EMU_IBS_OP_MAX_CNT | EMU_IBS_OP_CNT_CTL))
+		return -EINVAL;
+	if (has_branch_stack(event))
+		return -EOPNOTSUPP;
+	if (attr->exclude_host || attr->exclude_guest || attr->exclude_idle)
+		return -EINVAL;
+	if (!(attr->config2 & EMU_IBS_SW_FILTER) &&
+	    (attr->exclude_kernel || attr->exclude_user || attr->exclude_hv))
+		return -EINVAL;
+	if (hwc->sample_period) {
+		if (config & EMU_IBS_OP_MAX_CNT)
+			return -EINVAL; /* raw max_cnt may not be set */
+		if (attr->freq) {
+			hwc->sample_period = EMU_IBS_MIN_PERIOD;
+		} else {
+			/* "Silently mask off lower nibble. IBS hw mandates it." */
+			hwc->sample_period &= ~0x0FULL;
+			if (hwc->sample_period < EMU_IBS_MIN_PERIOD)
+				return -EINVAL;
+		}
+	} else {
+		if (attr->freq)
+			return -EINVAL;
+		hwc->sample_period = (config & EMU_IBS_OP_MAX_CNT) << 4;
+		attr->sample_period = hwc->sample_period;
+		if (hwc->sample_period < EMU_IBS_MIN_PERIOD)
+			return -EINVAL;
+	}
+	hwc->last_period = hwc->sample_period;
+	local64_set(&hwc->period_left, hwc->sample_period);
+	hwc->idx = -1;
+	return 0;
+}
+
+/* perf_ibs_check_period(): PERF_EVENT_IOC_PERIOD's value keeps IBS's rules */
+static int emu_ibs_check_period(struct perf_event *event, u64 value)
+{
+	if ((value & 0x0FULL) || value < EMU_IBS_MIN_PERIOD)
+		return -EINVAL;
+	return 0;
+}
+
+static struct pmu emu_ibs_pmu = {
+	.module = THIS_MODULE,
+	.task_ctx_nr = perf_hw_context,
+	.attr_groups = emu_ibs_attr_groups,
+	.event_init = emu_ibs_event_init,
+	.add = emu_add,
+	.del = emu_del,
+	.start = emu_start,
+	.stop = emu_stop,
+	.read = emu_read,
+	.check_period = emu_ibs_check_period,
+};
+
+/* The PMU this module emulates: IBS op for AMD models, the core PMU for Intel ones. */
+static struct pmu *emu_registered;
 
 /*
  * A real PMU, or a hypervisor's virtual one: Intel's architectural perfmon leaf (CPUID 0xa)
@@ -577,15 +705,23 @@ static int __init emu_init(void)
 		emu_unmap_shm();
 		return ret;
 	}
-	ret = perf_pmu_register(&emu_pmu, "cpu", PERF_TYPE_RAW);
+	if (boot_cpu_data.x86_vendor == X86_VENDOR_AMD) {
+		emu_registered = &emu_ibs_pmu;
+		ret = perf_pmu_register(&emu_ibs_pmu, "ibs_op", -1);
+	} else {
+		emu_registered = &emu_pmu;
+		ret = perf_pmu_register(&emu_pmu, "cpu", PERF_TYPE_RAW);
+	}
 	if (ret) {
-		pr_err("perf_pmu_register(cpu, PERF_TYPE_RAW) failed: %d\n", ret);
+		pr_err("perf_pmu_register(%s) failed: %d\n",
+		       emu_registered == &emu_pmu ? "cpu, PERF_TYPE_RAW" : "ibs_op", ret);
 		tracepoint_probe_unregister(emu_tp_switch, emu_sched_switch, NULL);
 		tracepoint_synchronize_unregister();
 		emu_unmap_shm();
 		return ret;
 	}
-	pr_info("emulated PMU \"cpu\" registered, type %d\n", emu_pmu.type);
+	pr_info("emulated PMU \"%s\" registered, type %d\n",
+		emu_registered == &emu_pmu ? "cpu" : "ibs_op", emu_registered->type);
 	return 0;
 }
 
@@ -594,7 +730,7 @@ static void __exit emu_exit(void)
 	int cpu;
 	u64 dropped = 0;
 
-	perf_pmu_unregister(&emu_pmu);
+	perf_pmu_unregister(emu_registered);
 	tracepoint_probe_unregister(emu_tp_switch, emu_sched_switch, NULL);
 	tracepoint_synchronize_unregister();
 	for_each_possible_cpu(cpu) {
