@@ -28,9 +28,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <set>
+
+#include "tierd/sys/Parsers.h"
 
 namespace {
 
@@ -38,13 +39,6 @@ constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 constexpr size_t kRingPages = 256;  // data pages: room for every record of a run without a drain
 constexpr int kMpolBind = 2;        // MPOL_BIND, <linux/mempolicy.h>
-
-bool parseU64(const char* s, unsigned long long& out) {
-  char* end = nullptr;
-  errno = 0;
-  out = std::strtoull(s, &end, 0);
-  return errno == 0 && end != s && *end == '\0';
-}
 
 int fail(const char* what) {
   std::fprintf(stderr, "tierd-pmucal: %s: %s\n", what, std::strerror(errno));
@@ -81,10 +75,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int i = 1; i < argc; ++i) {
-    if (!parseU64(argv[i], v[i - 1])) {
-      std::fprintf(stderr, "tierd-pmucal: '%s' is not a number\n", argv[i]);
+    auto n = tierd::sys::parseU64(argv[i], "tierd-pmucal");
+    if (!n) {
+      std::fprintf(stderr, "tierd-pmucal: %s\n", n.error().describe().c_str());
       return 2;
     }
+    v[i - 1] = n.value();
   }
   const unsigned long long type = v[0], node = v[1], loads = v[2], period = v[3], ldlat = v[4];
   if (node >= 64 || loads == 0 || period == 0 || ldlat > 0xffff) {

@@ -98,7 +98,6 @@ struct vcpu {
   uint64_t stream_misses[MAX_NODES]; /* misses charged as a stream */
   uint64_t ibs_ip;                   /* pmu= IBS: the tagged op's address, 0 when none is due */
   unsigned ibs_counter;              /* and the counter it is for */
-  bool ibs_l3_miss_only;             /* and whether only an LLC miss makes it a record */
   char pad[64];
 };
 
@@ -258,8 +257,7 @@ static void pmu_access(struct vcpu *v, struct pmu_shm_cpu *c, uint64_t ip, uint6
   uint32_t latency = hit ? PMU_HIT_CYCLES : (uint32_t)(lat_ns[node] * PMU_CYCLES_PER_NS);
   uint32_t priv = ip < USER_TOP ? PMU_PRIV_USER : PMU_PRIV_KERNEL;
   if (v->ibs_ip && v->ibs_ip == ip) {
-    if (!hit || !v->ibs_l3_miss_only)
-      pmu_record(c, v->ibs_counter, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency);
+    pmu_record(c, v->ibs_counter, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency);
     v->ibs_ip = 0;
   }
   for (unsigned i = 0; i < PMU_SHM_COUNTERS; i++) {
@@ -292,15 +290,14 @@ struct tb_insns {
 
 /* pmu= IBS op sampling, at the start of every block vCPU C executes: an op tagged in the previous
  * block that made no memory access is recorded without an address (as IBS reports a non-memory
- * op; with PMU_FLAG_L3_MISS_ONLY it is dropped, as is a tagged access that hit), then the
- * block's instructions count down each armed IBS counter; the one at which a counter reaches zero
+ * op), then the block's instructions count down each armed IBS counter; the one at which a counter reaches zero
  * is tagged, and its memory access (pmu_access) completes the record. */
 static void on_tb_exec(unsigned int vcpu_index, void *udata) {
   if (vcpu_index >= PMU_SHM_MAX_CPUS) return;
   struct pmu_shm_cpu *c = &pmu->cpu[vcpu_index];
   struct vcpu *v = &vcpus[vcpu_index];
   if (v->ibs_ip) {
-    if (!v->ibs_l3_miss_only) pmu_record(c, v->ibs_counter, v->ibs_ip, 0, 0, 0, true, PMU_OP_NONE, 0);
+    pmu_record(c, v->ibs_counter, v->ibs_ip, 0, 0, 0, true, PMU_OP_NONE, 0);
     v->ibs_ip = 0;
   }
   if (!c->armed) return;
@@ -316,7 +313,6 @@ static void on_tb_exec(unsigned int vcpu_index, void *udata) {
     }
     v->ibs_ip = t->vaddr[k->left - 1];
     v->ibs_counter = i;
-    v->ibs_l3_miss_only = (k->flags & PMU_FLAG_L3_MISS_ONLY) != 0;
     k->left = k->period ? k->period : 1;
   }
 }

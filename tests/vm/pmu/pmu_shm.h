@@ -52,16 +52,11 @@ enum pmu_shm_kind {
 #define PMU_PRIV_USER 1u
 #define PMU_PRIV_KERNEL 2u
 
-/* pmu_shm_counter.flags */
-#define PMU_FLAG_L3_MISS_ONLY                                        \
-  1u /* PMU_KIND_IBS_OP: a tagged op yields a record only if it is a \
-        memory access that missed the LLC model (Zen 4 l3missonly) */
-
 struct pmu_shm_counter {
-  pmu_u32 kind;   /* guest: enum pmu_shm_kind; PMU_KIND_OFF = disarmed */
-  pmu_u32 ldlat;  /* guest: PMU_KIND_LOAD_LATENCY's threshold, cycles */
-  pmu_u32 priv;   /* guest: PMU_PRIV_* modes counted */
-  pmu_u32 flags;  /* guest: PMU_FLAG_* */
+  pmu_u32 kind;  /* guest: enum pmu_shm_kind; PMU_KIND_OFF = disarmed */
+  pmu_u32 ldlat; /* guest: PMU_KIND_LOAD_LATENCY's threshold, cycles */
+  pmu_u32 priv;  /* guest: PMU_PRIV_* modes counted */
+  pmu_u32 pad;
   pmu_u64 period; /* guest: events per record (>= 1) */
   pmu_u64 left;   /* both: events until the next record; the guest sets it when it arms */
   pmu_u64 count;  /* plugin: events counted while armed (never reset; the guest reads deltas) */

@@ -55,10 +55,9 @@
 /* MEM_INST_RETIRED.ALL_STORES and MEM_LOAD_RETIRED.L3_MISS (Skylake-SP) */
 #define EMU_EVENT_ALL_STORES 0x82d0
 #define EMU_EVENT_L3_MISS 0x20d1
-/* IBS op control bits (arch/x86/include/asm/perf_event.h: IBS_OP_MAX_CNT, _CNT_CTL, _L3MISSONLY) */
+/* IBS op control bits (arch/x86/include/asm/perf_event.h: IBS_OP_MAX_CNT, _CNT_CTL) */
 #define EMU_IBS_OP_MAX_CNT 0xffffULL
 #define EMU_IBS_OP_CNT_CTL (1ULL << 19)
-#define EMU_IBS_OP_L3MISSONLY (1ULL << 16)
 
 /* ivshmem-plain (hw/misc/ivshmem.c): Red Hat/Qumranet vendor, device 0x1110; BAR 2 is the memory */
 #define EMU_IVSHMEM_VENDOR 0x1af4
@@ -396,9 +395,6 @@ static void emu_start(struct perf_event *event, int flags)
 	c->counter[hwc->idx].ldlat = event->attr.config1 & 0xffff;
 	c->counter[hwc->idx].priv = (event->attr.exclude_user ? 0 : PMU_PRIV_USER) |
 				    (event->attr.exclude_kernel ? 0 : PMU_PRIV_KERNEL);
-	c->counter[hwc->idx].flags = event->pmu == &emu_ibs_pmu &&
-				     (event->attr.config & EMU_IBS_OP_L3MISSONLY) ?
-					     PMU_FLAG_L3_MISS_ONLY : 0;
 	c->counter[hwc->idx].period = is_sampling_event(event) ? period : U64_MAX;
 	c->counter[hwc->idx].left = is_sampling_event(event) ? left : U64_MAX;
 	local64_set(&hwc->prev_count, READ_ONCE(c->counter[hwc->idx].count));
@@ -505,8 +501,8 @@ static struct pmu emu_pmu = {
  * AMD IBS op sampling, as arch/x86/events/amd/ibs.c registers it ("ibs_op", a dynamic type) on a
  * Zen 3 part (QEMU's EPYC-Milan), without the Zen 4 extensions: format/ swfilt (config2:0) and
  * cnt_ctl (config:19), an empty caps/. The op counter counts dispatched ops (instructions under
- * TCG) whatever cnt_ctl says. (The counters' PMU_FLAG_L3_MISS_ONLY, Zen 4's l3missonly, is
- * implemented by memsim but not offered: with it, GUPS under TCG gave too few samples.)
+ * TCG) whatever cnt_ctl says. Zen 4's l3missonly is not offered: with it, GUPS under TCG gave
+ * too few samples.
  */
 #define EMU_IBS_MIN_PERIOD 0x90
 #define EMU_IBS_SW_FILTER 1ULL
