@@ -26,6 +26,11 @@ struct SourceStats {
   uint64_t budgetBackoffs = 0;
 };
 
+/// How often a caller that drains once a tick calls HotnessSource::collect() in between, ns: a
+/// 64-page perf ring (PerfSamplerConfig::ringPages) holds about 3600 records of 72 bytes, so
+/// collecting every 100 ms keeps up with about 36000 records per second and ring.
+inline constexpr uint64_t kCollectIntervalNs = 100'000'000;
+
 /// A source of AccessSamples. Lifecycle: start() once, drain() any number of times, stop() once
 /// (also done by the destructor of every implementation). Not thread-safe.
 class HotnessSource {
@@ -47,6 +52,14 @@ class HotnessSource {
   /// (CLOCK_MONOTONIC ns); later samples stay queued for the next call. An empty batch is
   /// normal. Errors only when the source broke (its fds or kdamond vanished).
   virtual Result<std::vector<AccessSample>> drain(uint64_t untilNs) = 0;
+
+  /// Moves what the kernel has buffered for this source into the source's own queue without
+  /// handing anything out, so that a bounded kernel buffer cannot fill between two drain() calls
+  /// far apart (a perf ring drained once a tick loses records, PERF_RECORD_LOST, when the PMU
+  /// writes more than it holds; IBS op sampling records every op, most of them no memory access).
+  /// Callers that drain seldom call it in between (the daemon every kCollectIntervalNs). The
+  /// default does nothing (DAMON keeps its own state in the kernel). Errors as drain().
+  virtual Status collect() { return Ok{}; }
 
   /// Releases kernel resources. Idempotent; never fails (problems are counted, not thrown).
   virtual void stop() = 0;

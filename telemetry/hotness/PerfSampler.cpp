@@ -369,7 +369,7 @@ Status PerfSampler::start() {
   return Ok{};
 }
 
-Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
+Status PerfSampler::collect() {
   const uint64_t cpu0 = threadCpuNs();
   if (started_) openNewThreads(monotonicNs());
   std::vector<PerfSample> raw;
@@ -420,13 +420,21 @@ Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
   std::stable_sort(
       pending_.begin(), pending_.end(),
       [](const AccessSample& x, const AccessSample& y) { return x.timeNs < y.timeNs; });
+  cpuNsSinceAdapt_ += threadCpuNs() - cpu0;
+  return firstError;
+}
+
+Result<std::vector<AccessSample>> PerfSampler::drain(uint64_t untilNs) {
+  const Status firstError = collect();
+  const uint64_t cpu0 = threadCpuNs();
+  const uint64_t now = monotonicNs();
   std::vector<AccessSample> out;
   while (!pending_.empty() && pending_.front().timeNs <= untilNs) {
     out.push_back(pending_.front());
     pending_.pop_front();
   }
   stats_.samples += out.size();
-  // CPU budget: measured over at least one second of wall time.
+  // CPU budget: measured over at least one second of wall time, collect() calls included.
   cpuNsSinceAdapt_ += threadCpuNs() - cpu0;
   const uint64_t wall = now - lastWallNs_;
   if (started_ && wall >= 1000000000u) {

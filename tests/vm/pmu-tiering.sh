@@ -43,7 +43,7 @@ pmu_tiering() {
   gups_t() { sed -n 's/^t=\([0-9]*\)s updates.*/\1/p' "$RIG_OUT/gups.log" | tail -n 1; }
   t0="$(gups_t)"
   check "tierctl hotness --source $source exits 0" sh -c "'$tierctl' hotness --source $source \
-    --pid $gpid --seconds 20 --truth /tmp/hot-set --cpu-budget-percent 30 --sample-period $period --json >'$json'"
+    --pid $gpid --seconds 20 --truth /tmp/hot-set --cpu-budget-percent 30 --sample-period $period --json --heat-out '$RIG_OUT/heat.txt' >'$json'"
   jq -M -c '{source, precision, recall, truth_regions, predicted_regions, true_positives, samples}' "$json"
   precision="$(jq -r '.precision' "$json" 2>/dev/null)"
   recall="$(jq -r '.recall' "$json" 2>/dev/null)"

@@ -24,6 +24,7 @@
 #include "telemetry/hotness/DamonPool.h"
 #include "telemetry/hotness/DamonSource.h"
 #include "telemetry/hotness/DamonTrace.h"
+#include "telemetry/hotness/HotnessSource.h"
 #include "telemetry/hotness/PerfEventOpener.h"
 #include "telemetry/hotness/SamplingProbe.h"
 #include "telemetry/hotness/SourceNames.h"
@@ -809,18 +810,26 @@ class Daemon {
       log_.warning(p);
   }
 
-  // Sleeps until `dueNs` (monotonic) or a signal, pinging the watchdog when it is due meanwhile.
+  // Sleeps until `dueNs` (monotonic) or a signal, pinging the watchdog when it is due meanwhile
+  // and letting the sampling sources empty their kernel buffers every kCollectIntervalNs.
   void sleepUntil(uint64_t dueNs) {
-    const auto tickDue =
-        std::chrono::steady_clock::now() +
-        std::chrono::nanoseconds(static_cast<int64_t>(dueNs) - static_cast<int64_t>(monotonicNs()));
+    const auto now = std::chrono::steady_clock::now();
+    const auto tickDue = now + std::chrono::nanoseconds(static_cast<int64_t>(dueNs) -
+                                                        static_cast<int64_t>(monotonicNs()));
+    const auto collectEvery = std::chrono::nanoseconds(telemetry::kCollectIntervalNs);
+    auto nextCollect = now + collectEvery;
     std::unique_lock<std::mutex> lock(mu_);
     auto woken = [&] { return stop_.load() || reload_.load() || wake_.load(); };
     while (!woken() && std::chrono::steady_clock::now() < tickDue) {
-      const auto until = watchdogEvery_ ? std::min(tickDue, nextWatchdog_) : tickDue;
+      auto until = std::min(tickDue, nextCollect);
+      if (watchdogEvery_) until = std::min(until, nextWatchdog_);
       cv_.wait_until(lock, until, woken);
       lock.unlock();
       petWatchdog();
+      if (std::chrono::steady_clock::now() >= nextCollect) {
+        engine_->collectSamples();
+        nextCollect = std::chrono::steady_clock::now() + collectEvery;
+      }
       lock.lock();
     }
   }

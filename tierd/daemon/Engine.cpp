@@ -74,6 +74,10 @@ void Engine::resumeSampling(uint64_t nowNs, std::vector<std::string>& problems) 
   sources_.resume(nowNs, problems, totals_);
 }
 
+void Engine::collectSamples() {
+  sources_.collect();
+}
+
 void Engine::shutdown() {
   sources_.stopAll();
 }

@@ -155,6 +155,12 @@ class Engine {
   /// drain() retries). Idempotent.
   void resumeSampling(uint64_t nowNs, std::vector<std::string>& problems);
 
+  /// Between ticks (the daemon every telemetry::kCollectIntervalNs while it waits): every
+  /// hotness source moves what the kernel buffered into its own queue for the next tick
+  /// (HotnessSource::collect), so a perf ring cannot fill between two ticks. Failures are
+  /// reported by the next tick (TickReport::problems, EngineTotals::sourceErrors).
+  void collectSamples();
+
   /// Stops every hotness source (and so removes our kdamonds). Idempotent.
   void shutdown();
 

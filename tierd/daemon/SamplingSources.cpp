@@ -58,10 +58,23 @@ void SamplingSources::stopAll() {
     if (slot.source) slot.source->stop();
 }
 
+void SamplingSources::collect() {
+  for (auto& [pid, slot] : slots_) {
+    if (!slot.source) continue;
+    if (Status s = slot.source->collect(); !s && slot.collectError.empty())
+      slot.collectError = s.error().describe();
+  }
+}
+
 void SamplingSources::drain(uint64_t nowNs, policy::TickSpan span, policy::HeatModel& heat,
                             TickReport& report, EngineTotals& totals) {
   for (auto& [pid, slot] : slots_) {
     if (!slot.source) continue;
+    if (!slot.collectError.empty()) {
+      ++totals.sourceErrors;
+      report.problems.push_back("pid " + std::to_string(pid) + ": collect: " + slot.collectError);
+      slot.collectError.clear();
+    }
     auto batch = slot.source->drain(nowNs);
     if (!batch) {
       ++totals.sourceErrors;

@@ -59,6 +59,10 @@ class SamplingSources {
   /// report.problems.
   void drain(uint64_t nowNs, policy::TickSpan span, policy::HeatModel& heat, TickReport& report,
              EngineTotals& totals);
+  /// Between ticks: every source moves what its kernel buffer holds into its own queue
+  /// (HotnessSource::collect) for the next drain(). A source's first failure since the last
+  /// drain is kept and reported by that drain as a failed drain is ("pid N: collect: ...").
+  void collect();
   /// Tells every source whether placement is settled (HotnessSource::setSettled).
   void setSettled(bool settled);
 
@@ -87,6 +91,7 @@ class SamplingSources {
     bool paused = false;       ///< pause() paused its source, not yet resumed
     bool pauseWarned = false;  ///< "cannot pause" was said for it
     uint64_t samples = 0;      ///< samples of this process ingested since it entered
+    std::string collectError;  ///< collect()'s first failure since the last drain(), "" if none
     uint64_t backoffNs = 0;    ///< wait before the next attempt (doubles per failure)
     uint64_t retryAtNs = 0;    ///< when a failed source is tried again
   };

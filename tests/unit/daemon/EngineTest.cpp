@@ -52,6 +52,11 @@ class ScriptedSource final : public telemetry::HotnessSource {
     stats_.samples += out.size();
     return out;
   }
+  Status collect() override {
+    ++collects->calls;
+    if (collects->fail) return Error::sys(EIO, "ring corrupt", "collect");
+    return Ok{};
+  }
   void stop() override { *stopped = true; }
   telemetry::SourceStats stats() const override { return stats_; }
   std::string state() const override { return "scripted " + std::to_string(*hot_) + " hot"; }
@@ -71,10 +76,16 @@ class ScriptedSource final : public telemetry::HotnessSource {
     bool paused = false;
     std::string calls;
   };
+  /// collect() calls so far, and whether they fail.
+  struct Collect {
+    int calls = 0;
+    bool fail = false;
+  };
   /// Outlive the source (the engine destroys a source when its process leaves).
   std::shared_ptr<bool> stopped = std::make_shared<bool>(false);
   std::shared_ptr<bool> settled = std::make_shared<bool>(false);  ///< setSettled()'s last value
   std::shared_ptr<Pause> pause = std::make_shared<Pause>();
+  std::shared_ptr<Collect> collects = std::make_shared<Collect>();
 
  private:
   pid_t pid_;
@@ -127,8 +138,9 @@ struct Rig {
   migrate::ModelKernelMigrator* fake = nullptr;
   HookedMigrator* hooked = nullptr;
   std::unique_ptr<Engine> engine;
-  std::vector<std::shared_ptr<bool>> sourceStopped;            ///< one flag per source created
-  std::vector<std::shared_ptr<bool>> sourceSettled;            ///< per source created: told settled
+  std::vector<std::shared_ptr<bool>> sourceStopped;  ///< one flag per source created
+  std::vector<std::shared_ptr<bool>> sourceSettled;  ///< per source created: told settled
+  std::vector<std::shared_ptr<ScriptedSource::Collect>> sourceCollect;  ///< per source created
   std::shared_ptr<int> hotRegions = std::make_shared<int>(4);  ///< the scripted sources' hot set
   int failSources = 0;  ///< the next N sources fail to build (DAMON busy, a full pool)
   std::function<void(pid_t)> beforeSmaps;  ///< run before each smaps read (after the scope pass)
@@ -183,6 +195,7 @@ cooldown = "5s"
         auto s = std::make_unique<ScriptedSource>(pid, hotRegions, 8);
         sourceStopped.push_back(s->stopped);
         sourceSettled.push_back(s->settled);
+        sourceCollect.push_back(s->collects);
         return std::unique_ptr<telemetry::HotnessSource>(std::move(s));
       };
     engine = std::make_unique<Engine>(
@@ -847,6 +860,27 @@ TEST_CASE("a source that failed is tried again, backing off, until it starts") {
   CHECK(rig.engine->totals().sourceRetries == 2);
   CHECK(rig.sourceStopped.size() == 1);
   CHECK(t4.samples == 4 * 8);
+}
+
+TEST_CASE(
+    "between ticks every source collects, and a collect failure is reported once, by the tick") {
+  Rig rig;
+  rig.tick(1);
+  REQUIRE(rig.sourceCollect.size() == 1);
+  rig.engine->collectSamples();
+  rig.engine->collectSamples();
+  CHECK(rig.sourceCollect[0]->calls == 2);
+  rig.sourceCollect[0]->fail = true;
+  rig.engine->collectSamples();
+  rig.engine->collectSamples();
+  TickReport t2 = rig.tick(2);
+  CHECK(rig.engine->totals().sourceErrors == 1);
+  REQUIRE(t2.problems.size() == 1);
+  CHECK(t2.problems[0].find("collect: ") != std::string::npos);
+  CHECK(t2.problems[0].find("ring corrupt") != std::string::npos);
+  CHECK(t2.samples == 4 * 8);  // the tick's drain still ran
+  TickReport t3 = rig.tick(3);
+  CHECK(t3.problems.empty());
 }
 
 TEST_CASE("auto sampling on a PEBS host: byte-exact PEBS records of a tick promote in the model") {

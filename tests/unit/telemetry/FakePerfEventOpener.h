@@ -119,8 +119,27 @@ class FakeRing {
       mem_[page_ + ((head + i) & (size - 1))] = rec[i];
     __atomic_store_n(&meta()->data_head, head + rec.size(), __ATOMIC_RELEASE);
   }
+  /// Appends a record as the kernel's perf_output_begin() (kernel/events/ring_buffer.c) does
+  /// for a ring the reader maps writable: when it does not fit between data_head and the
+  /// reader's data_tail it is dropped and counted; the next record that fits is preceded by one
+  /// PERF_RECORD_LOST carrying the count. Returns whether the record was written.
+  bool output(const std::vector<uint8_t>& rec) {
+    const uint64_t size = meta()->data_size;
+    const uint64_t used = meta()->data_head - __atomic_load_n(&meta()->data_tail, __ATOMIC_ACQUIRE);
+    const std::vector<uint8_t> lost = lostRecord(dropped_);
+    const uint64_t need = rec.size() + (dropped_ ? lost.size() : 0);
+    if (used + need > size) {
+      ++dropped_;
+      return false;
+    }
+    if (dropped_) write(lost);
+    dropped_ = 0;
+    write(rec);
+    return true;
+  }
 
  private:
+  uint64_t dropped_ = 0;  ///< records output() dropped since the last LOST record
   size_t page_;
   size_t length_;
   uint8_t* mem_;

@@ -132,6 +132,49 @@ TEST_CASE("drain merges rings, counts LOST/THROTTLE, discards unmapped or zero a
   CHECK(s.stats().samples == 3);
 }
 
+TEST_CASE("collect() between drains empties the rings, so a burst larger than a ring is not lost") {
+  TempTree t;
+  fillTree(t);
+  FakePerfEventOpener opener;
+  PerfSamplerConfig c = cgroupConfig();
+  c.ringPages = 1;
+  PerfSampler s(c, opener, sys::SysRoot(t.dir()));
+  REQUIRE(s.start().ok());
+  SampleFields f;
+  f.pid = 100;
+  f.tid = 100;
+  f.addr = 0x7f0000001000;
+  const size_t perRing =
+      opener.rings[0]->meta()->data_size / sampleRecord(s.sampleType(), f).size();
+  // One ring's worth and a half in two bursts: a collect() after the first keeps every record.
+  auto burst = [&](size_t n, uint64_t t0) {
+    size_t written = 0;
+    for (size_t i = 0; i < n; ++i) {
+      f.time = t0 + i;
+      written += opener.rings[0]->output(sampleRecord(s.sampleType(), f)) ? 1 : 0;
+    }
+    return written;
+  };
+  const size_t half = perRing * 3 / 4;
+  CHECK(burst(half, 1) == half);
+  REQUIRE(s.collect().ok());
+  CHECK(burst(half, 100000) == half);
+  auto batch = s.drain(UINT64_MAX);
+  REQUIRE(batch.ok());
+  CHECK(batch->size() == 2 * half);
+  CHECK(s.stats().lost == 0);
+
+  // Without it the ring fills: the kernel drops what does not fit and says so with a LOST record.
+  CHECK(burst(half, 200000) == half);
+  CHECK(burst(half, 300000) < half);
+  auto lossy = s.drain(UINT64_MAX);
+  REQUIRE(lossy.ok());
+  CHECK(lossy->size() < 2 * half);
+  CHECK(opener.rings[0]->output(sampleRecord(s.sampleType(), f)));  // space again: LOST first
+  REQUIRE(s.drain(UINT64_MAX).ok());
+  CHECK(s.stats().lost == 2 * half - lossy->size());
+}
+
 TEST_CASE("fd budget says what to raise") {
   CHECK(checkFdBudget(128, 1024, 10).ok());
   auto s = checkFdBudget(2 * 512, 1024, 10);
