@@ -2,6 +2,9 @@
 // pmu-calibrate, against the emulated PMU of tests/vm/pmu fed by memsim).
 //
 // Usage: tierd-pmucal TYPE NODE LOADS PERIOD LDLAT
+//   TYPE "none": opens no event and only reads, for a sampler outside the process (`perf record`
+//   in the rig's pmu-calibrate); prints "buffer=0xLO-0xHI loop=0xLO-0xHI sum=S" (half-open
+//   ranges of the buffer and of the reading loop's code).
 //   Binds a buffer of LOADS cache lines (64 B each) to NUMA node NODE (mbind MPOL_BIND), writes
 //   it, then opens MEM_TRANS_RETIRED.LOAD_LATENCY (config 0x01cd, config1 LDLAT, precise_ip 2,
 //   sample period PERIOD, user mode only) of PMU type TYPE on itself and reads each line once, in
@@ -29,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <set>
 
 #include "tierd/sys/Parsers.h"
@@ -68,13 +72,15 @@ uint64_t physOf(int pagemap, uint64_t va) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   unsigned long long v[5];
   if (argc != 6) {
-    std::fprintf(stderr, "usage: tierd-pmucal TYPE NODE LOADS PERIOD LDLAT\n");
+    std::fprintf(stderr, "usage: tierd-pmucal TYPE|none NODE LOADS PERIOD LDLAT\n");
     return 2;
   }
-  for (int i = 1; i < argc; ++i) {
+  const bool none = std::strcmp(argv[1], "none") == 0;
+  v[0] = 0;
+  for (int i = none ? 2 : 1; i < argc; ++i) {
     auto n = tierd::sys::parseU64(argv[i], "tierd-pmucal");
     if (!n) {
       std::fprintf(stderr, "tierd-pmucal: %s\n", n.error().describe().c_str());
@@ -95,6 +101,19 @@ int main(int argc, char** argv) {
   if (syscall(SYS_mbind, buf, bytes, kMpolBind, &mask, 64UL, 0UL) != 0) return fail("mbind");
   for (size_t i = 0; i < bytes; i += kLine)
     buf[i] = static_cast<char>(i / kLine);
+
+  const auto loopLo = reinterpret_cast<uint64_t>(&readLines);
+  const uint64_t loopHi = loopLo + kLoopBytes;
+  const auto bufLo = reinterpret_cast<uint64_t>(buf);
+  const uint64_t bufHi = bufLo + bytes;
+  if (none) {
+    const uint64_t sum = readLines(buf, loads);
+    std::printf("buffer=%#llx-%#llx loop=%#llx-%#llx sum=%llu\n",
+                static_cast<unsigned long long>(bufLo), static_cast<unsigned long long>(bufHi),
+                static_cast<unsigned long long>(loopLo), static_cast<unsigned long long>(loopHi),
+                static_cast<unsigned long long>(sum));
+    return 0;
+  }
 
   perf_event_attr attr{};
   attr.size = sizeof attr;
@@ -123,9 +142,6 @@ int main(int argc, char** argv) {
   const auto* data = static_cast<const char*>(ring) + kPage;
   const size_t dataLen = kRingPages * kPage;
   const int pagemap = open("/proc/self/pagemap", O_RDONLY);
-  const auto loopLo = reinterpret_cast<uint64_t>(&readLines);
-  const uint64_t loopHi = loopLo + kLoopBytes;
-  const auto bufLo = reinterpret_cast<uint64_t>(buf);
   uint64_t records = 0, lost = 0, throttled = 0, inBuf = 0, physMatch = 0, physChecked = 0,
            nodeSrc = 0, weightMin = UINT64_MAX;
   bool ipInLoop = true;
@@ -173,4 +189,13 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(records ? weightMin : 0),
       static_cast<unsigned long long>(sum));
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tierd-pmucal: %s\n", e.what());
+    return 1;
+  }
 }
