@@ -49,6 +49,8 @@
 #   TIERD_VM_TIMEOUT default boot timeout in seconds
 #   TIERD_VM_TOPOLOGY overrides every scenario's topology (for utilities like capture-topology)
 #   TIERD_VM_MEMSIM  overrides every scenario's memsim= (e.g. to measure the plugin's cost)
+#   TIERD_VM_PMU_NS  ns memsim charges a vCPU per emulated PMU record in cost and dilated modes
+#                    (default: 250 for pmu=pebs, none for pmu=ibs)
 #   TIERD_VM_KERNEL  overrides every scenario's kernel= (7.3, 6.12 or patched)
 #   TIERD_KERNEL_CACHE, TIERD_KERNEL_JOBS  for kernel=patched: see kernel-patches/build
 #   TIERD_VM_PARAMS  KEY=VALUE words handed to the scenarios (rig_param KEY DEFAULT in the guest;
@@ -188,6 +190,15 @@ memsim_args() {
     cum=$c1
   done
   [ "$pmu" = off ] || pa+=",pmu=${outdir//,/,,}/pmu.shm"
+  # What a sample costs the hardware beyond the guest's own handler, charged per record where
+  # memsim charges (cost, dilated): a PEBS record ~250 ns (the 2017 PEBS overhead study measured
+  # ~200-300 ns per record). IBS: no published per-sample figure, so not charged
+  # (TIERD_VM_PMU_NS sets one for any PMU).
+  local pmu_ns="${TIERD_VM_PMU_NS:-}"
+  [ -n "$pmu_ns" ] || { [ "$pmu" = pebs ] && pmu_ns=250; }
+  case "$memsim" in
+    cost | dilated) [ "$pmu" = off ] || [ -z "$pmu_ns" ] || pa+=",pmu_ns=$pmu_ns" ;;
+  esac
   args+=(-plugin "${cache//,/,,}/memsim/$pa")
 }
 

@@ -45,6 +45,8 @@
  *      counter; at zero a record (IP, virtual and physical address, node, latency, source) goes
  *      into ring c and the counter restarts at its period. Latency model: PMU_HIT_CYCLES for a
  *      hit, the node's lat= ns * PMU_CYCLES_PER_NS for a miss (the topology's HMAT latency).
+ * pmu_ns=NS (cost mode, with pmu=): each record written charges its vCPU NS (D x NS once dilated),
+ *      what the hardware spends on a sample outside the guest's own handler.
  * Every data access (loads and stores, user and kernel) goes through a shared set-associative
  * LRU last-level-cache model indexed by guest-physical line; misses are counted per node, split
  * read/write and user/kernel (user: virtual address in the lower half). Accesses and misses are
@@ -98,6 +100,7 @@ struct vcpu {
   uint64_t stream_misses[MAX_NODES]; /* misses charged as a stream */
   uint64_t ibs_ip;                   /* pmu= IBS: the tagged op's address, 0 when none is due */
   unsigned ibs_counter;              /* and the counter it is for */
+  uint64_t pmu_charged_ns;           /* pmu_ns=: charged for records written (part of charged_ns) */
   char pad[64];
 };
 
@@ -114,6 +117,7 @@ static int64_t charge_ns[MAX_NODES];
 /* dilate=FILE: the publisher sets miss_charge_ns / stream_charge_ns, then dilated (release) */
 static const char *dilate_path;
 static int64_t lat_ns[MAX_NODES], bw_mbps[MAX_NODES];
+static int64_t pmu_record_ns; /* pmu_ns=: what the hardware spends on one sample, ns */
 static int64_t miss_charge_ns[MAX_NODES], stream_charge_ns[MAX_NODES];
 static double dilate_factor;
 static int dilated, dilate_rejected;
@@ -229,12 +233,12 @@ static void maybe_dilate(void) {
   __atomic_store_n(&dilated, 1, __ATOMIC_RELEASE);
 }
 
-/* pmu=: writes one record into ring C (or counts it lost when the ring is full). */
-static void pmu_record(struct pmu_shm_cpu *c, unsigned counter, uint64_t ip, uint64_t vaddr, uint64_t gpa, int node,
+/* pmu=: writes one record into ring C (or counts it lost when the ring is full); true when written. */
+static bool pmu_record(struct pmu_shm_cpu *c, unsigned counter, uint64_t ip, uint64_t vaddr, uint64_t gpa, int node,
                        bool hit, uint8_t op, uint32_t latency) {
   if (c->head - c->tail >= PMU_SHM_RING) {
     c->lost++;
-    return;
+    return false;
   }
   volatile struct pmu_shm_record *r = &c->ring[c->head % PMU_SHM_RING];
   r->ip = ip;
@@ -246,6 +250,20 @@ static void pmu_record(struct pmu_shm_cpu *c, unsigned counter, uint64_t ip, uin
   r->op = op;
   r->user = ip < USER_TOP;
   __atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+/* pmu_ns= (cost mode): a written record charges vCPU V what the hardware spends on the sample
+ * outside the guest's code (the PEBS assist and the interrupt's entry: the guest's handler runs in
+ * the guest and is slowed by TCG already), dilated by D once dilate= has it, as a miss is. */
+static void pmu_charge(struct vcpu *v) {
+  if (!mode_cost || pmu_record_ns <= 0) return;
+  int64_t c = pmu_record_ns;
+  if (__atomic_load_n(&dilated, __ATOMIC_ACQUIRE)) c = (int64_t)(dilate_factor * (double)pmu_record_ns + 0.5);
+  v->debt_ns += c;
+  v->charged_ns += (uint64_t)c;
+  v->pmu_charged_ns += (uint64_t)c;
+  if (v->debt_ns >= QUANTUM_NS) pay(v);
 }
 
 /* pmu=: counts the access for slot C's armed counters; a counter that reaches zero writes a
@@ -257,7 +275,8 @@ static void pmu_access(struct vcpu *v, struct pmu_shm_cpu *c, uint64_t ip, uint6
   uint32_t latency = hit ? PMU_HIT_CYCLES : (uint32_t)(lat_ns[node] * PMU_CYCLES_PER_NS);
   uint32_t priv = ip < USER_TOP ? PMU_PRIV_USER : PMU_PRIV_KERNEL;
   if (v->ibs_ip && v->ibs_ip == ip) {
-    pmu_record(c, v->ibs_counter, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency);
+    if (pmu_record(c, v->ibs_counter, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency))
+      pmu_charge(v);
     v->ibs_ip = 0;
   }
   for (unsigned i = 0; i < PMU_SHM_COUNTERS; i++) {
@@ -278,7 +297,7 @@ static void pmu_access(struct vcpu *v, struct pmu_shm_cpu *c, uint64_t ip, uint6
       continue;
     }
     k->left = k->period ? k->period : 1;
-    pmu_record(c, i, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency);
+    if (pmu_record(c, i, ip, vaddr, gpa, node, hit, store ? PMU_OP_STORE : PMU_OP_LOAD, latency)) pmu_charge(v);
   }
 }
 
@@ -297,7 +316,7 @@ static void on_tb_exec(unsigned int vcpu_index, void *udata) {
   struct pmu_shm_cpu *c = &pmu->cpu[vcpu_index];
   struct vcpu *v = &vcpus[vcpu_index];
   if (v->ibs_ip) {
-    pmu_record(c, v->ibs_counter, v->ibs_ip, 0, 0, 0, true, PMU_OP_NONE, 0);
+    if (pmu_record(c, v->ibs_counter, v->ibs_ip, 0, 0, 0, true, PMU_OP_NONE, 0)) pmu_charge(v);
     v->ibs_ip = 0;
   }
   if (!c->armed) return;
@@ -482,12 +501,14 @@ static void publish(int final) {
           "\ndelay_ns %" PRIu64 "\nwaits %" PRIu64 "\n",
           acc, misses, other, io, charged, delay, waits);
   if (pmu) {
-    uint64_t records = 0, lost = 0;
+    uint64_t records = 0, lost = 0, pcharged = 0;
     for (unsigned c = 0; c < pmu->ncpus; c++) {
       records += __atomic_load_n(&pmu->cpu[c].head, __ATOMIC_RELAXED);
       lost += __atomic_load_n(&pmu->cpu[c].lost, __ATOMIC_RELAXED);
     }
-    fprintf(f, "pmu_records %" PRIu64 "\npmu_lost %" PRIu64 "\n", records, lost);
+    for (int c = 0; c < nvcpus; c++) pcharged += __atomic_load_n(&vcpus[c].pmu_charged_ns, __ATOMIC_RELAXED);
+    fprintf(f, "pmu_records %" PRIu64 "\npmu_lost %" PRIu64 "\npmu_charged_ns %" PRIu64 "\n", records, lost,
+            pcharged);
   }
   fprintf(f, "# frame INDEX accesses misses (2 MiB guest-physical frames; INDEX = gpa >> 21; nonzero only)\n");
   for (uint64_t fr = 0; fr < nframes; fr++) {
@@ -655,6 +676,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
       start_path = val;
     } else if (!strcmp(k, "pmu")) {
       pmu_path = val;
+    } else if (!strcmp(k, "pmu_ns")) {
+      if (parse_u64(val, &u) || u > 100000) return bad("bad pmu_ns (0..100000 ns per record)", val);
+      pmu_record_ns = (int64_t)u;
     } else if (!strcmp(k, "dilate")) {
       dilate_path = val;
     } else if (!strcmp(k, "lat") || !strcmp(k, "bw")) {
@@ -679,6 +703,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   if (sample_period_ns && mode_cost) return bad("sample is for count mode (a cost must be paid on every access)", "sample");
   if (!nsegs) return bad("missing argument", "seg=NODE:HW:GPA:LEN");
   if (dilate_path && !mode_cost) return bad("dilate is for cost mode", dilate_path);
+  if (pmu_record_ns && (!mode_cost || !pmu_path)) return bad("pmu_ns is for cost mode with pmu=", "pmu_ns");
   _Static_assert(sizeof(struct pmu_shm) <= PMU_SHM_SIZE, "pmu_shm.h: the region outgrew PMU_SHM_SIZE");
   for (int n = 0; dilate_path && n < nnodes; n++)
     if (!lat_ns[n] || !bw_mbps[n]) return bad("dilate needs lat=NODE:NS and bw=NODE:MBPS for every node", dilate_path);
