@@ -181,15 +181,20 @@ Result<int> PerfSampler::openOne(const EventChoice& event, perf_event_attr attr,
       "cpu " + std::to_string(cpu)};
 }
 
-Result<int> PerfSampler::openLeader(const EventChoice& event, pid_t pid, int cpu,
-                                    unsigned long flags) {
+Result<int> PerfSampler::openLeader(const EventChoice& event, const perf_event_attr& member,
+                                    pid_t pid, int cpu, unsigned long flags) {
   perf_event_attr leader = *event.groupLeader;
   leader.size = sizeof leader;
   leader.disabled = 1;
   leader.sample_period = 0;  // counts; the member samples
   leader.sample_type = 0;
-  leader.exclude_kernel = event.attr.exclude_kernel;
-  leader.exclude_hv = event.attr.exclude_hv;
+  // The member's privilege filter and clock: perf_event_open() (kernel/events/core.c) refuses a
+  // member whose clock differs from its leader's with EINVAL.
+  leader.exclude_kernel = member.exclude_kernel;
+  leader.exclude_hv = member.exclude_hv;
+  leader.use_clockid = member.use_clockid;
+  leader.clockid = member.clockid;
+  leader.inherit = member.inherit;
   auto fd = opener_.open(leader, pid, cpu, -1, flags);
   if (!fd) return fd.error().within("its group leader mem-loads-aux");
   return fd;
@@ -229,7 +234,7 @@ Status PerfSampler::openOn(const std::vector<std::pair<pid_t, int>>& targets, bo
     for (const auto& [who, cpu] : targets) {
       int leaderFd = -1;
       if (ev.groupLeader) {
-        auto leader = openLeader(ev, who, cpu, flags);
+        auto leader = openLeader(ev, attr, who, cpu, flags);
         if (!leader) {
           if (!cgroupMode && leader.error().code == ESRCH) continue;  // thread exited meanwhile
           return leader.error().within(ev.name);

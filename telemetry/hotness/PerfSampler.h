@@ -131,8 +131,10 @@ class PerfSampler final : public HotnessSource {
   };
   Result<int> openOne(const EventChoice& event, perf_event_attr attr, pid_t pid, int cpu,
                       int groupFd, unsigned long flags);
-  /// Opens `event`'s group leader on (pid, cpu): disabled, counting only.
-  Result<int> openLeader(const EventChoice& event, pid_t pid, int cpu, unsigned long flags);
+  /// Opens `event`'s group leader on (pid, cpu): disabled, counting only, on the clock and with
+  /// the privilege filter and inherit of `member` (the attr its sampling event opens with).
+  Result<int> openLeader(const EventChoice& event, const perf_event_attr& member, pid_t pid,
+                         int cpu, unsigned long flags);
   /// Enables one ring's event, then its leader (a group counts once its leader is enabled).
   Status enableRing(const Ring& ring);
   /// Disables, unmaps and closes one ring and its leader.

@@ -64,9 +64,11 @@ jcheck() {
   check "$1" jq_true "$2" "$3"
 }
 
-# jq_true FILE FILTER: whether jq FILTER on FILE yields true (quietly).
+# jq_true FILE FILTER: whether jq FILTER on FILE yields true (quietly). An empty or missing FILE
+# is false: Debian 12's jq 1.6 exits 0 under -e when it read no input at all.
 jq_true() {
-  jq -e "$2" "$1" >/dev/null
+  jq_true_out="$(jq -e "$2" "$1" 2>/dev/null)" || return 1
+  [ -n "$jq_true_out" ]
 }
 
 # tier_of NODE: the memory_tier number the kernel put NODE in (empty if none).

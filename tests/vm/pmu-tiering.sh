@@ -96,6 +96,9 @@ pmu_tiering() {
   moved_x="$(awk -v m="${moved:-0}" -v h="${hot_bytes:-1}" 'BEGIN { printf "%.2f", m / h }')"
   echo "RESULT tiering-$kind reached_s=${reached:-none} moved_x=$moved_x"
   check "tierd chose $source by itself" grep -q "hotness source: $source" "$RIG_OUT/tierd.log"
+  if [ -e /sys/bus/event_source/devices/cpu/events/mem-loads-aux ]; then
+    check "tierd led load latency with mem-loads-aux" grep -q 'leader=mem-loads-aux' "$RIG_OUT/tierd.log"
+  fi
   check "the hot set reached >= 90% on the fast tier" [ -n "$reached" ]
   check "and stayed there (samples below 90% afterwards: $below_after)" [ "$below_after" -eq 0 ]
   check "migrated <= 2x the hot set (${moved_x}x)" [ "${moved:-999999999999}" -le $((${hot_bytes:-0} * 2)) ]

@@ -25,10 +25,12 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
-#   pmu=pebs|ibs           the emulated PMU: its module (tests/vm/pmu/build.sh, for the stock 7.3
+#   pmu=pebs|spr|ibs       the emulated PMU: its module (tests/vm/pmu/build.sh, for the stock 7.3
 #                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko (the scenario loads
 #                          it), QEMU's Skylake-Server CPU model for pebs (the one libpfm4 and
-#                          tierd know as skx; the module registers `cpu`) or EPYC-Milan for ibs
+#                          tierd know as skx; the module registers `cpu`), Icelake-Server with
+#                          Sapphire Rapids' model number 143 for spr (libpfm4's spr; the module
+#                          adds mem-loads-aux and its group-leader rule) or EPYC-Milan for ibs
 #                          (the module registers `ibs_op` as on Zen 3), an ivshmem-plain device backed by
 #                          $RIG_OUT/pmu.shm (tests/vm/pmu/pmu_shm.h) and memsim's pmu= on that
 #                          file; needs memsim=count, cost or dilated and at most 4032 MiB of RAM
@@ -180,7 +182,7 @@ memsim_args() {
     charge=$((${T[LAT_$i]} - cpu_lat))
     [ "$charge" -ge 0 ] || charge=0
     pa+=",charge=$i:$charge"
-    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's; pmu=pebs|ibs: the
+    # dilated: the node's HMAT latency and bandwidth (MB/s) as the hardware's; pmu=pebs|spr|ibs: the
     # latency a sampled miss reports
     if [ "$memsim" = dilated ]; then
       pa+=",lat=$i:${T[LAT_$i]},bw=$i:$(($(to_mib "${T[BW_$i]}") * 1048576 / 1000000))"
@@ -195,20 +197,20 @@ memsim_args() {
   # ~200-300 ns per record). IBS: no published per-sample figure, so not charged
   # (TIERD_VM_PMU_NS sets one for any PMU).
   local pmu_ns="${TIERD_VM_PMU_NS:-}"
-  [ -n "$pmu_ns" ] || { [ "$pmu" = pebs ] && pmu_ns=250; }
+  [ -n "$pmu_ns" ] || case "$pmu" in pebs | spr) pmu_ns=250 ;; esac
   case "$memsim" in
     cost | dilated) [ "$pmu" = off ] || [ -z "$pmu_ns" ] || pa+=",pmu_ns=$pmu_ns" ;;
   esac
   args+=(-plugin "${cache//,/,,}/memsim/$pa")
 }
 
-# pmu_mode SCENARIO_FILE -> off|pebs|ibs
+# pmu_mode SCENARIO_FILE -> off|pebs|spr|ibs
 pmu_mode() {
   local m
   m="$(header "$1" pmu)"
   case "${m:-off}" in
-    off | pebs | ibs) echo "${m:-off}" ;;
-    *) die "$(basename "$1"): pmu=$m (use pebs or ibs)" ;;
+    off | pebs | spr | ibs) echo "${m:-off}" ;;
+    *) die "$(basename "$1"): pmu=$m (use pebs, spr or ibs)" ;;
   esac
 }
 
@@ -251,6 +253,7 @@ qemu_args() {
   local model=max
   case "$pmu" in
     pebs) model=Skylake-Server ;;
+    spr) model=Icelake-Server,model=143 ;;
     ibs) model=EPYC-Milan ;;
   esac
   args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "$model,erms=off" -smp 2)
@@ -266,7 +269,7 @@ qemu_args() {
     fi
   done
   args+=(-m "${total}M")
-  # pmu=pebs|ibs: the emulated PMU's shared region, after the nodes' backends (memsim's address
+  # pmu=pebs|spr|ibs: the emulated PMU's shared region, after the nodes' backends (memsim's address
   # arithmetic needs the nodes' RAMBlocks first). memsim sees an access to it as the region's
   # RAMBlock offset (after all node RAM) plus its BAR address (SeaBIOS: just under 4 GiB); that
   # stays above every node segment (at most twice the RAM) while the RAM stays under 4074 MiB.
@@ -348,7 +351,7 @@ boot() {
     cp "$dtmp"/tierd_*.deb "$outdir/supplied/"
     rm -rf "$dtmp"
   fi
-  # "# rig: pmu=pebs|ibs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
+  # "# rig: pmu=pebs|spr|ibs": the emulated PMU module (tests/vm/pmu, built for the stock 7.3 kernel) in
   # $RIG_OUT/supplied/tierd_pmu_emu.ko, which the scenario loads, and the region it shares with
   # memsim, PMU_SHM_SIZE bytes (pmu_shm.h), created before QEMU maps it.
   pmu="$(pmu_mode "$file")"

@@ -3,8 +3,8 @@
 //
 // Usage: tierd-perfopen TYPE CONFIG [CONFIG1 [PRECISE_IP [SAMPLE_PERIOD]]]
 //   numbers in C notation (0x.. hex); the event is for the calling process on any CPU, disabled,
-//   kernel and hypervisor excluded (as tierd opens its samplers), sample_type IP|TID|ADDR when
-//   SAMPLE_PERIOD > 0.
+//   kernel and hypervisor excluded (as tierd opens its samplers), sample_type IP|TID|ADDR|DATA_SRC
+//   when SAMPLE_PERIOD > 0.
 // Prints "ok" (exit 0) or "errno N NAME" (exit 1); exit 2 on bad arguments.
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   attr.precise_ip = static_cast<unsigned>(v[3]);
   attr.sample_period = v[4];
   if (attr.sample_period > 0) {
-    attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_ADDR;
+    attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_ADDR | PERF_SAMPLE_DATA_SRC;
   }
   attr.disabled = 1;
   attr.exclude_kernel = 1;

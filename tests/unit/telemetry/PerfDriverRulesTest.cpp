@@ -7,7 +7,9 @@
 //   (Sapphire Rapids, Granite Rapids, hybrid P-cores), a load-latency event (event 0xcd, umask
 //   0x01) sampling PERF_SAMPLE_DATA_SRC fails with ENODATA unless its group leader, or a sibling,
 //   is mem-loads-aux (event 0x03, umask 0x82).
-// - kernel/events/core.c: EINVAL says nothing about which attr field was refused.
+// - kernel/events/core.c: EINVAL says nothing about which attr field was refused; in
+//   perf_event_open(), after the PMU's event_init, a group member gets EINVAL unless its leader
+//   uses the same clock (use_clockid and clockid), the same CPU and the same context (task).
 
 #include <doctest/doctest.h>
 
@@ -82,6 +84,26 @@ int sprHwConfig(const FakePerfEventOpener::Open& o,
   if (o.groupFd < 0) return ENODATA;  // the event is its own leader: no aux before it
   const auto& leader = opened.at(static_cast<size_t>(o.groupFd - 1000));
   return isAux(leader.attr) ? 0 : ENODATA;
+}
+
+/// perf_event_open()'s group checks (kernel/events/core.c), after the PMU's event_init: "All
+/// events in a group should have the same clock", the same CPU, the same context.
+int perfCoreGroupRules(const FakePerfEventOpener::Open& o,
+                       const std::vector<FakePerfEventOpener::Open>& opened) {
+  if (o.groupFd < 0) return 0;
+  const auto& leader = opened.at(static_cast<size_t>(o.groupFd - 1000));
+  const bool sameClock = leader.attr.use_clockid == o.attr.use_clockid &&
+                         (!o.attr.use_clockid || leader.attr.clockid == o.attr.clockid);
+  if (!sameClock || leader.cpu != o.cpu || leader.pid != o.pid) return EINVAL;
+  return 0;
+}
+
+/// A Sapphire Rapids part as the kernel answers it: the driver's event_init, then the core's
+/// group checks.
+int sprOpen(const FakePerfEventOpener::Open& o,
+            const std::vector<FakePerfEventOpener::Open>& opened) {
+  if (int err = sprHwConfig(o, opened); err != 0) return err;
+  return perfCoreGroupRules(o, opened);
 }
 
 /// A Sapphire Rapids `cpu` PMU in sysfs: its format/ and, where PMU_FL_MEM_LOADS_AUX is set,
@@ -262,7 +284,7 @@ TEST_CASE("Sapphire Rapids: load latency opens in a group led by mem-loads-aux")
   CHECK_FALSE(events->at(1).groupLeader.has_value());  // stores need no aux
 
   FakePerfEventOpener opener;
-  opener.driver = sprHwConfig;
+  opener.driver = sprOpen;
   PerfSamplerConfig c;
   c.sourceName = "perf-pebs";
   c.events = events.value();
@@ -274,8 +296,8 @@ TEST_CASE("Sapphire Rapids: load latency opens in a group led by mem-loads-aux")
   // Per CPU: the aux leader (counting, disabled), then load latency in its group; then stores.
   REQUIRE(opener.opens.size() == 6);
   for (int cpu = 0; cpu < 2; ++cpu) {
-    const auto& leader = opener.opens.at(static_cast<size_t>(2 * cpu));
-    const auto& member = opener.opens.at(static_cast<size_t>(2 * cpu + 1));
+    const auto& leader = opener.opens.at(2 * static_cast<size_t>(cpu));
+    const auto& member = opener.opens.at(2 * static_cast<size_t>(cpu) + 1);
     CHECK(isAux(leader.attr));
     CHECK(leader.attr.sample_period == 0);
     CHECK(leader.groupFd == -1);
@@ -283,6 +305,11 @@ TEST_CASE("Sapphire Rapids: load latency opens in a group led by mem-loads-aux")
     CHECK(isLoadLatency(member.attr));
     CHECK(member.groupFd == 1000 + 2 * cpu);
     CHECK((member.attr.sample_type & PERF_SAMPLE_DATA_SRC) != 0);
+    // The leader on the member's clock and privilege filter (the core refuses another clock).
+    CHECK(leader.attr.use_clockid == 1);
+    CHECK(leader.attr.clockid == CLOCK_MONOTONIC);
+    CHECK(leader.attr.exclude_kernel == member.attr.exclude_kernel);
+    CHECK(leader.attr.exclude_hv == member.attr.exclude_hv);
   }
   CHECK(s.fdCount() == 6);
   CHECK(s.state() == "period=10007 overhead=0.0% leader=mem-loads-aux");
@@ -307,7 +334,7 @@ TEST_CASE("Sapphire Rapids without mem-loads-aux in sysfs: ENODATA is explained,
   REQUIRE(events.ok());
   CHECK_FALSE(events->at(0).groupLeader.has_value());
   FakePerfEventOpener opener;
-  opener.driver = sprHwConfig;
+  opener.driver = sprOpen;
   PerfSamplerConfig c;
   c.events = events.value();
   c.cgroupPath = "/sys/fs/cgroup/perf_event/work";

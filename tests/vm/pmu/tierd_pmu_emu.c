@@ -21,6 +21,13 @@
  * access) and when an event stops. Without the device the module loads and its events count
  * nothing.
  *
+ * On Sapphire Rapids' model number (143, QEMU's Icelake-Server with model=143: QEMU 7.2 has no
+ * SPR model) it shows what that driver adds for Golden Cove (intel_pmu_init_glc(),
+ * glc_events_attrs, mem_is_visible()): events/mem-loads-aux (0x8203) and mem-stores as
+ * MEM_TRANS_RETIRED.STORE_SAMPLE (0x02cd), and it refuses load latency with a data source
+ * unless mem-loads-aux is in its group (intel_pmu_hw_config(), ENODATA). Its extra registers and
+ * formats stay Skylake-SP's.
+ *
  * Under TCG the x86 driver finds no PMU (no CPUID leaf 0xa counters, no perfctr MSRs), so the
  * type is free. On a machine with a PMU the module refuses to load.
  */
@@ -55,6 +62,10 @@
 /* MEM_INST_RETIRED.ALL_STORES and MEM_LOAD_RETIRED.L3_MISS (Skylake-SP) */
 #define EMU_EVENT_ALL_STORES 0x82d0
 #define EMU_EVENT_L3_MISS 0x20d1
+/* Golden Cove (Sapphire Rapids): MEM_TRANS_RETIRED.STORE_SAMPLE and the mem-loads-aux event */
+#define EMU_EVENT_STORE_SAMPLE 0x02cd
+#define EMU_EVENT_LOADS_AUX 0x8203
+#define EMU_MODEL_SPR 0x8f
 /* IBS op control bits (arch/x86/include/asm/perf_event.h: IBS_OP_MAX_CNT, _CNT_CTL) */
 #define EMU_IBS_OP_MAX_CNT 0xffffULL
 #define EMU_IBS_OP_CNT_CTL (1ULL << 19)
@@ -65,6 +76,7 @@
 #define EMU_DRAIN_NS (1000 * 1000)
 
 static struct pci_dev *emu_pdev;
+static bool emu_spr; /* Sapphire Rapids' model: PMU_FL_MEM_LOADS_AUX */
 static struct pmu_shm *emu_shm; /* NULL: no device, nothing is counted */
 
 /* Per CPU: the events on the four counters, and the drain timer. Touched only on that CPU with
@@ -148,19 +160,34 @@ static const struct attribute_group emu_format_group = {
 	.attrs = emu_format_attrs,
 };
 
-/* hsw_mem_events_attrs: what `perf mem` opens */
+/* hsw_mem_events_attrs: what `perf mem` opens; on Sapphire Rapids glc_events_attrs */
 PMU_EVENT_ATTR_STRING(mem-loads, emu_mem_ld, "event=0xcd,umask=0x1,ldlat=3");
 PMU_EVENT_ATTR_STRING(mem-stores, emu_mem_st, "event=0xd0,umask=0x82");
+PMU_EVENT_ATTR_STRING(mem-stores, emu_mem_st_spr, "event=0xcd,umask=0x2");
+PMU_EVENT_ATTR_STRING(mem-loads-aux, emu_mem_ld_aux, "event=0x03,umask=0x82");
 
 static struct attribute *emu_events_attrs[] = {
 	&emu_mem_ld.attr.attr,
 	&emu_mem_st.attr.attr,
+	&emu_mem_st_spr.attr.attr,
+	&emu_mem_ld_aux.attr.attr,
 	NULL,
 };
+
+/* mem_is_visible(): mem-loads-aux only with PMU_FL_MEM_LOADS_AUX; one mem-stores per model */
+static umode_t emu_events_visible(struct kobject *kobj, struct attribute *attr, int i)
+{
+	if (attr == &emu_mem_ld_aux.attr.attr || attr == &emu_mem_st_spr.attr.attr)
+		return emu_spr ? attr->mode : 0;
+	if (attr == &emu_mem_st.attr.attr)
+		return emu_spr ? 0 : attr->mode;
+	return attr->mode;
+}
 
 static const struct attribute_group emu_events_group = {
 	.name = "events",
 	.attrs = emu_events_attrs,
+	.is_visible = emu_events_visible,
 };
 
 static ssize_t max_precise_show(struct device *dev, struct device_attribute *attr, char *buf)
@@ -232,6 +259,26 @@ static int emu_event_init(struct perf_event *event)
 	/* intel_pmu_hw_config() (arch/x86/events/intel/core.c): no PEBS on the LBR event */
 	if (attr->precise_ip && (attr->config & INTEL_ARCH_EVENT_MASK) == INTEL_FIXED_VLBR_EVENT)
 		return -EINVAL;
+	/*
+	 * intel_pmu_hw_config() with PMU_FL_MEM_LOADS_AUX (Sapphire Rapids): load latency with a
+	 * data source needs mem-loads-aux as its group leader or a sibling of it.
+	 */
+	if (emu_spr && (attr->sample_type & PERF_SAMPLE_DATA_SRC) &&
+	    (attr->config & INTEL_ARCH_EVENT_MASK) == EMU_EVENT_LDLAT) {
+		struct perf_event *leader = event->group_leader;
+		struct perf_event *sibling = NULL;
+
+		if (leader == event)
+			return -ENODATA;
+		if ((leader->attr.config & INTEL_ARCH_EVENT_MASK) != EMU_EVENT_LOADS_AUX) {
+			for_each_sibling_event(sibling, leader) {
+				if ((sibling->attr.config & INTEL_ARCH_EVENT_MASK) == EMU_EVENT_LOADS_AUX)
+					break;
+			}
+			if (list_entry_is_head(sibling, &leader->sibling_list, sibling_list))
+				return -ENODATA;
+		}
+	}
 	event->hw.idx = -1;
 	/* x86_setup_perfctr() -> x86_pmu_extra_regs() (arch/x86/events/core.c) */
 	return emu_check_extra_regs(event);
@@ -257,6 +304,8 @@ static u32 emu_kind(const struct perf_event *event)
 		return PMU_KIND_LOAD_LATENCY;
 	case EMU_EVENT_ALL_STORES:
 		return PMU_KIND_ALL_STORES;
+	case EMU_EVENT_STORE_SAMPLE:
+		return emu_spr ? PMU_KIND_ALL_STORES : PMU_KIND_OFF;
 	case EMU_EVENT_L3_MISS:
 		return PMU_KIND_L3_MISS;
 	default:
@@ -680,6 +729,8 @@ static int __init emu_init(void)
 		pr_err("this CPU has a PMU: refusing to emulate one\n");
 		return -ENODEV;
 	}
+	emu_spr = boot_cpu_data.x86_vendor == X86_VENDOR_INTEL && boot_cpu_data.x86 == 6 &&
+		  boot_cpu_data.x86_model == EMU_MODEL_SPR;
 	for_each_possible_cpu(cpu)
 		hrtimer_setup(&per_cpu(emu_cpus, cpu).timer, emu_timer_fn, CLOCK_MONOTONIC,
 			      HRTIMER_MODE_REL_PINNED_HARD);
@@ -716,8 +767,9 @@ static int __init emu_init(void)
 		emu_unmap_shm();
 		return ret;
 	}
-	pr_info("emulated PMU \"%s\" registered, type %d\n",
-		emu_registered == &emu_pmu ? "cpu" : "ibs_op", emu_registered->type);
+	pr_info("emulated PMU \"%s\" registered, type %d%s\n",
+		emu_registered == &emu_pmu ? "cpu" : "ibs_op", emu_registered->type,
+		emu_spr ? " (Sapphire Rapids: mem-loads-aux)" : "");
 	return 0;
 }
 
