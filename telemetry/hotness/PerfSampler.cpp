@@ -380,26 +380,25 @@ Status PerfSampler::collect() {
   std::vector<PerfSample> raw;
   RingCounts counts;
   Status firstError = Ok{};
-  uint64_t notUser = 0;
+  uint64_t dropped = 0;
   for (const auto& r : rings_) {
     PerfRing ring(r.base, r.length, config_.sampleType);
     const size_t before = raw.size();
     auto s = ring.drain(raw, counts);
     if (!s && firstError) firstError = s;
-    if (r.userOnly) {  // the driver could not exclude kernel samples: drop them here
+    // What the driver could not filter: kernel samples where it cannot exclude them, and (IBS)
+    // what a cache served, which is no memory access.
+    if (r.userOnly || r.memoryOnly) {
       auto kept = std::remove_if(raw.begin() + static_cast<std::ptrdiff_t>(before), raw.end(),
-                                 [](const PerfSample& p) { return !isUserMode(p.misc); });
-      notUser += static_cast<uint64_t>(raw.end() - kept);
-      raw.erase(kept, raw.end());
-    }
-    if (r.memoryOnly) {  // IBS: what a cache served is no memory access
-      auto kept = std::remove_if(raw.begin() + static_cast<std::ptrdiff_t>(before), raw.end(),
-                                 [](const PerfSample& p) { return servedByCache(p.dataSrc); });
-      notUser += static_cast<uint64_t>(raw.end() - kept);
+                                 [&r](const PerfSample& p) {
+                                   return (r.userOnly && !isUserMode(p.misc)) ||
+                                          (r.memoryOnly && servedByCache(p.dataSrc));
+                                 });
+      dropped += static_cast<uint64_t>(raw.end() - kept);
       raw.erase(kept, raw.end());
     }
   }
-  stats_.discarded += notUser;
+  stats_.discarded += dropped;
   closeExitedThreads();  // after their last records were read
   stats_.lost += counts.lost;
   lostSinceAdapt_ += counts.lost;
