@@ -106,6 +106,20 @@ int sprOpen(const FakePerfEventOpener::Open& o,
   return perfCoreGroupRules(o, opened);
 }
 
+/// A Zen host's fixture tree with `ibs_op` (with or without the swfilt format bit) and a fake
+/// opener that answers as perf_ibs_init() and perf_ibs_check_period() do.
+struct IbsHost {
+  TempTree t;
+  FakePerfEventOpener opener;
+  explicit IbsHost(bool swfilt) {
+    fillTree(t);
+    ibsPmu(t, swfilt);
+    opener.driver = ibsInit;
+    opener.checkPeriod = ibsCheckPeriod;
+  }
+  sys::SysRoot root() const { return sys::SysRoot(t.dir()); }
+};
+
 /// A Sapphire Rapids `cpu` PMU in sysfs: its format/ and, where PMU_FL_MEM_LOADS_AUX is set,
 /// events/mem-loads-aux (mem_is_visible()).
 void sprPmu(const TempTree& t, bool withAux) {
@@ -120,13 +134,9 @@ void sprPmu(const TempTree& t, bool withAux) {
 }  // namespace
 
 TEST_CASE("IBS with swfilt: the driver drops kernel samples, the period is a multiple of 16") {
-  TempTree t;
-  fillTree(t);
-  ibsPmu(t, true);
-  FakePerfEventOpener opener;
-  opener.driver = ibsInit;
-  opener.checkPeriod = ibsCheckPeriod;
-  PerfSampler s(ibsConfig(t, 10007), opener, sys::SysRoot(t.dir()));
+  IbsHost h(true);
+  auto& opener = h.opener;
+  PerfSampler s(ibsConfig(h.t, 10007), opener, h.root());
   auto started = s.start();
   INFO((started.ok() ? std::string() : started.error().describe()));
   REQUIRE(started.ok());
@@ -143,12 +153,9 @@ TEST_CASE("IBS with swfilt: the driver drops kernel samples, the period is a mul
 }
 
 TEST_CASE("IBS without swfilt: excludes stay clear and kernel-mode samples are dropped here") {
-  TempTree t;
-  fillTree(t);
-  ibsPmu(t, false);
-  FakePerfEventOpener opener;
-  opener.driver = ibsInit;
-  PerfSampler s(ibsConfig(t, 4099), opener, sys::SysRoot(t.dir()));
+  IbsHost h(false);
+  auto& opener = h.opener;
+  PerfSampler s(ibsConfig(h.t, 4099), opener, h.root());
   auto started = s.start();
   INFO((started.ok() ? std::string() : started.error().describe()));
   REQUIRE(started.ok());
@@ -179,12 +186,9 @@ TEST_CASE("IBS without swfilt: excludes stay clear and kernel-mode samples are d
 // IBS op sampling tags every op; perf_ibs_get_mem_lvl() (arch/x86/events/amd/ibs.c) says where a
 // load or store was served. A cache hit is no memory access: dropped, as is a stack in L1.
 TEST_CASE("IBS samples a cache served are dropped, memory, CXL and unknown sources kept") {
-  TempTree t;
-  fillTree(t);
-  ibsPmu(t, true);
-  FakePerfEventOpener opener;
-  opener.driver = ibsInit;
-  PerfSampler s(ibsConfig(t, 10007), opener, sys::SysRoot(t.dir()));
+  IbsHost h(true);
+  auto& opener = h.opener;
+  PerfSampler s(ibsConfig(h.t, 10007), opener, h.root());
   REQUIRE(s.start().ok());
   auto src = [](unsigned lvlNum, uint64_t lvl) {
     perf_mem_data_src d{};
@@ -222,18 +226,13 @@ TEST_CASE("IBS samples a cache served are dropped, memory, CXL and unknown sourc
 // perf_ibs_check_period() refuses a period under perf_ibs_op.min_period (0x90) with EINVAL: a
 // period halved under the budget must stop there, or every later change is refused.
 TEST_CASE("IBS: the period never adapts below the driver's minimum of 0x90") {
-  TempTree t;
-  fillTree(t);
-  ibsPmu(t, true);
-  FakePerfEventOpener opener;
-  opener.driver = ibsInit;
-  opener.checkPeriod = ibsCheckPeriod;
-  PerfSamplerConfig c = ibsConfig(t, 10007);
-  PerfSampler s(c, opener, sys::SysRoot(t.dir()));
+  IbsHost h(true);
+  PerfSamplerConfig c = ibsConfig(h.t, 10007);
+  PerfSampler s(c, h.opener, h.root());
   CHECK(s.config().minPeriod == 0x90);
   CHECK(adaptPeriod(0xa0, 0.0, 0.01, s.config().minPeriod, s.config().maxPeriod) == 0x90);
   c.period = 100;  // asked for less than the driver takes: started at the minimum
-  PerfSampler low(c, opener, sys::SysRoot(t.dir()));
+  PerfSampler low(c, h.opener, h.root());
   CHECK(low.period() == 0x90);
 }
 
@@ -241,16 +240,12 @@ TEST_CASE("IBS: an adapted period keeps its low 4 bits clear, so PERF_EVENT_IOC_
   CHECK(alignPeriod(10007, 16) == 10000);
   CHECK(alignPeriod(5, 16) == 16);  // never below the multiple
   CHECK(alignPeriod(10007, 1) == 10007);
-  TempTree t;
-  fillTree(t);
-  ibsPmu(t, true);
-  FakePerfEventOpener opener;
-  opener.driver = ibsInit;
-  opener.checkPeriod = ibsCheckPeriod;
-  auto c = ibsConfig(t, 583);  // aligned down to 576 (0x240)
+  IbsHost h(true);
+  auto& opener = h.opener;
+  auto c = ibsConfig(h.t, 583);  // aligned down to 576 (0x240)
   c.minPeriod = 1;    // a bound under the driver's minimum is raised to 0x90, a multiple of 16
   c.cpuBudget = 1e9;  // far under budget: the period halves at each adaptation
-  PerfSampler s(c, opener, sys::SysRoot(t.dir()));
+  PerfSampler s(c, opener, h.root());
   REQUIRE(s.start().ok());
   CHECK(s.config().minPeriod == 0x90);
   REQUIRE(s.period() == 576);
