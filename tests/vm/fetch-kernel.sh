@@ -35,12 +35,22 @@ case "$series" in
   6.12) suite="bookworm-backports" ;;
   *) die "unknown kernel series '$series' (use 7.3 or 6.12)" ;;
 esac
-# The 9p client stack (netfs is a separate module since 6.x); order = load order. Modules built
+# The 9p client stack (netfs is a separate module since 6.x) and overlayfs (init.sh's root for
+# rig.init=systemd: the host's /usr with a writable layer); order = load order. Modules built
 # into a series' kernel are skipped (modules.builtin).
-wanted_modules=(netfs 9pnet 9pnet_virtio 9p)
+wanted_modules=(netfs 9pnet 9pnet_virtio 9p overlay)
 
 kdir="$cache/kernel-$series"
-if [ -s "$kdir/vmlinux" ] && [ -s "$kdir/modules.order" ] && [ -s "$kdir/release" ]; then
+# cached: whether kdir holds a kernel with every wanted module (loaded or built in).
+cached() {
+  local m
+  [ -s "$kdir/vmlinux" ] && [ -s "$kdir/modules.order" ] && [ -s "$kdir/release" ] || return 1
+  for m in "${wanted_modules[@]}"; do
+    grep -qx "$m" "$kdir/modules.order" || grep -q "/$m.ko\$" "$kdir/modules.builtin" 2>/dev/null ||
+      return 1
+  done
+}
+if cached; then
   echo "fetch-kernel: cached $(cat "$kdir/release") in $kdir"
   exit 0
 fi

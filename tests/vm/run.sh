@@ -25,6 +25,10 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
+#   init=busybox|systemd   the guest's PID 1: init.sh runs the scenario itself (busybox, the
+#                          default), or hands PID 1 to the host's systemd on a root whose /usr
+#                          is the host's with a writable overlay, and the scenario runs as a
+#                          service of it (init.sh's boot_systemd)
 #   pmu=pebs|spr|ibs       the emulated PMU: its module (tests/vm/pmu/build.sh, for the stock 7.3
 #                          kernel only) in $RIG_OUT/supplied/tierd_pmu_emu.ko (the scenario loads
 #                          it), QEMU's Skylake-Server CPU model for pebs (the one libpfm4 and
@@ -241,6 +245,11 @@ qemu_args() {
     for ((i = 0; i < NODES; i++)); do T[MEM_$i]="${sizes[$i]}"; done
   fi
   append="$(header "$file" append)"
+  case "$(header "$file" init)" in
+    '' | busybox) ;;
+    systemd) append="rig.init=systemd${append:+ $append}" ;;
+    *) die "$name: init=$(header "$file" init) (use busybox or systemd)" ;;
+  esac
   local series damon_stat
   series="$(kernel_series "$file")"
   damon_stat="$(header "$file" damon_stat)"
