@@ -167,10 +167,12 @@ cooldown = "2s"
     return std::unique_ptr<telemetry::HotnessSource>(std::make_unique<ScriptedReplay>(&tick));
   };
   const sys::SysRoot sysRoot(root.string());
+  std::shared_ptr<migrate::ProcReads> reads = migrator->reads();
   daemon::Engine engine(
       sysRoot, std::move(migrator), factory, /*selfPid=*/1, config,
       [kernel](pid_t pid) { return kernel->smaps(pid); },
-      [kernel](pid_t pid) { return kernel->numaMaps(pid); });
+      [kernel](pid_t pid) { return kernel->numaMaps(pid); }, daemon::MappingsReader{},
+      std::move(reads));
 
   auto sink = telemetry::PrometheusSink::start(options);
   if (!sink) {

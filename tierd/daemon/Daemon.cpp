@@ -261,12 +261,14 @@ class Daemon {
     prepareDamon();
     chooseHotnessSource();
     publishStartMetrics();
+    // The locate phase's smaps and numa_maps reads, planned on by the migrator (ProcReads).
+    auto reads = std::make_shared<migrate::ProcReads>();
     engine_.emplace(
         root_,
         std::make_unique<migrate::MovePagesMigrator>(migratorConfig(initial_),
-                                                     migrate::makeLinuxPageSystem(root_)),
+                                                     migrate::makeLinuxPageSystem(root_), reads),
         [this](pid_t pid, const std::string&) { return sourceFor(pid); }, ::getpid(),
-        store_->current());
+        store_->current(), MappingsReader{}, NumaMapsReader{}, MappingsReader{}, reads);
     // A `pids` entry stays pinned to its process across a restart (SysRootScopeProvider::keepPins).
     auto scopes = std::make_unique<scope::SysRootScopeProvider>(root_, ::getpid());
     const std::string pins = root_.path("/run/tierd/pids.pinned");

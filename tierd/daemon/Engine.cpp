@@ -26,13 +26,15 @@ topology::TierOverride toOverride(const policy::TiersConfig& t) {
 Engine::Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
                SourceFactory sources, pid_t selfPid,
                std::shared_ptr<const policy::CompiledConfig> config, MappingsReader mappings,
-               NumaMapsReader numaMaps, MappingsReader layout)
+               NumaMapsReader numaMaps, MappingsReader layout,
+               std::shared_ptr<migrate::ProcReads> reads)
     : root_(root),
       topology_(std::make_unique<topology::SysRootTopologyProvider>(root)),
       migrator_(std::move(migrator)),
+      reads_(reads ? std::move(reads) : std::make_shared<migrate::ProcReads>()),
       scopes_(std::make_unique<scope::SysRootScopeProvider>(root, selfPid)),
       config_(std::move(config)),
-      locations_(*migrator_, heat_,
+      locations_(*migrator_, *reads_, heat_,
                  mappings ? std::move(mappings)
                           : MappingsReader([root](pid_t pid) { return sys::readSmaps(root, pid); }),
                  numaMaps ? std::move(numaMaps) : NumaMapsReader([root](pid_t pid) {
@@ -198,7 +200,7 @@ void Engine::addWorkloads(policy::TickContext& ctx,
 }
 
 void Engine::locate(uint64_t nowNs, const topology::Topology& topo, TickReport& report) {
-  locations_.clearShared();
+  locations_.clearReads();
   LocateTally tally;
   const auto exited = [this](pid_t pid) { return procs_.exitedSinceScope(pid); };
   for (pid_t pid : procs_.pids())
@@ -331,7 +333,7 @@ Result<TickReport> Engine::tick(uint64_t nowNs, int64_t deadlineNs, const std::a
   if (execute && !moves.empty())
     this->execute(moves, tickStartNs, deadlineNs, stop, topo.value(), report);
   accountMoves(moves, restoreMoves, held, report);
-  locations_.clearShared();  // no smaps or numa_maps read outlives its tick
+  locations_.clearReads();  // no smaps or numa_maps read outlives its tick
   phase(report.cpu.migrateNs);
   ++totals_.ticks;
   totals_.promotedBytes += report.promotedBytes;

@@ -50,6 +50,7 @@
 #include "tierd/daemon/TickReport.h"
 #include "tierd/daemon/TrackedProcesses.h"
 #include "tierd/migrate/Migrator.h"
+#include "tierd/migrate/ProcReads.h"
 #include "tierd/scope/ProcessIdentity.h"
 #include "tierd/scope/Scope.h"
 #include "tierd/sys/ProcMaps.h"
@@ -67,13 +68,17 @@ class Engine {
   /// `migrator` executes and locates; `sources` builds a hotness source per process;
   /// `selfPid` is never in a scope; `mappings` defaults to /proc/PID/smaps under `root`,
   /// `numaMaps` to /proc/PID/numa_maps under `root`, `layout` to /proc/PID/maps under `root`
-  /// (the cheap read that tells whether a process's mappings changed: see tick()). The topology and
+  /// (the cheap read that tells whether a process's mappings changed: see tick()); `reads` is
+  /// where the locate phase puts this tick's smaps and numa_maps reads for the migrator (the
+  /// same object the migrator was built with: MovePagesMigrator's `reads`), null: one of the
+  /// engine's own that no migrator reads. The topology and
   /// the scopes are read under `root` (topology::SysRootTopologyProvider,
   /// scope::SysRootScopeProvider with `selfPid`) until setTopologyProvider() or setScopeProvider()
   /// says otherwise.
   Engine(const sys::SysRoot& root, std::unique_ptr<migrate::Migrator> migrator,
          SourceFactory sources, pid_t selfPid, std::shared_ptr<const policy::CompiledConfig> config,
-         MappingsReader mappings = {}, NumaMapsReader numaMaps = {}, MappingsReader layout = {});
+         MappingsReader mappings = {}, NumaMapsReader numaMaps = {}, MappingsReader layout = {},
+         std::shared_ptr<migrate::ProcReads> reads = {});
   ~Engine();
   Engine(const Engine&) = delete;             ///< holds references into itself (LocationCache)
   Engine& operator=(const Engine&) = delete;  ///< ditto
@@ -232,7 +237,8 @@ class Engine {
   sys::SysRoot root_;
   std::unique_ptr<topology::TopologyProvider> topology_;
   std::unique_ptr<migrate::Migrator> migrator_;
-  ScopeTracker scopes_;  ///< the workloads' scopes, resolved each tick
+  std::shared_ptr<migrate::ProcReads> reads_;  // set by locations_, read by the migrator
+  ScopeTracker scopes_;                        ///< the workloads' scopes, resolved each tick
   std::shared_ptr<const policy::CompiledConfig> config_;
   policy::HeatModel heat_;
   policy::Arbiter arbiter_;

@@ -95,17 +95,18 @@ std::vector<std::pair<uint64_t, NodeId>> regionNodes(const std::vector<policy::M
   return out;
 }
 
-LocationCache::LocationCache(migrate::Migrator& migrator, policy::HeatModel& heat,
-                             MappingsReader mappings, NumaMapsReader numaMaps,
-                             MappingsReader layout)
+LocationCache::LocationCache(migrate::Migrator& migrator, migrate::ProcReads& reads,
+                             policy::HeatModel& heat, MappingsReader mappings,
+                             NumaMapsReader numaMaps, MappingsReader layout)
     : migrator_(migrator),
+      reads_(reads),
       heat_(heat),
       mappings_(std::move(mappings)),
       numaMaps_(std::move(numaMaps)),
       layout_(std::move(layout)) {}
 
-void LocationCache::clearShared() {
-  migrator_.clearShared();
+void LocationCache::clearReads() {
+  reads_.clear();
 }
 
 void LocationCache::invalidate(pid_t pid) {
@@ -152,7 +153,7 @@ void LocationCache::refresh(pid_t pid, uint64_t nowNs, uint64_t fullLocateInterv
   if (reusable(pid, proc, nowNs, fullLocateIntervalNs) && relocate(pid, proc, tally)) {
     ++tally.reused;
     // The moves plan on the read's VMAs, unchanged in maps, where it had no THP: no smaps walk.
-    migrator_.shareLayout(pid, proc.smaps);  // set: reusable() checked it
+    reads_.setLayout(pid, proc.smaps);  // set: reusable() checked it
     return;
   }
   proc.relocate.clear();      // the full read answers them
@@ -189,7 +190,7 @@ bool LocationCache::readInFull(pid_t pid, Entry& proc, const topology::Topology&
   const uint64_t pmd = topo.caps.pmdPageSize ? topo.caps.pmdPageSize : 2 * kMiB;
   // The one smaps read of this process this tick: locate() and execute() plan against it too.
   auto smaps = std::make_shared<const std::vector<sys::SmapsVma>>(std::move(vmas.value()));
-  migrator_.shareSmaps(pid, smaps);
+  reads_.setSmaps(pid, smaps);
   proc.mappings = managedMappings(*smaps, base, pmd);
   heat_.setMappings(pid, proc.mappings);
   proc.smaps = smaps;
@@ -199,12 +200,12 @@ bool LocationCache::readInFull(pid_t pid, Entry& proc, const topology::Topology&
     ranges.push_back({m.start, m.end - m.start});
   if (ranges.empty()) return true;
   // The one numa_maps read of this full read: the resident memory per node (memoryOf)
-  // and locate()'s whole-VMA answers (Migrator::shareNumaMaps). Unreadable: locate() says why.
+  // and locate()'s whole-VMA answers (ProcReads::setNumaMaps). Unreadable: locate() says why.
   if (auto numa = numaMaps_(pid)) {
     auto shared = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(numa.value()));
     proc.memory = sys::residentMemory(*shared, base);
     proc.memoryReadThisTick = true;
-    migrator_.shareNumaMaps(pid, std::move(shared));
+    reads_.setNumaMaps(pid, std::move(shared));
   }
   auto located = migrator_.locate(pid, ranges);
   if (!located) {

@@ -5,8 +5,8 @@
 /// ticks while the process's /proc/PID/maps shows the same VMAs and tierd's own moves left its
 /// pages where the kernel said (Engine::tick, "locate phase"); ranges a move left uncertain are
 /// queried again alone (Migrator::locatePages). It gives the heat model (policy::HeatModel) each
-/// process's managed mappings and the node of each region, shares its reads with the migrator
-/// for the tick (Migrator::shareSmaps, shareLayout, shareNumaMaps, clearShared), and counts THP
+/// process's managed mappings and the node of each region, hands its reads to the migrator for
+/// the tick (migrate::ProcReads), and counts THP
 /// chunks that came back split after a move. Owned and called by one thread (the engine's).
 /// Depends on tierd_migrate (the Migrator seam), tierd_policy (HeatModel), tierd_topology
 /// (page sizes), tierd_sys (the smaps, maps and numa_maps readers' formats).
@@ -26,6 +26,7 @@
 #include "tierd/core/Migration.h"
 #include "tierd/core/Result.h"
 #include "tierd/migrate/Migrator.h"
+#include "tierd/migrate/ProcReads.h"
 #include "tierd/sys/ProcMaps.h"
 #include "tierd/sys/Residency.h"
 #include "tierd/topology/Topology.h"
@@ -78,19 +79,20 @@ class LocationCache {
   /// read of a 700 MiB redis there. Beyond it, a full read.
   static constexpr uint64_t kRelocateMaxBytes = 64ull << 20;
 
-  /// `migrator` locates and is shared the reads; `heat` is given mappings and locations and
-  /// asked a region's node; both outlive the cache. `mappings` reads smaps, `numaMaps`
-  /// numa_maps, `layout` maps (none may be empty).
-  LocationCache(migrate::Migrator& migrator, policy::HeatModel& heat, MappingsReader mappings,
-                NumaMapsReader numaMaps, MappingsReader layout);
+  /// `migrator` locates; `reads` is given this tick's smaps and numa_maps reads (the object the
+  /// migrator plans on); `heat` is given mappings and locations and asked a region's node; all
+  /// three outlive the cache. `mappings` reads smaps, `numaMaps` numa_maps, `layout` maps (none
+  /// may be empty).
+  LocationCache(migrate::Migrator& migrator, migrate::ProcReads& reads, policy::HeatModel& heat,
+                MappingsReader mappings, NumaMapsReader numaMaps, MappingsReader layout);
 
   /// The numa_maps reader the cache was given (for readers of numa_maps outside the locate
   /// phase: a restore's memory policies).
   const NumaMapsReader& numaMapsReader() const { return numaMaps_; }
 
-  /// Forgets what was shared with the migrator (Migrator::clearShared): at the start of a tick's
+  /// Forgets the reads handed to the migrator (ProcReads::clear): at the start of a tick's
   /// locate phase and at its end, so no smaps or numa_maps read outlives its tick.
-  void clearShared();
+  void clearReads();
 
   /// The locate phase for process `pid` at `nowNs` (monotonic ns): reuses its last full read when
   /// `fullLocateIntervalNs` (daemon.full_locate_interval; 0: never reuse) has not passed since,
@@ -140,7 +142,7 @@ class LocationCache {
     std::map<uint64_t, MovedThp> movedThp;
     /// The smaps the last full read took (its Rss and AnonHugePages as they were then): the
     /// layout a reuse checks maps against (sameLayout), shared with the migrator on the ticks
-    /// that reuse the read (Migrator::shareLayout).
+    /// that reuse the read (ProcReads::setLayout).
     std::shared_ptr<const std::vector<sys::SmapsVma>> smaps;
     /// AnonHugePages of the VMA of `smaps` that starts at `vmaStart`, bytes; 0 without one.
     uint64_t anonHugeAt(uint64_t vmaStart) const;
@@ -171,6 +173,7 @@ class LocationCache {
                              LocateTally& tally);
 
   migrate::Migrator& migrator_;
+  migrate::ProcReads& reads_;
   policy::HeatModel& heat_;
   MappingsReader mappings_;
   NumaMapsReader numaMaps_;

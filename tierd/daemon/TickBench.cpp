@@ -328,10 +328,12 @@ Result<TickBenchReport> runTickBench(const TickBenchOptions& options) {
       [](pid_t, const std::string&) -> Result<std::unique_ptr<telemetry::HotnessSource>> {
     return std::unique_ptr<telemetry::HotnessSource>();  // not sampled (Engine::startSource)
   };
+  auto reads = std::make_shared<migrate::ProcReads>();  // as the daemon: the migrator plans on them
   Engine engine(root,
-                std::make_unique<migrate::MovePagesMigrator>(migratorConfig(*config.value()),
-                                                             migrate::makeLinuxPageSystem(root)),
-                noSampling, ::getpid(), config.value());
+                std::make_unique<migrate::MovePagesMigrator>(
+                    migratorConfig(*config.value()), migrate::makeLinuxPageSystem(root), reads),
+                noSampling, ::getpid(), config.value(), MappingsReader{}, NumaMapsReader{},
+                MappingsReader{}, reads);
 
   TickBenchReport out;
   out.childPid = child.pid();

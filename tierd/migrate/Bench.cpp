@@ -307,22 +307,23 @@ void recordRun(MethodRuns& m, uint64_t bytes, double sec, double cpuSec) {
 }
 
 // One run of the "tierd" method: MovePagesMigrator::execute on range `r` as the daemon runs it
-// (Engine: one smaps read per process and tick, shared with the migrator); the smaps read is timed
-// apart (MethodRuns::smapsSeconds), the time inside move calls too (moveCallSeconds).
-Status timeTierd(MovePagesMigrator& tierd, const sys::SysRoot& root, const MoveRange& r,
-                 MethodRuns& m) {
+// (Engine: one smaps read per process and tick, handed to the migrator through `reads`, the
+// ProcReads it was built with); the smaps read is timed apart (MethodRuns::smapsSeconds), the time
+// inside move calls too (moveCallSeconds).
+Status timeTierd(MovePagesMigrator& tierd, ProcReads& reads, const sys::SysRoot& root,
+                 const MoveRange& r, MethodRuns& m) {
   const double s0 = nowSeconds();
   auto smaps = sys::readSmaps(root, r.pid);
   if (!smaps) return smaps.error().within("smaps of the bench process");
   m.smapsSeconds.push_back(nowSeconds() - s0);
-  tierd.shareSmaps(r.pid,
-                   std::make_shared<const std::vector<sys::SmapsVma>>(std::move(smaps.value())));
+  reads.setSmaps(r.pid,
+                 std::make_shared<const std::vector<sys::SmapsVma>>(std::move(smaps.value())));
   const double c0 = threadKernelSeconds();
   const double t0 = nowSeconds();
   BatchResult res = tierd.execute({r}, tierd.nowNs() + 3'600'000'000'000LL);
   const double sec = nowSeconds() - t0;
   const double c1 = threadKernelSeconds();
-  tierd.clearShared();
+  reads.clear();
   recordRun(m, r.length, sec, c1 - c0);
   m.statuses.clear();
   const RangeResult& rr = res.ranges.at(0);
@@ -411,7 +412,8 @@ Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
     rep.methods[n];
   MigratorConfig cfg;
   cfg.callLatencyTargetNs = static_cast<int64_t>(opts.callLatencyTargetNs);
-  MovePagesMigrator tierd(cfg, makeLinuxPageSystem(root));
+  auto reads = std::make_shared<ProcReads>();
+  MovePagesMigrator tierd(cfg, makeLinuxPageSystem(root), reads);
   // Run -1 is a warm-up, untimed (its figures are dropped, its checksum counts): tierd's migrator
   // and the raw call move the buffer once each, so that no timed method pays first-time costs. In
   // the rig these were 0.2-0.5x the steady rate for whichever method ran first in run 1: the
@@ -433,7 +435,7 @@ Result<MigrateBenchReport> runMigrateBench(const MigrateBenchOptions& opts,
         r.length = size;
         r.pageSize = psz;
         r.target = opts.to;
-        if (Status t = timeTierd(tierd, root, r, m); !t) return t.error();
+        if (Status t = timeTierd(tierd, *reads, root, r, m); !t) return t.error();
       } else if (name == "raw_single_call") {
         rawCall(m, perPage);
       } else {

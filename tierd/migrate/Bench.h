@@ -52,7 +52,7 @@ struct MethodRuns {
   std::vector<double> moveCallSeconds;
   /// tierd only, per run: wall seconds of the /proc/self/smaps read before the run, outside
   /// `seconds`: the daemon reads smaps once per process and tick and shares it with the migrator
-  /// (Migrator::shareSmaps), so the bench times execute() the same way and this apart.
+  /// (ProcReads::setSmaps), so the bench times execute() the same way and this apart.
   std::vector<double> smapsSeconds;
 };
 

@@ -94,50 +94,6 @@ class Migrator {
   /// 0 otherwise. Called on the executing thread between execute() calls. The default
   /// implementation ignores it.
   virtual void setMinBytesPerCall(uint64_t bytes) { (void)bytes; }
-
-  /// /proc/PID/smaps of one process, as a caller read it (shared, never copied).
-  using SmapsSnapshot = std::shared_ptr<const std::vector<sys::SmapsVma>>;
-  /// Hands the migrator the smaps of `pid` that the caller read this tick (the engine reads it
-  /// to find the managed mappings), so that the next locate() and execute() plan against it
-  /// instead of walking the process's page tables again. Kept until clearShared(); a newer
-  /// one for the same pid replaces it; `smaps` must not be null. What changed in the process
-  /// since the read is found as it is when the migrator reads smaps itself: a page whose VMA is
-  /// gone answers -EFAULT (Gone after a /proc/PID/maps check). Called on the executing thread.
-  /// The default implementation ignores it, for migrators that read no smaps.
-  // By value: the overrides keep it. NOLINTNEXTLINE(performance-unnecessary-value-param)
-  virtual void shareSmaps(pid_t pid, SmapsSnapshot smaps) { (void)pid, (void)smaps; }
-  /// Hands the migrator an older smaps of `pid` (the engine's last full read) whose VMAs the
-  /// caller has just found unchanged in /proc/PID/maps (start, end, offset, inode, perms and
-  /// path: Engine::reuseLocations), but whose Rss and AnonHugePages are as they were then. The
-  /// next execute() plans against it, without reading smaps (a walk of every page table: ~0.45
-  /// s for a 700 MiB redis of 4 KiB pages under TCG, whatever the batch moves), the ranges whose
-  /// VMAs all are hugetlb (one address per huge page: fixed per VMA) or had no THP then (one
-  /// address per base page, right whatever came since: a THP collapsed since moves whole at its
-  /// first address, its other addresses answer -EBUSY and are retried). Their resident pages
-  /// are never taken from the old Rss: a VMA that had fewer than half its pages then is sent
-  /// the pages /proc/PID/pagemap shows mapped now (none resident then included). Ranges that
-  /// touch a VMA that had THP then are planned on a fresh read (the partly-huge plan needs the
-  /// current AnonHugePages). A smaps shared for the same pid by shareSmaps() comes first. Kept
-  /// until clearShared(); `smaps` must not be null. Called on the executing thread. The default
-  /// implementation ignores it.
-  // By value: the overrides keep it. NOLINTNEXTLINE(performance-unnecessary-value-param)
-  virtual void shareLayout(pid_t pid, SmapsSnapshot smaps) { (void)pid, (void)smaps; }
-  /// /proc/PID/numa_maps of one process, as a caller read it (shared, never copied).
-  using NumaMapsSnapshot = std::shared_ptr<const std::vector<sys::NumaMapsVma>>;
-  /// Hands the migrator the numa_maps of `pid` that the caller read this tick (the engine reads
-  /// it for the workload's resident memory per node), so that the next locate() answers whole
-  /// VMAs from it instead of reading the file again (~0.2 s for a 700 MiB redis under TCG: a
-  /// walk of every page table). Kept until clearShared(); a newer one for the same pid replaces
-  /// it; `numaMaps` must not be null. The caller reads it just before locate(), where locate()
-  /// would read it itself, so the answers are those of a fresh read. Called on the executing
-  /// thread. The default implementation ignores it.
-  // By value: the overrides keep it. NOLINTNEXTLINE(performance-unnecessary-value-param)
-  virtual void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) { (void)pid, (void)numaMaps; }
-  /// Forgets every smaps and numa_maps given to shareSmaps(), shareLayout() and shareNumaMaps()
-  /// (the engine calls it at the start and end of each tick, so that no read outlives its tick,
-  /// and shares its last full read again on a tick that reuses it). The default
-  /// implementation does nothing.
-  virtual void clearShared() {}
 };
 
 /// The kernel surface under the migration engine. One implementation per environment.

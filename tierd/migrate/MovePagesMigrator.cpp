@@ -64,11 +64,15 @@ struct MovePagesMigrator::BatchState {
   }
 };
 
-MovePagesMigrator::MovePagesMigrator(MigratorConfig config, std::unique_ptr<PageSystem> system)
-    : config_(config), sys_(system ? std::move(system) : makeLinuxPageSystem()) {}
+MovePagesMigrator::MovePagesMigrator(MigratorConfig config, std::unique_ptr<PageSystem> system,
+                                     std::shared_ptr<const ProcReads> reads)
+    : config_(config),
+      sys_(system ? std::move(system) : makeLinuxPageSystem()),
+      reads_(std::move(reads)) {}
 
-Result<Migrator::SmapsSnapshot> MovePagesMigrator::smapsOf(pid_t pid) {
-  if (auto it = sharedSmaps_.find(pid); it != sharedSmaps_.end()) return it->second;
+Result<MovePagesMigrator::SmapsSnapshot> MovePagesMigrator::smapsOf(pid_t pid) {
+  if (reads_)
+    if (SmapsSnapshot shared = reads_->smaps(pid)) return shared;
   auto read = sys_->smaps(pid);
   if (!read) return read.error();
   return SmapsSnapshot(std::make_shared<const std::vector<sys::SmapsVma>>(std::move(read.value())));
@@ -101,8 +105,8 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
     rr.dropped = true;
     return;
   }
-  // The VMAs to plan on: an older layout when it suffices (Migrator::shareLayout), else the
-  // tick's shared smaps or one read per pid and execute().
+  // The VMAs to plan on: an older layout when it suffices (ProcReads::layout), else the
+  // tick's smaps read or one read per pid and execute().
   const std::vector<sys::SmapsVma>* planned = layoutFor(r);
   const bool fromLayout = planned != nullptr;
   if (!planned) {
@@ -191,10 +195,10 @@ void MovePagesMigrator::planRange(BatchState& st, size_t index) {
 }
 
 const std::vector<sys::SmapsVma>* MovePagesMigrator::layoutFor(const MoveRange& r) const {
-  if (sharedSmaps_.count(r.pid)) return nullptr;  // this tick's read comes first
-  auto it = sharedLayouts_.find(r.pid);
-  if (it == sharedLayouts_.end()) return nullptr;
-  const std::vector<sys::SmapsVma>& vmas = *it->second;
+  if (!reads_ || reads_->smaps(r.pid)) return nullptr;  // this tick's read comes first
+  const SmapsSnapshot layout = reads_->layout(r.pid);
+  if (!layout) return nullptr;
+  const std::vector<sys::SmapsVma>& vmas = *layout;  // kept by reads_ until its clear()
   const uint64_t end = r.start + r.length;
   auto v = std::upper_bound(vmas.begin(), vmas.end(), r.start,
                             [](uint64_t a, const sys::SmapsVma& x) { return a < x.end; });
@@ -846,10 +850,9 @@ Result<LocateResult> MovePagesMigrator::locate(pid_t pid, const std::vector<Addr
   if (Status s = checkAligned(pid, ranges, st.base); !s) return s.error();
   auto maps = sys_->maps(pid);
   if (!maps) return maps.error();
-  NumaMapsSnapshot numa;  // the caller's read of this tick (shareNumaMaps), else our own
-  if (auto it = sharedNumaMaps_.find(pid); it != sharedNumaMaps_.end()) {
-    numa = it->second;
-  } else {
+  // The caller's read of this tick (ProcReads::numaMaps), else our own.
+  NumaMapsSnapshot numa = reads_ ? reads_->numaMaps(pid) : nullptr;
+  if (!numa) {
     auto read = sys_->numaMaps(pid);
     if (!read) return read.error();
     numa = std::make_shared<const std::vector<sys::NumaMapsVma>>(std::move(read.value()));

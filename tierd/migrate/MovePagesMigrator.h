@@ -5,8 +5,8 @@
 ///
 /// execute():
 ///   1. Plans each range against /proc/PID/smaps (read once per pid and call, or the one the
-///      caller shared for the tick: Migrator::shareSmaps; on a tick that reuses the caller's last
-///      full read, that read's layout for ranges with no THP: Migrator::shareLayout, where a
+///      caller read this tick: ProcReads::smaps; on a tick that reuses the caller's last
+///      full read, that read's layout for ranges with no THP: ProcReads::layout, where a
 ///      VMA's old Rss never counts as nothing resident): one address per hugetlb page
 ///      (KernelPageSize), one per PMD THP where the VMA's AnonHugePages covers all its resident
 ///      memory (Rss); where it covers only part, the head address of each aligned 2 MiB chunk, then
@@ -66,14 +66,18 @@
 #include <vector>
 
 #include "tierd/migrate/Migrator.h"
+#include "tierd/migrate/ProcReads.h"
 
 namespace tierd::migrate {
 
 /// The production Migrator (see the file comment). Not thread-safe; one per tick thread.
 class MovePagesMigrator final : public Migrator {
  public:
-  /// `system` defaults to the live kernel (makeLinuxPageSystem()).
-  explicit MovePagesMigrator(MigratorConfig config = {}, std::unique_ptr<PageSystem> system = {});
+  /// `system` defaults to the live kernel (makeLinuxPageSystem()). `reads`: what the caller
+  /// read of a process's /proc files this tick (ProcReads), planned and located on instead of
+  /// reading them again; null: every read is the migrator's own.
+  explicit MovePagesMigrator(MigratorConfig config = {}, std::unique_ptr<PageSystem> system = {},
+                             std::shared_ptr<const ProcReads> reads = {});
 
   BatchResult execute(const std::vector<MoveRange>& batch, int64_t deadlineNs,
                       const std::atomic<bool>* stop = nullptr) override;
@@ -87,24 +91,6 @@ class MovePagesMigrator final : public Migrator {
   /// their balance (debt included); a bucket holds at most one second of its new rate.
   void setLimits(const MigrationLimits& limits) override;
   void setMinBytesPerCall(uint64_t bytes) override { config_.minBytesPerCall = bytes; }
-  /// Kept for locate() and execute() (see Migrator::shareSmaps): a pid with a shared smaps is
-  /// planned and located without reading /proc/PID/smaps.
-  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override { sharedSmaps_[pid] = std::move(smaps); }
-  /// Kept for execute() (see Migrator::shareLayout): ranges in its hugetlb VMAs and in VMAs
-  /// that had no THP are planned without reading /proc/PID/smaps.
-  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
-    sharedLayouts_[pid] = std::move(smaps);
-  }
-  /// Kept for locate() (see Migrator::shareNumaMaps): a pid with a shared numa_maps is located
-  /// without reading /proc/PID/numa_maps.
-  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
-    sharedNumaMaps_[pid] = std::move(numaMaps);
-  }
-  void clearShared() override {
-    sharedSmaps_.clear();
-    sharedLayouts_.clear();
-    sharedNumaMaps_.clear();
-  }
 
   /// The PageSystem underneath (for benches and tests).
   PageSystem& system() { return *sys_; }
@@ -164,18 +150,20 @@ class MovePagesMigrator final : public Migrator {
   const sys::MemoryBlockNodes* blockMap();
   Status locateThpChunks(LocateState& st, const sys::SmapsVma& v, uint64_t a, uint64_t b);
 
-  /// The shared smaps of `pid`, else a fresh read (PageSystem::smaps) wrapped the same way.
+  using SmapsSnapshot = ProcReads::SmapsSnapshot;
+  using NumaMapsSnapshot = ProcReads::NumaMapsSnapshot;
+
+  /// This tick's smaps of `pid` (ProcReads::smaps), else a fresh read (PageSystem::smaps)
+  /// wrapped the same way.
   Result<SmapsSnapshot> smapsOf(pid_t pid);
-  /// The layout shared for `r.pid` by shareLayout() when execute() may plan `r` on it: no smaps
-  /// shared for the pid this tick, and every VMA `r` overlaps hugetlb or without THP in it.
+  /// The layout kept for `r.pid` (ProcReads::layout) when execute() may plan `r` on it: no smaps
+  /// read for the pid this tick, and every VMA `r` overlaps hugetlb or without THP in it.
   /// nullptr: plan on smapsOf().
   const std::vector<sys::SmapsVma>* layoutFor(const MoveRange& r) const;
 
   MigratorConfig config_;
   std::unique_ptr<PageSystem> sys_;
-  std::map<pid_t, SmapsSnapshot> sharedSmaps_;        ///< from shareSmaps(), until clearShared()
-  std::map<pid_t, SmapsSnapshot> sharedLayouts_;      ///< from shareLayout(), until clearShared()
-  std::map<pid_t, NumaMapsSnapshot> sharedNumaMaps_;  ///< from shareNumaMaps(), until clearShared()
+  std::shared_ptr<const ProcReads> reads_;  ///< the caller's reads of this tick; may be null
   ProcessCheck processCheck_;
   double nsPerByte_ = 0;       ///< EWMA of move call time per byte sent; 0 = not measured yet
   double tokens_[2] = {0, 0};  ///< budget bytes per Direction (may go negative: debt)

@@ -450,6 +450,6 @@ ModelKernelMigrator::ModelKernelMigrator(MigratorConfig config, uint64_t basePag
 
 ModelKernelMigrator::ModelKernelMigrator(MigratorConfig config,
                                          std::unique_ptr<FakePageSystem> kernel)
-    : kernel_(kernel.get()), engine_(config, std::move(kernel)) {}
+    : kernel_(kernel.get()), engine_(config, std::move(kernel), reads_) {}
 
 }  // namespace tierd::migrate

@@ -262,21 +262,15 @@ class ModelKernelMigrator final : public Migrator {
   void setProcessCheck(ProcessCheck check) override { engine_.setProcessCheck(std::move(check)); }
   void setLimits(const MigrationLimits& limits) override { engine_.setLimits(limits); }
   void setMinBytesPerCall(uint64_t bytes) override { engine_.setMinBytesPerCall(bytes); }
-  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
-    engine_.shareSmaps(pid, std::move(smaps));
-  }
-  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
-    engine_.shareLayout(pid, std::move(smaps));
-  }
-  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
-    engine_.shareNumaMaps(pid, std::move(numaMaps));
-  }
-  void clearShared() override { engine_.clearShared(); }
+  /// The /proc reads the engine plans and locates on (ProcReads), never null: hand it to the
+  /// reader (daemon::Engine's LocationCache, a test) that sets them.
+  const std::shared_ptr<ProcReads>& reads() const { return reads_; }
   /// The engine (for bytesPerCall() and config()).
   MovePagesMigrator& engine() { return engine_; }
 
  private:
   ModelKernelMigrator(MigratorConfig config, std::unique_ptr<FakePageSystem> kernel);
+  std::shared_ptr<ProcReads> reads_ = std::make_shared<ProcReads>();
   FakePageSystem* kernel_;
   MovePagesMigrator engine_;
 };

@@ -97,16 +97,8 @@ class HookedMigrator final : public migrate::Migrator {
   int64_t nowNs() override { return m_->nowNs(); }
   void setProcessCheck(ProcessCheck check) override { m_->setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { m_->setLimits(limits); }
-  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
-    m_->shareSmaps(pid, std::move(smaps));
-  }
-  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
-    m_->shareLayout(pid, std::move(smaps));
-  }
-  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
-    m_->shareNumaMaps(pid, std::move(numaMaps));
-  }
-  void clearShared() override { m_->clearShared(); }
+  /// The /proc reads the modelled migrator plans on (ModelKernelMigrator::reads).
+  const std::shared_ptr<migrate::ProcReads>& reads() const { return m_->reads(); }
   /// Runs the pending hook now, if any (a tick that made no move call).
   void runHook() {
     if (!hook) return;
@@ -493,10 +485,11 @@ class Simulation {
           std::make_unique<ClassifyingReplay>(std::move(t), *kernel_, fast_, counters_));
     };
     migrate::FakePageSystem* kernel = kernel_;
+    std::shared_ptr<migrate::ProcReads> reads = migratorOwned_->reads();
     engine_ = std::make_unique<Engine>(
         sysRoot_, std::move(migratorOwned_), factory,
         /*selfPid=*/0, simConfig_, [kernel](pid_t pid) { return kernel->smaps(pid); },
-        NumaMapsReader{}, [kernel](pid_t pid) { return kernel->maps(pid); });
+        NumaMapsReader{}, [kernel](pid_t pid) { return kernel->maps(pid); }, std::move(reads));
     engine_->setTopologyProvider(std::make_unique<ModelTopology>(
         sysRoot_, std::move(tiers_), std::move(machine_), baseFree_, regions_, *kernel_));
     engine_->setScopeProvider(std::make_unique<ModelScopes>(startTimes_));

@@ -121,16 +121,6 @@ class HookedMigrator final : public migrate::Migrator {
   void setProcessCheck(ProcessCheck check) override { fake.setProcessCheck(std::move(check)); }
   void setLimits(const migrate::MigrationLimits& limits) override { fake.setLimits(limits); }
   void setMinBytesPerCall(uint64_t bytes) override { fake.setMinBytesPerCall(bytes); }
-  void shareSmaps(pid_t pid, SmapsSnapshot smaps) override {
-    fake.shareSmaps(pid, std::move(smaps));
-  }
-  void shareLayout(pid_t pid, SmapsSnapshot smaps) override {
-    fake.shareLayout(pid, std::move(smaps));
-  }
-  void shareNumaMaps(pid_t pid, NumaMapsSnapshot numaMaps) override {
-    fake.shareNumaMaps(pid, std::move(numaMaps));
-  }
-  void clearShared() override { fake.clearShared(); }
 };
 
 struct Rig {
@@ -211,7 +201,7 @@ cooldown = "5s"
             return sys::readNumaMaps(sys::SysRoot(root.string()), pid);
           return kernel->numaMaps(pid);
         },
-        [kernel](pid_t pid) { return kernel->maps(pid); });
+        [kernel](pid_t pid) { return kernel->maps(pid); }, fake->reads());
   }
   ~Rig() {
     engine.reset();

@@ -759,7 +759,7 @@ TEST_CASE("execute reads each pid's smaps once per call, and not at all when it 
   // The caller's read of kPid (the engine's, this tick) is planned against; kPid + 1 is read.
   auto shared = k.smaps(kPid);
   REQUIRE(shared.ok());
-  m.shareSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(shared.value()));
+  m.reads()->setSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(shared.value()));
   batch.clear();
   for (uint64_t i = 0; i < 8; ++i)
     batch.push_back(
@@ -774,7 +774,7 @@ TEST_CASE("execute reads each pid's smaps once per call, and not at all when it 
   res = m.execute({range(kBase + 24 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Gone) == 1);
   CHECK(res.ranges[0].dropped);
-  m.clearShared();
+  m.reads()->clear();
   res = m.execute({range(kBase + 28 * kMiB, 2 * kMiB, 0)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 1);
   CHECK(k.smapsReads() - before == 2);
@@ -796,7 +796,7 @@ TEST_CASE(
   // Since that read: three pages of the empty VMA were faulted in.
   k.populate(kPid, kBase + 16 * kMiB + 4 * kKiB, 4 * kKiB, 0);
   k.populate(kPid, kBase + 20 * kMiB, 8 * kKiB, 0);
-  m.shareLayout(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(old.value()));
+  m.reads()->setLayout(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(old.value()));
   const uint64_t reads = k.smapsReads();
 
   auto res =
@@ -817,14 +817,14 @@ TEST_CASE(
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 2);
   CHECK(count(res.ranges[1], MoveOutcome::Moved) == 512);
 
-  // A smaps shared for this tick comes first; clearShared() forgets the layout.
+  // A smaps shared for this tick comes first; clearing the reads forgets the layout.
   auto fresh = k.smaps(kPid);
   REQUIRE(fresh.ok());
-  m.shareSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(fresh.value()));
+  m.reads()->setSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(fresh.value()));
   res = m.execute({range(kBase + 4 * kMiB, 2 * kMiB, 1)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 512);
   CHECK(k.smapsReads() - reads == 2);  // the test's own read only
-  m.clearShared();
+  m.reads()->clear();
   res = m.execute({range(kBase + 6 * kMiB, 2 * kMiB, 1)}, kNoDeadline);
   CHECK(count(res.ranges[0], MoveOutcome::Moved) == 512);
   CHECK(k.smapsReads() - reads == 3);
@@ -839,7 +839,7 @@ TEST_CASE("execute on a layout whose VMA had no THP then still moves a THP colla
   REQUIRE(old.ok());
   std::vector<sys::SmapsVma> then = old.value();
   then.at(0).anonHugePages = 0;  // as read before khugepaged collapsed the VMA's pages
-  m.shareLayout(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(then));
+  m.reads()->setLayout(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(then));
   const uint64_t reads = k.smapsReads();
   auto res = m.execute({range(kBase, 4 * kMiB, 1)}, kNoDeadline);
   CHECK(k.smapsReads() == reads);
@@ -877,7 +877,7 @@ TEST_CASE("locate plans against a shared smaps instead of reading it") {
   CHECK(k.smapsReads() == 1);
   auto shared = k.smaps(kPid);
   REQUIRE(shared.ok());
-  m.shareSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(shared.value()));
+  m.reads()->setSmaps(kPid, std::make_shared<const std::vector<sys::SmapsVma>>(shared.value()));
   auto again = m.locate(kPid, {{kBase, 8 * kMiB}});
   REQUIRE(again.ok());
   CHECK(k.smapsReads() == 2);  // the test's own read only
