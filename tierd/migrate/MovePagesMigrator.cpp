@@ -41,6 +41,8 @@ struct MovePagesMigrator::BatchState {
   // targets that failed a move call with -EACCES in this batch.
   std::map<pid_t, std::optional<std::set<NodeId>>> memsAllowed;
   std::set<std::pair<pid_t, NodeId>> notAllowed;
+  // Targets that failed a move call with -ENODEV in this batch (no memory: offlined).
+  std::set<NodeId> offline;
   std::vector<PageRef> busy;
   std::set<uint64_t> movedHeads;  // chunk heads of partly huge VMAs that Moved (counted as THP)
   std::set<uint64_t> baseChunks;  // such chunks found to hold base pages (a tail not on target)
@@ -434,6 +436,11 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::processCall(
         st.add(p.range, MoveOutcome::NoMemory, 1);
         continue;
       }
+      if (st.offline.count(st.range(p.range).target)) {
+        st.add(p.range, MoveOutcome::OtherError, 1);
+        st.result.stats.errnoPages[ENODEV] += 1;
+        continue;
+      }
       if (st.nodeNotAllowed(pid, st.range(p.range).target)) {
         st.add(p.range, MoveOutcome::NodeNotAllowed, 1);
         continue;
@@ -577,8 +584,9 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
   // -ENODEV: the entry's node has no memory (node_state N_MEMORY: its memory blocks were taken
   // offline since planning); handled at the same place as -EACCES (out_flush): the pending group
   // was migrated first with its statuses written, nothing from that entry on was attempted. The
-  // pages of the failing group are counted failed (OtherError, errnoPages ENODEV); pages of later
-  // groups are sent again (one of them to the same node fails its call the same way).
+  // pages of the failing group are counted failed (OtherError, errnoPages ENODEV), and so is every
+  // later page of the batch to that node, without a call (each would fail its call the same way);
+  // pages of later groups to other nodes are sent again.
   //
   // -ENOMEM: migrate_pages() gave up
   // at the first page it could not allocate on the target (a full node; a gigantic page is never
@@ -625,13 +633,14 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
     // counted OtherError so that no page is sent forever.
     if (failing < send.size() && !allowed) st.notAllowed.insert({pid, nodes[failing]});
   }
+  if (err == ENODEV && failing < send.size()) st.offline.insert(nodes[failing]);
   for (size_t i = 0; i < send.size(); ++i) {
     if (status[i] != kUntouched || now[i] < 0 || now[i] == nodes[i]) {
       classify(st, send[i], now[i], true, busy, live[i]);
       continue;
     }
     if (err == ENODEV) {
-      if (i >= failing && i < groupEnd) {
+      if ((i >= failing && i < groupEnd) || st.offline.count(nodes[i])) {
         st.add(send[i].range, MoveOutcome::OtherError, 1);
         s.errnoPages[ENODEV] += 1;
       } else {
@@ -696,13 +705,16 @@ BatchResult MovePagesMigrator::execute(const std::vector<MoveRange>& batch, int6
       if (r.pid != pid) break;
       PidState ps = st.pids[pid];
       const bool blocked = st.blocked.count({sg.pageSize, r.target}) > 0;
-      if (ps != PidState::Ok || st.halted[sg.range] || blocked ||
+      const bool offline = st.offline.count(r.target) > 0;
+      if (ps != PidState::Ok || st.halted[sg.range] || blocked || offline ||
           st.nodeNotAllowed(pid, r.target)) {
         MoveOutcome o = ps == PidState::Denied ? MoveOutcome::Denied
                         : ps == PidState::Gone ? MoveOutcome::Gone
                         : st.halted[sg.range]  ? MoveOutcome::Gone
                         : blocked              ? MoveOutcome::NoMemory
+                        : offline              ? MoveOutcome::OtherError
                                                : MoveOutcome::NodeNotAllowed;
+        if (o == MoveOutcome::OtherError) st.result.stats.errnoPages[ENODEV] += sg.count - pos;
         st.add(sg.range, o, sg.count - pos);
         ++si;
         pos = 0;

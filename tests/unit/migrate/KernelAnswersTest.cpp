@@ -181,6 +181,27 @@ TEST_CASE("-ENODEV at the first entry of a call: nothing moved and other nodes' 
   CHECK(k.nodeOf(kPid, kBase + 12 * kKiB) == 2);
 }
 
+TEST_CASE("after -ENODEV the batch's later pages to that node fail without a call") {
+  MigratorConfig cfg;
+  cfg.maxPagesPerCall = 2;
+  ModelKernelMigrator m(cfg);
+  auto& k = m.kernel();
+  k.map(kPid, kBase, 48 * kKiB, FakeBacking::Base);
+  k.populate(kPid, kBase, 48 * kKiB, 0);
+  // Node 1's memory blocks go offline after the plan's query: every call to it would fail.
+  k.beforeCall(1, [&k] { k.setNodes({0, 2}); });
+  auto res =
+      m.execute({range(kBase, 32 * kKiB, 1), range(kBase + 32 * kKiB, 16 * kKiB, 2)}, kNoDeadline);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::OtherError] == 8);
+  CHECK(res.ranges[0].outcomes[MoveOutcome::Moved] == 0);
+  CHECK_FALSE(res.ranges[0].dropped);
+  CHECK(res.ranges[1].outcomes[MoveOutcome::Moved] == 4);  // another node: still sent
+  CHECK(res.stats.errnoCalls.at(ENODEV) == 1);             // one failed call, not one per sub-batch
+  CHECK(res.stats.failedCalls == 1);
+  CHECK(res.stats.errnoPages.at(ENODEV) == 8);  // every page of the range accounted for
+  CHECK(k.nodeOf(kPid, kBase + 40 * kKiB) == 2);
+}
+
 TEST_CASE("a target outside Mems_allowed read before the batch is not sent: no call, no error") {
   ModelKernelMigrator m;
   auto& k = m.kernel();
