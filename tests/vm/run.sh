@@ -25,6 +25,11 @@
 #                          $TIERD_GAPBS_DIR or its fallback tarball) and copied to
 #                          $RIG_OUT/supplied; with neither source nothing is copied
 #   deb=yes                the .deb built by cpack from the build folder, in $RIG_OUT/supplied
+#   hotplug=yes|no         yes: each CPU-less node's memory is a pc-dimm (ACPI memory hotplug,
+#                          onlined as the scenario's memhp_default_state= says) instead of boot
+#                          memory, so all of its blocks can be taken offline (boot memory keeps
+#                          the block with the node's own NODE_DATA and memmap); needs memsim=off
+#                          and no pmu
 #   init=busybox|systemd   the guest's PID 1: init.sh runs the scenario itself (busybox, the
 #                          default), or hands PID 1 to the host's systemd on a root whose /usr
 #                          is the host's with a writable overlay, and the scenario runs as a
@@ -266,6 +271,17 @@ qemu_args() {
     ibs) model=EPYC-Milan ;;
   esac
   args=(-machine "q35,hmat=on" -accel "tcg,thread=multi" -cpu "$model,erms=off" -smp 2)
+  local hotplug boot_mib=0 dimms=()
+  hotplug="$(header "$file" hotplug)"
+  case "${hotplug:-no}" in
+    no) ;;
+    yes)
+      if [ "$memsim" != off ] || [ "$pmu" != off ]; then
+        die "$name: hotplug=yes needs memsim=off and no pmu (memsim's address map assumes boot memory in node order)"
+      fi
+      ;;
+    *) die "$name: hotplug=$hotplug (use yes or no)" ;;
+  esac
   for ((i = 0; i < NODES; i++)); do
     mib="$(to_mib "${T[MEM_$i]:?topology $topo: MEM_$i missing}")"
     total=$((total + mib))
@@ -273,11 +289,22 @@ qemu_args() {
     cpus="${T[CPUS_$i]:-}"
     if [ -n "$cpus" ]; then
       args+=(-numa "node,nodeid=$i,cpus=$cpus,memdev=m$i")
+      boot_mib=$((boot_mib + mib))
+    elif [ "${hotplug:-no}" = yes ]; then
+      # The node's memory is a DIMM the guest finds through ACPI memory hotplug (the kernel onlines
+      # it as memhp_default_state says), not boot memory: all of its blocks can go offline.
+      args+=(-numa "node,nodeid=$i,initiator=0")
+      dimms+=(-device "pc-dimm,id=dimm$i,memdev=m$i,node=$i")
     else
       args+=(-numa "node,nodeid=$i,memdev=m$i,initiator=0")
+      boot_mib=$((boot_mib + mib))
     fi
   done
-  args+=(-m "${total}M")
+  if [ "${#dimms[@]}" -gt 0 ]; then
+    args+=(-m "${boot_mib}M,slots=${#dimms[@]},maxmem=$((2 * total))M" "${dimms[@]}")
+  else
+    args+=(-m "${total}M")
+  fi
   # pmu=pebs|spr|ibs: the emulated PMU's shared region, after the nodes' backends (memsim's address
   # arithmetic needs the nodes' RAMBlocks first). memsim sees an access to it as the region's
   # RAMBlock offset (after all node RAM) plus its BAR address (SeaBIOS: just under 4 GiB); that
