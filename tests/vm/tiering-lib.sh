@@ -200,6 +200,77 @@ tl_config_set() {
   fi
 }
 
+# Bench arms that run tierd are files: tests/vm/arms/NAME.toml (tests/vm/arms/README.md).
+tl_arms_dir="$RIG_SRC/tests/vm/arms"
+
+# tl_arm_is_tierd NAME: whether NAME is an arm file (an arm that runs tierd).
+tl_arm_is_tierd() {
+  case "$1" in */* | .* | '') return 1 ;; esac
+  [ -f "$tl_arms_dir/$1.toml" ]
+}
+
+# tl_arm_setting NAME KEY: the value of the arm file's "# arm: KEY=VALUE" line (empty if none).
+tl_arm_setting() {
+  sed -n "s/^# arm: $2=//p" "$tl_arms_dir/$1.toml" | head -n 1
+}
+
+# tl_arm_placement NAME: sets placement to the arm file's, slow (the default) or ideal; another
+# value is a failed check and counts as slow.
+tl_arm_placement() {
+  placement="$(tl_arm_setting "$1" placement)"
+  case "${placement:=slow}" in
+    slow | ideal) ;;
+    *)
+      fail "[$1] $tl_arms_dir/$1.toml: placement=$placement (use slow or ideal)"
+      placement=slow
+      ;;
+  esac
+}
+
+# tl_arm_config NAME BASE OUT: writes OUT, the tierd config BASE with arm NAME's lines laid over it
+# (each `key = value` under a `[table]` replaces that key of that table: tl_config_set) and checks
+# that each landed; prints the lines it laid.
+tl_arm_config() {
+  cp "$2" "$3"
+  tl_table=""
+  while IFS= read -r tl_line; do
+    case "$tl_line" in
+      '' | '#'*) continue ;;
+      '[['*) fail "[$1] $tl_arms_dir/$1.toml: array tables cannot be laid over ($tl_line)" ;;
+      '['*) tl_table="${tl_line#[}" && tl_table="${tl_table%]}" ;;
+      *' = '*)
+        [ -n "$tl_table" ] || { fail "[$1] $tl_arms_dir/$1.toml: '$tl_line' before any [table]"; continue; }
+        tl_config_set "$3" "$tl_table" "${tl_line%% = *}" "${tl_line#* = }" >"$3.new"
+        mv "$3.new" "$3"
+        echo "[$1] config: [$tl_table] $tl_line"
+        check "[$1] the arm's config sets $tl_line" grep -qxF "$tl_line" "$3"
+        ;;
+      *) fail "[$1] $tl_arms_dir/$1.toml: not a [table] or a 'key = value' line: $tl_line" ;;
+    esac
+  done <"$tl_arms_dir/$1.toml"
+}
+
+# tl_start_tierd_arm NAME BASE: tierd for arm NAME: its config (tl_arm_config of BASE, written next
+# to BASE as NAME.toml, where tierd finds BASE's profiles/) and its tierd_args.
+tl_start_tierd_arm() {
+  tl_arm_cfg="$(dirname "$2")/arm-$1.toml"
+  tl_arm_config "$1" "$2" "$tl_arm_cfg"
+  # shellcheck disable=SC2046  # tierd_args is split on purpose: several options
+  tl_start_tierd "$tl_arm_cfg" $(tl_arm_setting "$1" tierd_args)
+}
+
+# tl_stop_tierd_arm NAME: tl_stop_tierd, and for an arm in --dry-run the check that tierd moved
+# nothing; sets daemon_cpu (tierd's CPU seconds).
+tl_stop_tierd_arm() {
+  tl_stop_tierd
+  # shellcheck disable=SC2034  # read by the bench scenarios that source this file
+  daemon_cpu="${tl_t_cpu:-0}"
+  case " $(tl_arm_setting "$1" tierd_args) " in
+    *" --dry-run "*)
+      check "[$1] tierd in dry run moved nothing (moved_bytes=$tl_t_moved)" [ "${tl_t_moved:-x}" = 0 ] ;;
+  esac
+}
+
 # tl_tierd_progress: tierd's last tick line.
 tl_tierd_progress() {
   grep 'tierd: tick ' "$tl_tlog" | tail -n 1 | sed 's/^tierd: //'
