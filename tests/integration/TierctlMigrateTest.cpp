@@ -140,6 +140,10 @@ TEST_CASE("tierctl locate and move on a running process") {
   Run bad = run("move --pid " + std::to_string(getpid()) + " --to 0 --range zz");
   CHECK(bad.exitCode == 2);
   CHECK(bad.out.find("--range") != std::string::npos);
+  // A node the machine does not have: refused with the nodes it has, not counted as a move.
+  Run nowhere = run("move --pid " + std::to_string(getpid()) + " --to 63");
+  CHECK(nowhere.exitCode == 2);
+  CHECK(nowhere.out.find("node 63 does not exist (nodes: ") != std::string::npos);
   Run gone = run("locate --pid 4194304");  // above PID_MAX_LIMIT - 1: never a live process
   CHECK(gone.exitCode == 1);
   CHECK(gone.out.find("/proc/4194304/") != std::string::npos);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <set>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -30,12 +32,21 @@ const char* directionName(Direction dir) {
 }
 
 // Direction for the byte budget and reports: demotion when the target is in the slow tier.
-Direction directionTo(const sys::SysRoot& root, NodeId target) {
-  Direction dir = Direction::Promote;
-  if (auto topo = topology::readTopology(root))
-    for (const auto& n : topo->nodes)
-      if (n.id == target && n.tier == topology::Tier::Slow) dir = Direction::Demote;
-  return dir;
+// Errors: Input when the topology lists the nodes and `target` is not one of them (move_pages(2)
+// would refuse it per call with -ENODEV; a node outside the process's cpuset would be refused
+// without a call: a typo must not read as a move that found nothing to do).
+Result<Direction> directionTo(const sys::SysRoot& root, NodeId target) {
+  auto topo = topology::readTopology(root);
+  if (!topo) return Direction::Promote;  // no topology here: the kernel's answers tell
+  std::set<int> ids;
+  for (const auto& n : topo->nodes) {
+    if (n.id == target)
+      return n.tier == topology::Tier::Slow ? Direction::Demote : Direction::Promote;
+    ids.insert(n.id);
+  }
+  return Error::input(
+      "node " + std::to_string(target) + " does not exist (nodes: " + sys::formatIdList(ids) + ")",
+      "--to");
 }
 
 // One range per mapping of `maps` ([vsyscall] aside), clipped to [lo, hi).
@@ -175,7 +186,9 @@ int moveCommand(const std::vector<std::string>& args, size_t begin) {
   const NodeId target = static_cast<NodeId>(to.value());
   sys::SysRoot root(parsed->get("sys-root").value_or("/"));
 
-  const Direction dir = directionTo(root, target);
+  auto direction = directionTo(root, target);
+  if (!direction) return fail(spec, direction.error(), 2);
+  const Direction dir = direction.value();
 
   auto maps = sys::readMaps(root, pid);
   if (!maps) return fail(spec, maps.error(), 1);
