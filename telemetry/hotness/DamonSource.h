@@ -146,7 +146,11 @@ class DamonFs {
 class SysRootDamonFs : public DamonFs {
  public:
   explicit SysRootDamonFs(sys::SysRoot root) : root_(std::move(root)) {}
-  Result<std::string> readAttr(const std::string& abs) override { return root_.readAttr(abs); }
+  /// sys::readDamonAttr: a kdamond's `state` or `pid` read while a write holds DAMON's sysfs lock
+  /// (-EBUSY) is read again.
+  Result<std::string> readAttr(const std::string& abs) override {
+    return sys::readDamonAttr(root_, abs);
+  }
   Status write(const std::string& abs, const std::string& data) override {
     return root_.write(abs, data);
   }

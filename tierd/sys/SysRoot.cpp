@@ -89,4 +89,18 @@ Status SysRoot::write(const std::string& abs, const std::string& data) const {
   return Ok{};
 }
 
+Result<std::string> retryWhileBusy(const std::function<Result<std::string>()>& read, int tries,
+                                   unsigned pauseUs) {
+  Result<std::string> r = read();
+  for (int i = 1; i < tries && !r && r.error().code == EBUSY; ++i) {
+    ::usleep(pauseUs);
+    r = read();
+  }
+  return r;
+}
+
+Result<std::string> readDamonAttr(const SysRoot& root, const std::string& abs) {
+  return retryWhileBusy([&] { return root.readAttr(abs); });
+}
+
 }  // namespace tierd::sys

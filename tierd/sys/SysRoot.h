@@ -5,6 +5,7 @@
 /// checked-in fixture tree (tests/fixtures/...) so the real parsers run on real layouts. Set from
 /// the hidden `--sys-root DIR` option of tierd and tierctl.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,16 @@ class SysRoot {
  private:
   std::string root_;
 };
+
+/// Calls `read` again while it fails with EBUSY, at most `tries` calls in all, `pauseUs`
+/// microseconds apart, and returns the last answer (an error other than EBUSY at once). For
+/// DAMON's sysfs: its kdamonds' `state` and `pid` files (mm/damon/sysfs.c state_show, pid_show)
+/// only try damon_sysfs_lock, which every write of a kdamond's `state` (by tierd, damo or any
+/// other tool) holds while the kernel works, and answer -EBUSY meanwhile.
+Result<std::string> retryWhileBusy(const std::function<Result<std::string>()>& read,
+                                   int tries = 100, unsigned pauseUs = 1000);
+
+/// `root.readAttr(abs)` through retryWhileBusy: a DAMON sysfs attribute.
+Result<std::string> readDamonAttr(const SysRoot& root, const std::string& abs);
 
 }  // namespace tierd::sys

@@ -18,7 +18,7 @@ std::string damosTieringActive(const sys::SysRoot& root, std::string_view nrKdam
   auto n = sys::parseU64(nrKdamonds, kd);
   for (uint64_t k = 0; n && k < std::min<uint64_t>(n.value(), 256); ++k) {
     const std::string d = kd + "/" + std::to_string(k);
-    if (root.readAttr(d + "/state").valueOr("") != "on") continue;
+    if (sys::readDamonAttr(root, d + "/state").valueOr("") != "on") continue;
     auto ns = root.readAttr(d + "/contexts/0/schemes/nr_schemes");
     auto schemes = ns ? sys::parseU64(ns.value(), d) : Result<uint64_t>(ns.error());
     for (uint64_t s = 0; schemes && s < std::min<uint64_t>(schemes.value(), 256); ++s) {

@@ -318,7 +318,7 @@ void readReportedRuntimeCapabilities(const sys::SysRoot& root, Capabilities& c,
     c.damonKdamonds = readOptInt<int>(root, kd + "/nr_kdamonds").value_or(0);
     for (int i = 0; i < c.damonKdamonds; ++i) {
       const std::string dir = kd + "/" + std::to_string(i);
-      if (auto st = root.readAttr(dir + "/state"); st && st.value() == "on")
+      if (auto st = sys::readDamonAttr(root, dir + "/state"); st && st.value() == "on")
         ++c.damonKdamondsRunning;
       // avail_operations lives in a context; read it where one exists (never create one).
       if (c.damonOperations.empty()) {

@@ -37,3 +37,35 @@ TEST_CASE("SysRoot reads, lists and reports errors with the resolved path") {
   CHECK_FALSE(root.write("/sys/x/nope", "7").ok());
   REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
 }
+
+TEST_CASE("retryWhileBusy reads again while DAMON's sysfs answers EBUSY, and only then") {
+  // mm/damon/sysfs.c state_show and pid_show answer -EBUSY while damon_sysfs_lock is held.
+  int calls = 0;
+  auto busyTwice = [&]() -> Result<std::string> {
+    if (++calls <= 2)
+      return Error::sys(EBUSY, "cannot read", "/sys/kernel/mm/damon/admin/kdamonds/0/state");
+    return std::string("on");
+  };
+  auto r = sys::retryWhileBusy(busyTwice, 5, 0);
+  REQUIRE(r.ok());
+  CHECK(r.value() == "on");
+  CHECK(calls == 3);
+
+  calls = 0;
+  auto alwaysBusy = [&]() -> Result<std::string> {
+    ++calls;
+    return Error::sys(EBUSY, "cannot read", "state");
+  };
+  auto busy = sys::retryWhileBusy(alwaysBusy, 5, 0);
+  REQUIRE_FALSE(busy.ok());
+  CHECK(busy.error().code == EBUSY);
+  CHECK(calls == 5);  // bounded
+
+  calls = 0;
+  auto gone = [&]() -> Result<std::string> {
+    ++calls;
+    return Error::sys(ENOENT, "cannot open", "state");
+  };
+  CHECK(sys::retryWhileBusy(gone, 5, 0).error().code == ENOENT);
+  CHECK(calls == 1);  // any other error at once
+}
