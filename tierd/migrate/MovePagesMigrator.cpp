@@ -640,7 +640,7 @@ std::vector<MovePagesMigrator::PageRef> MovePagesMigrator::groupFailed(
       continue;
     }
     if (err == ENODEV) {
-      if ((i >= failing && i < groupEnd) || st.offline.count(nodes[i])) {
+      if (st.offline.count(nodes[i])) {  // the failing group's node, and later pages to it
         st.add(send[i].range, MoveOutcome::OtherError, 1);
         s.errnoPages[ENODEV] += 1;
       } else {
