@@ -37,7 +37,7 @@ n=0
 for arm_file in "$repo"/tests/vm/arms/*.toml; do
   arm="$(basename "$arm_file" .toml)"
   check "$arm is an arm file" tl_arm_is_tierd "$arm"
-  tl_arm_placement "$arm"
+  check "$arm passes tl_arm_check" tl_arm_check "$arm"
   echo "$arm: placement=$placement, tierd_args=$(tl_arm_setting "$arm" tierd_args)"
   for base in "$repo"/tests/vm/config/tierd-*.toml; do
     cp "$base" "$tmp/base.toml"
@@ -54,6 +54,15 @@ done
 check "arm files were found ($n arm x workload configs)" [ "$n" -gt 0 ]
 not_arm() { ! tl_arm_is_tierd "$1"; }
 check "kernel-nb2 (a scenario's own arm) is no arm file" not_arm kernel-nb2
+check "kernel-nb2 is a known arm, placement slow" tl_arm_check kernel-nb2
+ideal_placed() { tl_arm_check ideal && [ "$placement" = ideal ]; }
+check "ideal is a known arm, placement ideal" ideal_placed
+before=$failed
+tl_arm_check no-such-arm
+unknown_rc=$?
+unknown_failed=$failed
+failed=$before
+check "an unknown arm fails and returns 1" [ "$unknown_rc" = 1 -a "$unknown_failed" = 1 ]
 check "a path is no arm name" not_arm ../config/tierd-gups
 check "ideal-tierd-dry's settings: placement=ideal, tierd_args=--dry-run" \
   [ "$(tl_arm_setting ideal-tierd-dry placement)/$(tl_arm_setting ideal-tierd-dry tierd_args)" = "ideal/--dry-run" ]
@@ -70,7 +79,7 @@ failed=$before
 check "a line that is not 'key = value' fails the arm" [ "$broken_failed" = 1 ]
 printf '# arm: placement=fast\n' >"$tmp/arms/badplace.toml"
 before=$failed
-tl_arm_placement badplace
+tl_arm_check badplace
 bad_failed=$failed
 failed=$before
 check "placement=fast fails the arm and counts as slow ($placement)" [ "$bad_failed" = 1 -a "$placement" = slow ]

@@ -214,15 +214,28 @@ tl_arm_setting() {
   sed -n "s/^# arm: $2=//p" "$tl_arms_dir/$1.toml" | head -n 1
 }
 
-# tl_arm_placement NAME: sets placement to the arm file's, slow (the default) or ideal; another
-# value is a failed check and counts as slow.
-tl_arm_placement() {
-  placement="$(tl_arm_setting "$1" placement)"
-  case "${placement:=slow}" in
-    slow | ideal) ;;
+# tl_arm_check NAME: whether NAME is an arm the bench scenarios know: the scenarios' own (ideal,
+# none, kernel-nb2, kernel-nb2-tuned, kernel-damon) or an arm file; sets placement (ideal for the
+# ideal arm, the arm file's placement=, slow or ideal, otherwise slow). An unknown arm, or a
+# placement that is neither, is a failed check (the unknown arm returns 1).
+tl_arm_check() {
+  placement=slow
+  case "$1" in
+    ideal) placement=ideal ;;
+    none | kernel-nb2 | kernel-nb2-tuned | kernel-damon) ;;
     *)
-      fail "[$1] $tl_arms_dir/$1.toml: placement=$placement (use slow or ideal)"
-      placement=slow
+      if ! tl_arm_is_tierd "$1"; then
+        fail "unknown arm '$1' (ideal, none, kernel-nb2, kernel-nb2-tuned, kernel-damon, or a file in tests/vm/arms)"
+        return 1
+      fi
+      placement="$(tl_arm_setting "$1" placement)"
+      case "${placement:=slow}" in
+        slow | ideal) ;;
+        *)
+          fail "[$1] $tl_arms_dir/$1.toml: placement=$placement (use slow or ideal)"
+          placement=slow
+          ;;
+      esac
       ;;
   esac
 }
